@@ -1,0 +1,250 @@
+"""Codebooks: YAML files validated by pydantic, identified by name and content hash.
+
+A codebook has one or more questions. Each question is one of three kinds:
+
+- ``single``: exactly one option (or "Other" with free text);
+- ``multi``: one or more options (a set);
+- ``yes_no_reasons``: ``yes`` or ``no``; a ``no`` takes one or more reasons, which are
+  the question's options (Q4 of the mental-model survey).
+
+Answers are stored as :class:`Answer`: ``value`` holds the single code (or ``yes``/``no``),
+``codes`` the selected set for ``multi`` and the reasons for ``yes_no_reasons``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from annotate.errors import CodebookError
+
+OTHER = "other"
+YES = "yes"
+NO = "no"
+ACTION_TYPES = ("message", "draw", "erase", "undo", "reset", "tool", "other")
+BUILTIN_DIR = Path(__file__).resolve().parent.parent / "codebooks"
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Option(_Strict):
+    code: str = Field(min_length=1, pattern=r"^[A-Za-z0-9_\-]+$")
+    label: str = Field(min_length=1)
+    key: str = Field(min_length=1, max_length=1)
+    definition: str = ""
+    examples: list[str] = []
+    counterexamples: list[str] = []
+
+
+class Question(_Strict):
+    id: str = Field(min_length=1, pattern=r"^[A-Za-z0-9_\-]+$")
+    prompt: str = Field(min_length=1)
+    kind: Literal["single", "multi", "yes_no_reasons"] = "single"
+    options: list[Option] = Field(min_length=1)
+    allow_other: bool = True
+    other_key: str = Field(default="o", min_length=1, max_length=1)
+    yes_key: str = Field(default="y", min_length=1, max_length=1)
+    no_key: str = Field(default="n", min_length=1, max_length=1)
+    applies_to: list[str] | None = None
+
+    @property
+    def codes(self) -> list[str]:
+        """Every code an answer's ``value`` may hold, "Other" included (none for multi)."""
+        if self.kind == "yes_no_reasons":
+            return [YES, NO]
+        if self.kind == "multi":
+            return []
+        return [o.code for o in self.options] + ([OTHER] if self.allow_other else [])
+
+    @property
+    def set_codes(self) -> list[str]:
+        """Every code an answer's ``codes`` set may hold (multi and reasons)."""
+        if self.kind == "single":
+            return []
+        return [o.code for o in self.options] + ([OTHER] if self.allow_other else [])
+
+    def option(self, code: str) -> Option | None:
+        return next((o for o in self.options if o.code == code), None)
+
+    def applies(self, action_type: str) -> bool:
+        return self.applies_to is None or action_type in self.applies_to
+
+
+class Codebook(_Strict):
+    name: str = Field(min_length=1, pattern=r"^[A-Za-z0-9_\-]+$")
+    title: str = Field(min_length=1)
+    version: str = Field(min_length=1)
+    instructions: str = ""
+    applies_to: list[str] | None = None
+    questions: list[Question] = Field(min_length=1)
+
+    @property
+    def version_hash(self) -> str:
+        canonical = json.dumps(self.model_dump(mode="json"), sort_keys=True)
+        return hashlib.sha256(canonical.encode()).hexdigest()[:12]
+
+    def question(self, question_id: str) -> Question:
+        for q in self.questions:
+            if q.id == question_id:
+                return q
+        raise CodebookError(
+            f"codebook '{self.name}' has no question '{question_id}'",
+            hint="questions: " + ", ".join(q.id for q in self.questions),
+        )
+
+    def applies(self, action_type: str) -> bool:
+        return self.applies_to is None or action_type in self.applies_to
+
+    def questions_for(self, action_type: str) -> list[Question]:
+        return [q for q in self.questions if q.applies(action_type)]
+
+
+@dataclass(frozen=True)
+class Answer:
+    """One coder's answer to one question about one action."""
+
+    value: str | None
+    codes: tuple[str, ...] = ()
+    other_text: str | None = None
+
+    def check(self, question: Question) -> None:
+        """Raise :class:`CodebookError` if this answer is not allowed by ``question``."""
+        if question.kind == "multi":
+            if self.value is not None:
+                raise CodebookError(f"question {question.id}: a multi-select answer has no value")
+        elif self.value is None:
+            raise CodebookError(f"question {question.id}: no value given")
+        elif self.value not in question.codes:
+            raise CodebookError(
+                f"question {question.id}: unknown code '{self.value}'",
+                hint="allowed: " + ", ".join(question.codes),
+            )
+        unknown = [c for c in self.codes if c not in question.set_codes]
+        if unknown:
+            raise CodebookError(
+                f"question {question.id}: unknown code(s) {', '.join(map(repr, unknown))}",
+                hint="allowed: " + ", ".join(question.set_codes),
+            )
+        if question.kind == "multi" and not self.codes:
+            raise CodebookError(f"question {question.id}: choose at least one option")
+        if question.kind == "yes_no_reasons" and self.value == YES and self.codes:
+            raise CodebookError(f"question {question.id}: reasons are only given with 'no'")
+        uses_other = self.value == OTHER or OTHER in self.codes
+        if uses_other and not (self.other_text or "").strip():
+            raise CodebookError(f"question {question.id}: 'other' needs a free-text description")
+
+
+@dataclass
+class LoadedCodebook:
+    codebook: Codebook
+    text: str
+    source: str = field(default="")
+
+
+def _loc_to_path(loc: tuple[int | str, ...]) -> str:
+    out = ""
+    for part in loc:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out
+
+
+def _semantic_problems(cb: Codebook) -> list[str]:
+    problems: list[str] = []
+    seen_q: dict[str, int] = {}
+    for qi, q in enumerate(cb.questions):
+        if q.id in seen_q:
+            problems.append(f"questions[{qi}].id: duplicate question id '{q.id}'")
+        seen_q[q.id] = qi
+        reserved = {q.other_key: "other_key"} if q.allow_other else {}
+        if q.kind == "yes_no_reasons":
+            reserved |= {q.yes_key: "yes_key", q.no_key: "no_key"}
+        seen_keys: dict[str, str] = {}
+        seen_codes: set[str] = set()
+        for oi, opt in enumerate(q.options):
+            where = f"questions[{qi}].options[{oi}]"
+            if opt.code in seen_codes:
+                problems.append(f"{where}.code: duplicate code '{opt.code}'")
+            if opt.code in {OTHER, YES, NO}:
+                problems.append(f"{where}.code: '{opt.code}' is reserved")
+            seen_codes.add(opt.code)
+            if opt.key in seen_keys or opt.key in reserved:
+                problems.append(f"{where}.key: duplicate key '{opt.key}'")
+            seen_keys[opt.key] = opt.code
+        for types, where in ((q.applies_to, f"questions[{qi}].applies_to"),):
+            for t in types or []:
+                if t not in ACTION_TYPES:
+                    problems.append(f"{where}: unknown action type '{t}'")
+    for t in cb.applies_to or []:
+        if t not in ACTION_TYPES:
+            problems.append(f"applies_to: unknown action type '{t}'")
+    return problems
+
+
+def parse_codebook(text: str, source: str) -> Codebook:
+    """Validate YAML text; every mistake becomes ``source: path: problem``."""
+    label = Path(source).name
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f":{mark.line + 1}" if mark else ""
+        raise CodebookError(f"{label}{where}: not valid YAML ({getattr(exc, 'problem', exc)})") from exc
+    if not isinstance(data, dict):
+        raise CodebookError(f"{label}: a codebook must be a mapping with name, title, questions")
+    try:
+        cb = Codebook.model_validate(data)
+    except ValidationError as exc:
+        lines = [f"{label}: {_loc_to_path(e['loc'])}: {e['msg']}" for e in exc.errors()]
+        raise CodebookError(lines[0], details=lines) from exc
+    problems = [f"{label}: {p}" for p in _semantic_problems(cb)]
+    if problems:
+        raise CodebookError(problems[0], details=problems)
+    return cb
+
+
+def load_codebook_file(path: Path) -> LoadedCodebook:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise CodebookError(f"{path}: cannot read ({exc.strerror})") from exc
+    return LoadedCodebook(parse_codebook(text, str(path)), text, str(path))
+
+
+def codebook_dirs() -> list[Path]:
+    """Where codebooks are looked up by name: ./codebooks first, then the shipped ones."""
+    dirs = [Path.cwd() / "codebooks", BUILTIN_DIR]
+    unique: list[Path] = []
+    for d in dirs:
+        if d.is_dir() and d.resolve() not in [u.resolve() for u in unique]:
+            unique.append(d)
+    return unique
+
+
+def available_codebooks() -> dict[str, Path]:
+    found: dict[str, Path] = {}
+    for d in codebook_dirs():
+        for p in sorted(d.glob("*.yaml")):
+            found.setdefault(p.stem, p)
+    return found
+
+
+def find_codebook(name_or_path: str) -> LoadedCodebook:
+    """Resolve a codebook by file path or by name (``traum`` -> ``codebooks/traum.yaml``)."""
+    path = Path(name_or_path)
+    if path.suffix in {".yaml", ".yml"} or path.exists():
+        return load_codebook_file(path)
+    found = available_codebooks()
+    if name_or_path not in found:
+        raise CodebookError(
+            f"unknown codebook '{name_or_path}'",
+            hint="choices: " + (", ".join(sorted(found)) or "none found in ./codebooks"),
+        )
+    return load_codebook_file(found[name_or_path])

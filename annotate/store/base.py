@@ -1,0 +1,122 @@
+"""The connection, transactions and schema upgrades that every part of the store shares."""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import sqlite_utils
+
+from annotate.errors import StoreError
+from annotate.store.migrations import MIGRATIONS
+
+DEFAULT_DB = "annotate.db"
+BUSY_TIMEOUT_MS = 10_000
+
+
+def default_db_path() -> Path:
+    return Path(os.environ.get("ANNOTATE_DB") or DEFAULT_DB)
+
+
+def now() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def dumps(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, ensure_ascii=False)
+
+
+class StoreBase:
+    """Owns the sqlite3 connection. Autocommit mode: writes go through :meth:`transaction`."""
+
+    def __init__(self, path: str | Path, *, create: bool = True):
+        self.path = Path(path)
+        if not create and not self.path.exists():
+            raise StoreError(
+                f"{self.path}: no such database",
+                hint="run `annotate import PATH` first, or pass --db",
+            )
+        try:
+            conn = sqlite3.connect(self.path, isolation_level=None, timeout=BUSY_TIMEOUT_MS / 1000)
+            conn.row_factory = sqlite3.Row
+            conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+            conn.execute("PRAGMA journal_mode = WAL")
+            conn.execute("PRAGMA synchronous = NORMAL")
+            conn.execute("PRAGMA foreign_keys = ON")
+        except sqlite3.DatabaseError as exc:
+            raise StoreError(f"{self.path}: not an annotate database ({exc})") from exc
+        self.conn = conn
+        self.db = sqlite_utils.Database(conn)
+        self._in_transaction = False
+        self._migrate()
+
+    def close(self) -> None:
+        self.conn.close()
+
+    def __enter__(self) -> StoreBase:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        """One write transaction (BEGIN IMMEDIATE); nested calls join the outer one."""
+        if self._in_transaction:
+            yield self.conn
+            return
+        self.conn.execute("BEGIN IMMEDIATE")
+        self._in_transaction = True
+        try:
+            yield self.conn
+        except BaseException:
+            self.conn.execute("ROLLBACK")
+            raise
+        else:
+            self.conn.execute("COMMIT")
+        finally:
+            self._in_transaction = False
+
+    def query(self, sql: str, params: Any = ()) -> list[sqlite3.Row]:
+        return self.conn.execute(sql, params).fetchall()
+
+    # -- schema -------------------------------------------------------------------------
+
+    def schema_version(self) -> int:
+        row = self.conn.execute("SELECT max(id) FROM _migrations").fetchone()
+        return row[0] or 0
+
+    def _migrate(self) -> None:
+        try:
+            self.conn.execute(
+                "CREATE TABLE IF NOT EXISTS _migrations "
+                "(id INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)"
+            )
+        except sqlite3.DatabaseError as exc:
+            raise StoreError(f"{self.path}: not an annotate database ({exc})") from exc
+        applied = {r[0] for r in self.conn.execute("SELECT id FROM _migrations")}
+        known = {number for number, _ in MIGRATIONS}
+        newer = sorted(applied - known)
+        if newer:
+            raise StoreError(
+                f"{self.path}: made by a newer version of annotate (schema {max(newer)}, "
+                f"this version knows up to {max(known)})",
+                hint="upgrade annotate: pip install -U annotate",
+            )
+        for number, migration in MIGRATIONS:
+            if number in applied:
+                continue
+            with self.transaction() as conn:
+                if conn.execute("SELECT 1 FROM _migrations WHERE id = ?", (number,)).fetchone():
+                    continue  # another process applied it while we waited for the lock
+                migration(conn)
+                conn.execute(
+                    "INSERT INTO _migrations (id, name, applied_at) VALUES (?, ?, ?)",
+                    (number, migration.__name__, now()),
+                )
