@@ -1,0 +1,332 @@
+"""Sending one chat request: cache first, then the endpoint with retries and fallbacks.
+
+- A request's identity is :attr:`ChatRequest.hash`, the sha256 of its canonical JSON
+  (model, endpoint host, messages, temperature, answer schema, vote number). The key and the
+  transport details (which ``response_format`` kind was accepted) are not part of it.
+- :class:`Caller` looks the hash up in a :class:`Cache` first; on a miss it sends the
+  request (bounded by a semaphore), stores the reply at once (so a killed run never pays
+  twice), and shares one in-flight request between identical concurrent callers.
+- 429, 5xx, timeouts and connection errors are retried with exponential backoff, waiting
+  ``Retry-After`` (or ``retry-after-ms``) when the endpoint sends it.
+- A 400 about ``response_format`` downgrades :class:`FormatFallback` (json_schema ->
+  json_object -> none) once for the whole run, and the request is sent again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import random
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field, replace
+from functools import cached_property
+from typing import Any, Protocol
+
+from annotate.errors import AnnotateError
+from llm_coder.prompt import Message, sha256_json
+from llm_coder.schema import FORMAT_MODES, FormatMode, response_format
+
+
+class EndpointError(AnnotateError):
+    """The endpoint refused the run (bad key, unknown model, bad request): stop everything."""
+
+
+class CallFailed(AnnotateError):
+    """One request still failed after every retry; the item is left for the next run."""
+
+
+@dataclass(frozen=True)
+class ChatRequest:
+    model: str
+    endpoint_host: str
+    messages: tuple[Message, ...]
+    prefix_len: int
+    temperature: float
+    schema: dict[str, Any]
+    vote: int = 0
+    send_seed: bool = False
+
+    def canonical(self) -> dict[str, Any]:
+        return {
+            "endpoint": self.endpoint_host,
+            "messages": list(self.messages),
+            "model": self.model,
+            "schema": self.schema,
+            "temperature": self.temperature,
+            "vote": self.vote,
+        }
+
+    @cached_property
+    def hash(self) -> str:
+        return sha256_json(self.canonical())
+
+    @cached_property
+    def prompt_hash(self) -> str:
+        return sha256_json(list(self.messages[: self.prefix_len]))
+
+
+@dataclass(frozen=True)
+class Reply:
+    text: str
+    tokens_in: int
+    tokens_out: int
+    latency_s: float
+    response_format: str
+    attempts: int = 1
+    cached: bool = False
+
+
+@dataclass(frozen=True)
+class CallRecord:
+    """What the cache stores: the request (without the key) and its reply."""
+
+    request: ChatRequest
+    reply: Reply
+
+
+class Cache(Protocol):
+    def get(self, request_hash: str) -> Reply | None: ...
+
+    def put(self, record: CallRecord) -> None: ...
+
+
+class MemoryCache:
+    """A dict-backed :class:`Cache` (tests, dry runs)."""
+
+    def __init__(self) -> None:
+        self.records: dict[str, CallRecord] = {}
+
+    def get(self, request_hash: str) -> Reply | None:
+        record = self.records.get(request_hash)
+        return record.reply if record else None
+
+    def put(self, record: CallRecord) -> None:
+        self.records[record.request.hash] = record
+
+
+@dataclass
+class FormatFallback:
+    """Which ``response_format`` kind the endpoint accepts; only ever moves down."""
+
+    mode: FormatMode = "json_schema"
+    changes: list[str] = field(default_factory=list)
+
+    def downgrade(self, failed: FormatMode, reason: str) -> None:
+        if self.mode != failed:
+            return  # another request already moved it
+        nxt: FormatMode = FORMAT_MODES[FORMAT_MODES.index(failed) + 1]
+        self.mode = nxt
+        self.changes.append(f"{failed} -> {nxt}: {reason}")
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    max_retries: int = 5
+    base_delay_s: float = 0.5
+    max_delay_s: float = 60.0
+    timeout_s: float = 60.0
+
+    def delay(self, attempt: int, retry_after: float | None) -> float:
+        if retry_after is not None:
+            return min(max(retry_after, 0.0), self.max_delay_s)
+        backoff = self.base_delay_s * 2 ** (attempt - 1)
+        return min(backoff * (0.75 + random.random() / 2), self.max_delay_s)
+
+
+@dataclass
+class CallStats:
+    sent: int = 0
+    cached: int = 0
+    retries: int = 0
+    fallbacks: int = 0
+    tokens_in: int = 0
+    tokens_out: int = 0
+    latency_s: float = 0.0
+
+
+def retry_after_seconds(headers: Any) -> float | None:
+    """Seconds to wait from ``retry-after-ms`` / ``Retry-After`` (seconds or HTTP date)."""
+    if headers is None:
+        return None
+    ms = headers.get("retry-after-ms")
+    if ms:
+        try:
+            return float(ms) / 1000
+        except ValueError:
+            pass
+    value = headers.get("retry-after")
+    if not value:
+        return None
+    try:
+        return float(value)
+    except ValueError:
+        parsed = email.utils.parsedate_to_datetime(value) if value else None
+        if parsed is None:
+            return None
+        return max(0.0, parsed.timestamp() - time.time())
+
+
+def _is_format_error(status: int, message: str, param: str | None) -> bool:
+    if status not in (400, 422):
+        return False
+    text = message.lower()
+    return param == "response_format" or any(
+        word in text for word in ("response_format", "json_schema", "json_object", "structured")
+    )
+
+
+def _scrub(text: str, secret: str | None) -> str:
+    return text.replace(secret, "***") if secret else text
+
+
+class Caller:
+    """Cache-first, bounded, retrying chat calls for one run."""
+
+    def __init__(
+        self,
+        client: Any,
+        cache: Cache,
+        *,
+        concurrency: int = 8,
+        policy: RetryPolicy | None = None,
+        fallback: FormatFallback | None = None,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+    ):
+        if concurrency < 1:
+            raise ValueError("concurrency must be at least 1")
+        self.client = client
+        self.cache = cache
+        self.policy = policy or RetryPolicy()
+        self.fallback = fallback or FormatFallback()
+        self.stats = CallStats()
+        self._sem = asyncio.Semaphore(concurrency)
+        self._sleep = sleep
+        self._inflight: dict[str, asyncio.Future[Reply]] = {}
+
+    async def call(self, request: ChatRequest) -> Reply:
+        key = request.hash
+        hit = self.cache.get(key)
+        if hit is not None:
+            self.stats.cached += 1
+            return hit if hit.cached else replace(hit, cached=True)
+        pending = self._inflight.get(key)
+        if pending is not None:
+            return await asyncio.shield(pending)
+        future: asyncio.Future[Reply] = asyncio.get_running_loop().create_future()
+        self._inflight[key] = future
+        try:
+            async with self._sem:
+                reply = await self._send(request)
+            self.cache.put(CallRecord(request, reply))
+            future.set_result(reply)
+            return reply
+        except BaseException as exc:
+            future.set_exception(exc)
+            future.exception()  # mark retrieved: waiters, if any, re-raise it
+            raise
+        finally:
+            del self._inflight[key]
+
+    def _kwargs(self, request: ChatRequest, mode: FormatMode) -> dict[str, Any]:
+        kwargs: dict[str, Any] = {
+            "model": request.model,
+            "messages": list(request.messages),
+            "temperature": request.temperature,
+            "timeout": self.policy.timeout_s,
+        }
+        if request.send_seed:
+            kwargs["seed"] = request.vote
+        fmt = response_format(mode, request.schema)
+        if fmt is not None:
+            kwargs["response_format"] = fmt
+        return kwargs
+
+    async def _send(self, request: ChatRequest) -> Reply:
+        import openai
+
+        secret = getattr(self.client, "api_key", None)
+        attempt = 0
+        while True:
+            mode = self.fallback.mode
+            started = time.perf_counter()
+            try:
+                completion = await self.client.chat.completions.create(
+                    **self._kwargs(request, mode)
+                )
+            except openai.APIStatusError as exc:
+                status = exc.status_code
+                message = _scrub(str(getattr(exc, "message", exc)), secret)
+                if mode != "none" and _is_format_error(status, message, exc.param):
+                    self.stats.fallbacks += 1
+                    self.fallback.downgrade(mode, f"HTTP {status}: {message}")
+                    continue
+                if status == 429 or status >= 500 or status == 408:
+                    attempt = await self._backoff(
+                        attempt,
+                        retry_after_seconds(exc.response.headers),
+                        f"HTTP {status}: {message}",
+                    )
+                    continue
+                hint = {
+                    401: "check OPENAI_API_KEY for this endpoint",
+                    403: "check the key's permissions for this model",
+                    404: "check --model and --base-url (the URL usually ends in /v1)",
+                }.get(status, "check --model, --base-url and the endpoint's documentation")
+                raise EndpointError(
+                    f"the endpoint refused the request (HTTP {status}: {message})", hint=hint
+                ) from None
+            except (openai.APITimeoutError, openai.APIConnectionError) as exc:
+                attempt = await self._backoff(attempt, None, _scrub(str(exc), secret))
+                continue
+            latency = time.perf_counter() - started
+            usage = getattr(completion, "usage", None)
+            choices = completion.choices or []
+            text = (choices[0].message.content or "") if choices else ""
+            reply = Reply(
+                text=text,
+                tokens_in=int(getattr(usage, "prompt_tokens", 0) or 0),
+                tokens_out=int(getattr(usage, "completion_tokens", 0) or 0),
+                latency_s=round(latency, 4),
+                response_format=mode,
+                attempts=attempt + 1,
+            )
+            self.stats.sent += 1
+            self.stats.tokens_in += reply.tokens_in
+            self.stats.tokens_out += reply.tokens_out
+            self.stats.latency_s += latency
+            return reply
+
+    async def _backoff(self, attempt: int, retry_after: float | None, reason: str) -> int:
+        attempt += 1
+        if attempt > self.policy.max_retries:
+            raise CallFailed(
+                f"gave up after {self.policy.max_retries} retries ({reason})",
+                hint="run the same command again later: finished items are not paid twice",
+            )
+        self.stats.retries += 1
+        await self._sleep(self.policy.delay(attempt, retry_after))
+        return attempt
+
+
+def request_for(
+    *,
+    model: str,
+    endpoint_host: str,
+    messages: Sequence[Message],
+    prefix_len: int,
+    temperature: float,
+    schema: dict[str, Any],
+    vote: int = 0,
+    votes: int = 1,
+) -> ChatRequest:
+    return ChatRequest(
+        model=model,
+        endpoint_host=endpoint_host,
+        messages=tuple(messages),
+        prefix_len=prefix_len,
+        temperature=temperature,
+        schema=schema,
+        vote=vote,
+        send_seed=votes > 1,
+    )

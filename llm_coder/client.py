@@ -1,0 +1,93 @@
+"""The one place where the OpenAI client is built.
+
+Any OpenAI-compatible endpoint works (OpenAI, vLLM, Ollama, llama.cpp, LM Studio...): give
+the model name, the base URL (``--base-url`` or ``OPENAI_BASE_URL``) and a key in
+``OPENAI_API_KEY``. The key is held only in memory: it is never part of a request hash,
+never written to the store and never shown (``repr`` hides it).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from urllib.parse import urlsplit
+
+from annotate.errors import UsageError
+
+KEY_ENV = "OPENAI_API_KEY"
+BASE_URL_ENV = "OPENAI_BASE_URL"
+DEFAULT_TIMEOUT_S = 60.0
+
+
+@dataclass(frozen=True)
+class LLMConfig:
+    model: str
+    base_url: str
+    api_key: str = field(repr=False)
+    timeout_s: float = DEFAULT_TIMEOUT_S
+
+    @property
+    def endpoint_host(self) -> str:
+        """``host[:port]`` of the endpoint: recorded with every label, never the key."""
+        return endpoint_host(self.base_url)
+
+    def __str__(self) -> str:
+        return f"{self.model} @ {self.endpoint_host}"
+
+
+def endpoint_host(base_url: str) -> str:
+    parts = urlsplit(base_url)
+    return parts.netloc.rsplit("@", 1)[-1] or base_url
+
+
+def config_from_env(
+    model: str | None,
+    base_url: str | None = None,
+    *,
+    env: Mapping[str, str] | None = None,
+    timeout_s: float = DEFAULT_TIMEOUT_S,
+) -> LLMConfig:
+    """Resolve model, endpoint and key, or raise one :class:`UsageError` naming what to set.
+
+    Called before any work is done, so a missing setting fails fast.
+    """
+    env = os.environ if env is None else env
+    base_url = (base_url or env.get(BASE_URL_ENV) or "").strip()
+    api_key = (env.get(KEY_ENV) or "").strip()
+    missing = []
+    if not model:
+        missing.append("a model (--model)")
+    if not base_url:
+        missing.append(f"an endpoint (--base-url or {BASE_URL_ENV})")
+    if not api_key:
+        missing.append(f"an API key ({KEY_ENV})")
+    if missing:
+        raise UsageError(
+            "the LLM coder needs " + " and ".join(missing),
+            hint=(
+                f"export {KEY_ENV}=sk-... and {BASE_URL_ENV}=https://api.openai.com/v1 "
+                "(for a local server such as Ollama: "
+                f"{BASE_URL_ENV}=http://localhost:11434/v1 and any non-empty {KEY_ENV})"
+            ),
+        )
+    if urlsplit(base_url).scheme not in {"http", "https"}:
+        raise UsageError(
+            f"the endpoint must be an http(s) URL, got '{base_url}'",
+            hint="e.g. --base-url http://localhost:8000/v1",
+        )
+    return LLMConfig(
+        model=str(model), base_url=base_url.rstrip("/"), api_key=api_key, timeout_s=timeout_s
+    )
+
+
+def build_client(config: LLMConfig):  # -> openai.AsyncOpenAI
+    """Build the async client; retries are ours (:mod:`llm_coder.calls`), the SDK's are off."""
+    from openai import AsyncOpenAI
+
+    return AsyncOpenAI(
+        api_key=config.api_key,
+        base_url=config.base_url,
+        timeout=config.timeout_s,
+        max_retries=0,
+    )

@@ -1,0 +1,173 @@
+"""Chat messages for one item: codebook and worked examples first, the target last.
+
+The system message (codebook instructions, every option's code, label, definition and
+examples, the answer format) and the few-shot pairs (user: an item with its context,
+assistant: the gold answer as JSON) form a *stable prefix* that is byte-identical for every
+request of a run, so providers' prompt caching applies. The target item comes last, shown
+with the same preceding context as the shots and as the human coders saw it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from annotate.codebook import Answer, Codebook, Question
+from annotate.models import Action
+from llm_coder.schema import answer_to_json
+
+DEFAULT_CONTEXT = 5
+TARGET_MARKER = "Action to code:"
+
+Message = dict[str, str]
+
+
+@dataclass(frozen=True)
+class Item:
+    """An action to code and the actions before it in its session (oldest first)."""
+
+    action: Action
+    context: tuple[Action, ...] = ()
+
+
+@dataclass(frozen=True)
+class Shot:
+    """A worked example: an item with its gold answers."""
+
+    item: Item
+    answers: Mapping[str, Answer]
+
+
+def canonical_json(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+
+
+def sha256_json(value: Any) -> str:
+    """Identity of a request or prompt: sha256 of canonical JSON (sorted keys)."""
+    return hashlib.sha256(canonical_json(value).encode()).hexdigest()
+
+
+def _one_line(text: str | None) -> str:
+    return " ".join((text or "").split()) or "(no content)"
+
+
+def render_action(action: Action) -> str:
+    """``[#12 +3.0s] giver (g), message: go left`` — one line per action."""
+    when = ""
+    if action.elapsed_s is not None:
+        when = f" +{action.elapsed_s:.1f}s"
+    who = action.role or action.participant or "?"
+    if action.role and action.participant and action.participant != action.role:
+        who = f"{action.role} ({action.participant})"
+    return f"[#{action.seq}{when}] {who}, {action.action_type}: {_one_line(action.content)}"
+
+
+def render_item(item: Item) -> str:
+    """The user message for an item: session, context, then the target action."""
+    a = item.action
+    head = f"Session {a.session}" + (f" (condition: {a.condition})" if a.condition else "")
+    lines = [head]
+    if item.context:
+        lines.append(f"Context (the {len(item.context)} actions before it, oldest first):")
+        lines.extend(render_action(c) for c in item.context)
+    else:
+        lines.append("Context: none (first action of the session).")
+    lines.append(TARGET_MARKER)
+    lines.append(render_action(a))
+    return "\n".join(lines)
+
+
+def _answer_format(q: Question) -> str:
+    other = (
+        ', "other_text": null}  (other_text: a short description, only when you choose "other")'
+        if q.allow_other
+        else ', "other_text": null}'
+    )
+    if q.kind == "single":
+        return f'"{q.id}": {{"code": "<one code>"{other}'
+    if q.kind == "multi":
+        return f'"{q.id}": {{"codes": ["<code>", ...]{other}'
+    return (
+        f'"{q.id}": {{"answer": "yes" or "no", "reasons": ["<code>", ...] '
+        f"(one or more reasons after no, none after yes){other}"
+    )
+
+
+def render_codebook(codebook: Codebook) -> str:
+    """The system message: what to code, every option, and the exact answer format."""
+    parts = [
+        f'You code actions from a collaboration log with the codebook "{codebook.title}" '
+        f"(version {codebook.version}). Each item shows the session, the actions before the "
+        "target as context, and the one action to code.",
+    ]
+    if codebook.instructions.strip():
+        parts.append("Instructions:\n" + codebook.instructions.strip())
+    for q in codebook.questions:
+        kind = {
+            "single": "choose exactly one code",
+            "multi": "choose one or more codes",
+            "yes_no_reasons": "answer yes or no; after no, choose one or more reasons",
+        }[q.kind]
+        scope = f" (only for {', '.join(q.applies_to)} actions)" if q.applies_to else ""
+        lines = [f"Question {q.id}{scope}: {q.prompt.strip()} ({kind})"]
+        for opt in q.options:
+            line = f"- {opt.code}: {opt.label}"
+            if opt.definition.strip():
+                line += f". {' '.join(opt.definition.split())}"
+            if opt.examples:
+                line += " Examples: " + "; ".join(f'"{e}"' for e in opt.examples) + "."
+            if opt.counterexamples:
+                line += " Not this code: " + "; ".join(f'"{e}"' for e in opt.counterexamples)
+                line += "."
+            lines.append(line)
+        if q.allow_other:
+            lines.append("- other: none of the above; describe it briefly in other_text.")
+        parts.append("\n".join(lines))
+    fmt = ",\n  ".join(_answer_format(q) for q in codebook.questions)
+    parts.append(
+        "Reply with one JSON object and nothing else, with a key for every question that "
+        "applies to the action, using only the codes listed above:\n{\n  " + fmt + "\n}"
+    )
+    return "\n\n".join(parts)
+
+
+def shot_reply(shot: Shot, questions: Sequence[Question]) -> str:
+    answers = {
+        q.id: answer_to_json(q, shot.answers[q.id]) for q in questions if q.id in shot.answers
+    }
+    return canonical_json(answers)
+
+
+def prefix_messages(codebook: Codebook, shots: Sequence[Shot]) -> list[Message]:
+    """System message plus one user/assistant pair per shot: identical for every request."""
+    messages: list[Message] = [{"role": "system", "content": render_codebook(codebook)}]
+    for shot in shots:
+        questions = codebook.questions_for(shot.item.action.action_type)
+        messages.append({"role": "user", "content": render_item(shot.item)})
+        messages.append({"role": "assistant", "content": shot_reply(shot, questions)})
+    return messages
+
+
+def prompt_hash(prefix: Sequence[Message]) -> str:
+    return sha256_json(list(prefix))
+
+
+def target_message(item: Item) -> Message:
+    return {"role": "user", "content": render_item(item)}
+
+
+def repair_messages(raw_reply: str, problem: str) -> list[Message]:
+    """Appended after an unusable reply for the one retry it gets."""
+    return [
+        {"role": "assistant", "content": raw_reply},
+        {
+            "role": "user",
+            "content": (
+                f"That reply cannot be used: {problem}. Reply again with only the JSON object, "
+                "using only the codes listed in the codebook."
+            ),
+        },
+    ]

@@ -1,0 +1,289 @@
+"""A real chat-completions server on 127.0.0.1 for testing the LLM coder.
+
+It speaks ``POST /v1/chat/completions`` like an OpenAI-compatible endpoint and answers
+deterministically: the label for a request comes from ``label_for(target_text, body)``,
+where ``target_text`` is the content of the action to code (the line after
+``TARGET_MARKER`` in the last user message). Tests steer it with :class:`Fault` entries
+(429 with Retry-After, 500, a hang past the client's timeout, malformed JSON, a label that
+is not in the codebook), a fixed ``latency``, and ``accept`` — which ``response_format``
+kinds the endpoint understands (``json_schema``, only ``json_object``, or ``none``).
+
+Run it by hand for a demo: ``python -m tests.chat_server --port 8765 --label acknowledge``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Literal
+
+TARGET_MARKER = "Action to code:"
+FaultKind = Literal["429", "500", "hang", "malformed", "bad_label", "401"]
+Accept = Literal["json_schema", "json_object", "none"]
+
+
+@dataclass
+class Fault:
+    """Misbehave on the next ``times`` requests whose target text contains ``match``."""
+
+    kind: FaultKind
+    times: int = 1
+    match: str | None = None
+    retry_after: str | None = None
+
+
+def target_text(body: dict[str, Any]) -> str:
+    """The content of the action to code, as rendered by ``llm_coder.prompt``."""
+    users = [m for m in body.get("messages", []) if m.get("role") == "user"]
+    if not users:
+        return ""
+    text = str(users[-1].get("content", ""))
+    if TARGET_MARKER not in text:
+        return text
+    after = text.split(TARGET_MARKER, 1)[1].strip().splitlines()
+    line = after[0] if after else ""
+    # "[#12 +3.0s] giver (g), message: go left" -> "go left"
+    return line.split(": ", 1)[1] if ": " in line else line
+
+
+def question_ids(body: dict[str, Any]) -> list[str]:
+    """Question ids from the JSON schema if one was sent, else ``["move"]``."""
+    fmt = body.get("response_format") or {}
+    schema = (fmt.get("json_schema") or {}).get("schema") or {}
+    return list(schema.get("properties") or {}) or ["move"]
+
+
+@dataclass
+class ServerState:
+    label_for: Callable[[str, dict[str, Any]], str] = lambda text, body: "acknowledge"
+    answer_for: Callable[[str, dict[str, Any]], dict[str, Any]] | None = None
+    latency: float = 0.0
+    hang_s: float = 5.0
+    accept: Accept = "json_schema"
+    faults: list[Fault] = field(default_factory=list)
+    requests: int = 0
+    served: int = 0
+    statuses: Counter = field(default_factory=Counter)
+    bodies: list[dict[str, Any]] = field(default_factory=list)
+    auth_headers: list[str] = field(default_factory=list)
+    keep_bodies: bool = True
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def take_fault(self, text: str) -> Fault | None:
+        with self.lock:
+            for fault in self.faults:
+                if fault.times > 0 and (fault.match is None or fault.match in text):
+                    fault.times -= 1
+                    return fault
+        return None
+
+    def reset_counts(self) -> None:
+        with self.lock:
+            self.requests = 0
+            self.served = 0
+            self.statuses.clear()
+            self.bodies.clear()
+            self.auth_headers.clear()
+
+
+def _error(status: int, message: str, *, param: str | None = None) -> dict[str, Any]:
+    kinds = {400: "invalid_request_error", 401: "invalid_request_error", 429: "rate_limit"}
+    return {
+        "error": {
+            "message": message,
+            "type": kinds.get(status, "server_error"),
+            "param": param,
+            "code": None,
+        }
+    }
+
+
+def _completion(body: dict[str, Any], content: str) -> dict[str, Any]:
+    prompt_chars = sum(len(str(m.get("content", ""))) for m in body.get("messages", []))
+    prompt_tokens = max(1, prompt_chars // 4)
+    completion_tokens = max(1, len(content) // 4)
+    return {
+        "id": f"chatcmpl-test-{time.monotonic_ns()}",
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": body.get("model", "test-model"),
+        "choices": [
+            {
+                "index": 0,
+                "message": {"role": "assistant", "content": content},
+                "finish_reason": "stop",
+            }
+        ],
+        "usage": {
+            "prompt_tokens": prompt_tokens,
+            "completion_tokens": completion_tokens,
+            "total_tokens": prompt_tokens + completion_tokens,
+        },
+    }
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server: _Server
+
+    def log_message(self, format: str, *args: Any) -> None:  # quiet
+        return
+
+    def _send(self, status: int, payload: Any, headers: dict[str, str] | None = None) -> None:
+        raw = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(raw)))
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
+        self.end_headers()
+        self.wfile.write(raw)
+        with self.server.state.lock:
+            self.server.state.statuses[status] += 1
+
+    def do_POST(self) -> None:
+        state = self.server.state
+        length = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(length)
+        if not self.path.rstrip("/").endswith("/chat/completions"):
+            self._send(404, _error(404, f"no route {self.path}"))
+            return
+        try:
+            body = json.loads(raw)
+        except ValueError:
+            self._send(400, _error(400, "request body is not JSON"))
+            return
+        with state.lock:
+            state.requests += 1
+            if state.keep_bodies:
+                state.bodies.append(body)
+            state.auth_headers.append(self.headers.get("Authorization", ""))
+        if state.latency:
+            time.sleep(state.latency)
+
+        fmt = body.get("response_format")
+        fmt_type = (fmt or {}).get("type")
+        if fmt_type and state.accept == "none":
+            self._send(
+                400,
+                _error(
+                    400, "'response_format' is not supported by this model", param="response_format"
+                ),
+            )
+            return
+        if fmt_type == "json_schema" and state.accept == "json_object":
+            self._send(
+                400,
+                _error(
+                    400,
+                    "Invalid parameter: 'response_format' of type 'json_schema' is not supported "
+                    "with this model. Use 'json_object' instead.",
+                    param="response_format",
+                ),
+            )
+            return
+
+        text = target_text(body)
+        fault = state.take_fault(text)
+        if fault is not None:
+            if fault.kind == "429":
+                headers = {"Retry-After": fault.retry_after} if fault.retry_after else {}
+                self._send(429, _error(429, "Rate limit reached, slow down"), headers)
+                return
+            if fault.kind == "500":
+                headers = {"Retry-After": fault.retry_after} if fault.retry_after else {}
+                self._send(500, _error(500, "The server had an error"), headers)
+                return
+            if fault.kind == "401":
+                self._send(401, _error(401, "Incorrect API key provided"))
+                return
+            if fault.kind == "hang":
+                time.sleep(state.hang_s)
+        if fault is not None and fault.kind == "malformed":
+            content = '{"move": {"code": "instruct"'  # cut off: not JSON
+        else:
+            if state.answer_for is not None:
+                answer = state.answer_for(text, body)
+            else:
+                label = "not-a-code" if fault and fault.kind == "bad_label" else None
+                label = label or state.label_for(text, body)
+                answer = {qid: {"code": label, "other_text": None} for qid in question_ids(body)}
+            content = json.dumps(answer)
+            if fmt_type is None:
+                content = f"Here is my answer:\n```json\n{content}\n```"
+        try:
+            self._send(200, _completion(body, content))
+        except (BrokenPipeError, ConnectionResetError):
+            return  # the client gave up (timeout)
+        with state.lock:
+            state.served += 1
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    request_queue_size = 256
+    allow_reuse_address = True
+
+    def __init__(self, state: ServerState, port: int = 0):
+        super().__init__(("127.0.0.1", port), _Handler)
+        self.state = state
+
+
+class ChatServer:
+    """Start with :meth:`start` (or as a context manager); ``base_url`` ends in ``/v1``."""
+
+    def __init__(self, state: ServerState | None = None, port: int = 0):
+        self.state = state or ServerState()
+        self._server = _Server(self.state, port)
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    @property
+    def port(self) -> int:
+        return self._server.server_address[1]
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    def start(self) -> ChatServer:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+        self._thread.join(timeout=5)
+
+    def __enter__(self) -> ChatServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--port", type=int, default=8765)
+    parser.add_argument("--label", default="acknowledge")
+    parser.add_argument("--latency", type=float, default=0.0)
+    parser.add_argument("--accept", choices=["json_schema", "json_object", "none"])
+    args = parser.parse_args()
+    label = args.label
+    state = ServerState(label_for=lambda text, body: label, latency=args.latency)
+    if args.accept:
+        state.accept = args.accept
+    server = ChatServer(state, args.port)
+    print(f"listening on {server.base_url}", flush=True)
+    with contextlib.suppress(KeyboardInterrupt):
+        server._server.serve_forever()
+
+
+if __name__ == "__main__":
+    main()
