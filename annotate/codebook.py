@@ -196,7 +196,9 @@ def parse_codebook(text: str, source: str) -> Codebook:
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f":{mark.line + 1}" if mark else ""
-        raise CodebookError(f"{label}{where}: not valid YAML ({getattr(exc, 'problem', exc)})") from exc
+        raise CodebookError(
+            f"{label}{where}: not valid YAML ({getattr(exc, 'problem', exc)})"
+        ) from exc
     if not isinstance(data, dict):
         raise CodebookError(f"{label}: a codebook must be a mapping with name, title, questions")
     try:

@@ -1,0 +1,31 @@
+# Two entry points: `make demo` (the whole workflow on the demo data) and `make test`.
+# Both create .venv with Python >= 3.11 first if it is not there.
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+DEMO_DB ?= demo.db
+
+.PHONY: demo test lint bench clean
+
+$(BIN)/.installed: pyproject.toml
+	$(PY) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q -e '.[dev]'
+	touch $@
+
+demo: $(BIN)/.installed
+	rm -f $(DEMO_DB) $(DEMO_DB)-wal $(DEMO_DB)-shm
+	$(BIN)/annotate import data/demo --db $(DEMO_DB)
+	$(BIN)/annotate sample --n 120 --seed 7 --name main --stratify condition --db $(DEMO_DB)
+	$(BIN)/annotate import-labels data/demo_labels.csv --codebook traum --db $(DEMO_DB)
+	$(BIN)/annotate status --db $(DEMO_DB)
+
+test: $(BIN)/.installed
+	$(BIN)/ruff check .
+	$(BIN)/python -m pytest -q
+
+bench: $(BIN)/.installed
+	$(BIN)/python benchmarks/run_all.py
+
+clean:
+	rm -rf $(VENV) *.egg-info .pytest_cache .ruff_cache $(DEMO_DB)*

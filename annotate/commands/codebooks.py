@@ -1,0 +1,79 @@
+"""`annotate codebooks list|show|validate`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from annotate.codebook import OTHER, available_codebooks, find_codebook, load_codebook_file
+from annotate.commands.common import FormatOption, console
+from annotate.render import OutputFormat, print_rows, to_json
+
+app = typer.Typer(help="List, show and validate codebooks.", no_args_is_help=True)
+
+
+@app.command("list")
+def list_command(fmt: FormatOption = OutputFormat.table) -> None:
+    """Codebooks found in ./codebooks and the shipped ones, with their version hash."""
+    rows = []
+    for name, path in available_codebooks().items():
+        cb = load_codebook_file(path).codebook
+        rows.append(
+            {
+                "name": name,
+                "title": cb.title,
+                "version": cb.version,
+                "hash": cb.version_hash,
+                "questions": len(cb.questions),
+                "path": str(path),
+            }
+        )
+    print_rows(console, rows, ["name", "title", "version", "hash", "questions", "path"], fmt)
+
+
+@app.command("show")
+def show_command(
+    name: Annotated[str, typer.Argument(help="Codebook name or YAML path.")],
+    fmt: FormatOption = OutputFormat.table,
+) -> None:
+    """A codebook's questions, options, shortcut keys and definitions."""
+    cb = find_codebook(name).codebook
+    if fmt is OutputFormat.json:
+        console.print(
+            to_json(cb.model_dump(mode="json") | {"version_hash": cb.version_hash}), markup=False
+        )
+        return
+    console.print(f"{cb.title} ({cb.name} v{cb.version}, hash {cb.version_hash})", markup=False)
+    if cb.instructions:
+        console.print(cb.instructions.strip(), markup=False)
+    for q in cb.questions:
+        rows = [
+            {"key": o.key, "code": o.code, "label": o.label, "definition": o.definition}
+            for o in q.options
+        ]
+        if q.kind == "yes_no_reasons":
+            rows = [
+                {"key": q.yes_key, "code": "yes", "label": "Yes"},
+                {"key": q.no_key, "code": "no", "label": "No (then the reasons below)"},
+                *rows,
+            ]
+        if q.allow_other:
+            rows.append({"key": q.other_key, "code": OTHER, "label": "Other (free text)"})
+        console.print(f"\n{q.id} ({q.kind}): {q.prompt}", markup=False, soft_wrap=True)
+        print_rows(console, rows, ["key", "code", "label", "definition"], fmt)
+
+
+@app.command("validate")
+def validate_command(
+    paths: Annotated[list[Path], typer.Argument(help="YAML files to check.")],
+) -> None:
+    """Check codebook files; each mistake is reported with its path in the YAML."""
+    for path in paths:
+        cb = load_codebook_file(path).codebook
+        console.print(f"{path}: ok ({cb.name} v{cb.version}, hash {cb.version_hash})", markup=False)
+
+
+def register(root: typer.Typer) -> None:
+    root.add_typer(app, name="codebooks")

@@ -1,0 +1,46 @@
+"""What every command shares: the --db option, the store, the console."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+
+from annotate.render import OutputFormat
+from annotate.store import DEFAULT_DB, Store
+
+console = Console(highlight=False)
+err_console = Console(stderr=True, highlight=False)
+
+DbOption = Annotated[
+    Path,
+    typer.Option(
+        "--db",
+        envvar="ANNOTATE_DB",
+        help="The project's SQLite file.",
+        show_default=True,
+    ),
+]
+DEFAULT_DB_PATH = Path(DEFAULT_DB)
+
+FormatOption = Annotated[
+    OutputFormat, typer.Option("--format", "-f", help="Output format.", case_sensitive=False)
+]
+
+
+@contextmanager
+def open_store(db: Path, *, create: bool = False) -> Iterator[Store]:
+    """Open the project file; reading commands refuse to create an empty one by accident."""
+    store = Store(db, create=create)
+    try:
+        yield store
+    finally:
+        store.close()
+
+
+def split_list(value: str | None) -> list[str]:
+    return [v.strip() for v in (value or "").split(",") if v.strip()]

@@ -1,0 +1,154 @@
+"""`annotate import`, `annotate import-labels`, `annotate export`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from annotate.codebook import find_codebook
+from annotate.commands.common import DEFAULT_DB_PATH, DbOption, console, err_console, open_store
+from annotate.errors import UsageError
+from annotate.export import ExportFormat, ExportWhat, build, write
+from annotate.importers import PARSERS, ImportOptions
+from annotate.importers.base import FIELDS, parse_pairs
+from annotate.importing import LabelsAs, import_files
+from annotate.label_import import import_labels
+
+
+def import_command(
+    paths: Annotated[list[Path], typer.Argument(help="Files or folders to import.")],
+    fmt: Annotated[
+        str | None,
+        typer.Option(
+            "--format",
+            help="Force a format: " + ", ".join(PARSERS) + " (default: detected per file).",
+        ),
+    ] = None,
+    mapping: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--map",
+            help="For jsonl/csv: which source column holds each field, e.g. "
+            "'content=text,session=dialogue'. Fields: " + ", ".join(FIELDS) + ".",
+        ),
+    ] = None,
+    condition: Annotated[
+        str | None, typer.Option(help="Condition for actions whose source does not name one.")
+    ] = None,
+    role: Annotated[
+        list[str] | None,
+        typer.Option(help="Set a participant's role, e.g. --role Jack=guide (repeatable)."),
+    ] = None,
+    labels_as: Annotated[
+        str | None,
+        typer.Option(
+            help="Import the labels that come with the data (Map Task's third column, or a "
+            "'label' column) as this coder's. Needs --codebook.",
+        ),
+    ] = None,
+    codebook: Annotated[
+        str | None, typer.Option(help="Codebook of the labels imported with --labels-as.")
+    ] = None,
+    question: Annotated[
+        str | None, typer.Option(help="Question of --codebook the labels answer (if several).")
+    ] = None,
+    skip_invalid: Annotated[
+        bool, typer.Option("--skip-invalid", help="Import the valid lines; list those skipped.")
+    ] = False,
+    db: DbOption = DEFAULT_DB_PATH,
+) -> None:
+    """Import action logs. Importing the same file again adds nothing.
+
+    Formats: the collaboration platform's JSONL export (one file per participant; sessions
+    are merged and ordered by time), HCRC Map Task `speaker|text|label` files, and generic
+    JSONL or CSV. A malformed line stops the import of that file with FILE:LINE and stores
+    nothing of it, unless --skip-invalid.
+    """
+    options = ImportOptions(
+        mapping=parse_pairs(mapping or [], "--map", FIELDS),
+        condition=condition,
+        roles=parse_pairs(role or [], "--role"),
+    )
+    labels = None
+    if labels_as:
+        if not codebook:
+            raise UsageError("--labels-as needs --codebook NAME")
+        loaded = find_codebook(codebook)
+        qid = question or loaded.codebook.questions[0].id
+        loaded.codebook.question(qid)
+        labels = LabelsAs(labels_as, loaded, qid)
+    elif codebook:
+        raise UsageError("--codebook goes with --labels-as CODER")
+    with open_store(db, create=True) as store:
+        results = import_files(
+            store, paths, fmt=fmt, options=options, skip_invalid=skip_invalid, labels_as=labels
+        )
+        total = store.count_actions()
+    new = sum(r.new_actions for r in results)
+    for r in results:
+        for line in r.skipped:
+            err_console.print(f"skipped {line}", markup=False)
+    extra = ""
+    if labels:
+        n_labels = sum(r.new_labels for r in results)
+        extra = f", {n_labels} new labels by '{labels.coder}' ({labels.codebook.codebook.name})"
+    console.print(
+        f"{len(results)} file(s): {new} new actions of {sum(r.actions for r in results)}"
+        f"{extra}. {db} now holds {total} actions.",
+        markup=False,
+    )
+
+
+def import_labels_command(
+    path: Annotated[Path, typer.Argument(help="CSV or JSONL file of labels.")],
+    codebook: Annotated[str, typer.Option(help="Codebook the labels belong to.")],
+    db: DbOption = DEFAULT_DB_PATH,
+) -> None:
+    """Import codings made elsewhere (a spreadsheet, another tool).
+
+    Rows: action_id, coder, question, value [, other_text, codes, note]. `codes` is a
+    ';'-separated set (the reasons of a 'no' on a yes/no question). Every value is checked
+    against the codebook; an unknown action id or code stops the import naming the row, and
+    nothing is stored.
+    """
+    loaded = find_codebook(codebook)
+    with open_store(db) as store:
+        result = import_labels(store, path, loaded)
+    console.print(
+        f"{result.rows} labels read, {result.changed} new or changed, coders: "
+        f"{', '.join(result.coders)} ({loaded.codebook.name} {loaded.codebook.version_hash}).",
+        markup=False,
+    )
+
+
+def export_command(
+    what: Annotated[ExportWhat, typer.Option(help="Which table.")] = ExportWhat.labels,
+    fmt: Annotated[ExportFormat, typer.Option("--format", help="File format.")] = ExportFormat.csv,
+    out: Annotated[Path | None, typer.Option(help="Write here (default: standard output).")] = None,
+    codebook: Annotated[str | None, typer.Option(help="Only this codebook's labels.")] = None,
+    coders: Annotated[str | None, typer.Option(help="Only these coders (comma-separated).")] = None,
+    sample: Annotated[str | None, typer.Option(help="Only the actions of this sample.")] = None,
+    db: DbOption = DEFAULT_DB_PATH,
+) -> None:
+    """Export actions, labels (joined with their actions) or gold labels for analysis."""
+    with open_store(db) as store:
+        frame = build(
+            store,
+            what,
+            codebook=codebook,
+            coders=[c.strip() for c in coders.split(",")] if coders else None,
+            sample=sample,
+        )
+    text = write(frame, fmt, out)
+    if text is not None:
+        typer.echo(text, nl=False)
+    else:
+        err_console.print(f"wrote {len(frame)} rows to {out}", markup=False)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("import")(import_command)
+    app.command("import-labels")(import_labels_command)
+    app.command("export")(export_command)

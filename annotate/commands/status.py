@@ -1,0 +1,62 @@
+"""`annotate status`: where am I."""
+
+from __future__ import annotations
+
+import typer
+
+from annotate.commands.common import DEFAULT_DB_PATH, DbOption, FormatOption, console, open_store
+from annotate.render import OutputFormat, print_rows, to_json
+from annotate.status import project_status
+
+
+def status_command(fmt: FormatOption = OutputFormat.table, db: DbOption = DEFAULT_DB_PATH) -> None:
+    """What the project file holds and the next command that makes sense."""
+    with open_store(db) as store:
+        status = project_status(store)
+    if fmt is OutputFormat.json:
+        console.print(to_json(status), markup=False, soft_wrap=True)
+        return
+    console.print(
+        f"[bold]{status['db']}[/bold]: {status['actions']} actions "
+        f"(schema {status['schema_version']})"
+    )
+    print_rows(
+        console,
+        status["by_condition"],
+        ["condition", "sessions", "actions", "messages"],
+        fmt,
+        title="Sessions and actions by condition",
+    )
+    if status["codebooks"]:
+        print_rows(
+            console,
+            status["codebooks"],
+            ["name", "version_hash", "title", "labels"],
+            fmt,
+            title="Codebooks",
+        )
+    if status["samples"]:
+        print_rows(
+            console,
+            status["samples"],
+            ["name", "n", "seed", "stratify", "origin"],
+            fmt,
+            title="Samples",
+        )
+    if status["progress"]:
+        rows = [
+            p | {"coded": f"{p['coded']}/{p['n']}", "minutes": f"{p['seconds'] / 60:.1f}"}
+            for p in status["progress"]
+        ]
+        print_rows(
+            console,
+            rows,
+            ["sample", "codebook", "coder", "coded", "skipped", "flagged", "minutes"],
+            fmt,
+            title="Coding progress",
+        )
+    console.print(f"Next: [bold]{status['next']}[/bold]")
+
+
+def register(app: typer.Typer) -> None:
+    app.command("status")(status_command)

@@ -1,0 +1,119 @@
+"""Generic JSONL and CSV action logs: one action per row, columns named by ``--map``.
+
+Our field names are those of :data:`annotate.importers.base.FIELDS`; ``--map
+content=text,session=dialogue`` says which source column holds each. ``session`` and
+``content`` are required; ``id`` defaults to ``<file>:<line>``, ``seq`` to the row order
+within the session, ``action_type`` to ``message``. Every other column goes to ``meta``.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from annotate.codebook import ACTION_TYPES
+from annotate.importers.base import FIELDS, ImportOptions, ParsedFile, Problem
+from annotate.models import Action, ImportedLabel
+
+REQUIRED = ("session", "content")
+
+
+def _rows_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any] | str]]:
+    with path.open(encoding="utf-8") as fh:
+        for lineno, line in enumerate(fh, start=1):
+            if not line.strip():
+                continue
+            try:
+                obj = json.loads(line)
+            except json.JSONDecodeError as exc:
+                yield lineno, f"not valid JSON ({exc.msg})"
+                continue
+            yield lineno, obj if isinstance(obj, dict) else "expected a JSON object"
+
+
+def _rows_csv(path: Path) -> Iterator[tuple[int, dict[str, Any] | str]]:
+    with path.open(encoding="utf-8", newline="") as fh:
+        reader = csv.DictReader(fh)
+        for row in reader:
+            if None in row:
+                yield reader.line_num, "more values than header columns"
+                continue
+            yield reader.line_num, {k: v for k, v in row.items() if v not in (None, "")}
+
+
+def _action(
+    obj: dict[str, Any], lineno: int, path: Path, options: ImportOptions, seqs: dict[str, int]
+) -> tuple[Action, str | None]:
+    column = {f: options.mapping.get(f, f) for f in FIELDS}
+    missing = [f for f in REQUIRED if obj.get(column[f]) in (None, "")]
+    if missing:
+        raise ValueError(f"missing field '{column[missing[0]]}'")
+    session = str(obj[column["session"]])
+    action_type = str(obj.get(column["action_type"]) or "message")
+    if action_type not in ACTION_TYPES:
+        raise ValueError(
+            f"field '{column['action_type']}': unknown action type '{action_type}' "
+            f"(one of {', '.join(ACTION_TYPES)})"
+        )
+    if obj.get(column["seq"]) not in (None, ""):
+        try:
+            seq = int(obj[column["seq"]])
+        except (TypeError, ValueError):
+            raise ValueError(f"field '{column['seq']}' must be a whole number") from None
+    else:
+        seq = seqs.get(session, 0)
+    seqs[session] = seq + 1
+    elapsed = obj.get(column["elapsed_s"])
+    try:
+        elapsed_s = float(elapsed) if elapsed not in (None, "") else None
+    except (TypeError, ValueError):
+        raise ValueError(f"field '{column['elapsed_s']}' must be a number") from None
+    used = set(column.values())
+    participant = obj.get(column["participant"])
+    role = obj.get(column["role"])
+    if participant is not None:
+        role = options.roles.get(str(participant), role)
+    action = Action(
+        id=str(obj.get(column["id"]) or f"{path.stem}:{lineno}"),
+        session=session,
+        seq=seq,
+        action_type=action_type,
+        content=str(obj[column["content"]]),
+        participant=None if participant is None else str(participant),
+        role=None if role is None else str(role),
+        timestamp=None if obj.get(column["timestamp"]) is None else str(obj[column["timestamp"]]),
+        elapsed_s=elapsed_s,
+        condition=str(obj.get(column["condition"]) or options.condition or "") or None,
+        meta={k: v for k, v in obj.items() if k not in used},
+    )
+    label = obj.get(column["label"])
+    return action, None if label in (None, "") else str(label)
+
+
+def _parse(path: Path, options: ImportOptions, fmt: str) -> ParsedFile:
+    parsed = ParsedFile(path=path, format=fmt)
+    seqs: dict[str, int] = {}
+    rows = _rows_jsonl(path) if fmt == "jsonl" else _rows_csv(path)
+    for lineno, row in rows:
+        if isinstance(row, str):
+            parsed.problems.append(Problem(lineno, row))
+            continue
+        try:
+            action, label = _action(row, lineno, path, options, seqs)
+        except ValueError as exc:
+            parsed.problems.append(Problem(lineno, str(exc)))
+            continue
+        if parsed.add(action, lineno) and label is not None:
+            parsed.labels.append(ImportedLabel(action.id, label, lineno))
+    return parsed
+
+
+def parse_jsonl(path: Path, options: ImportOptions) -> ParsedFile:
+    return _parse(path, options, "jsonl")
+
+
+def parse_csv(path: Path, options: ImportOptions) -> ParsedFile:
+    return _parse(path, options, "csv")

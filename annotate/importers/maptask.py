@@ -1,0 +1,59 @@
+"""HCRC Map Task dialogue files: one move per line, ``speaker|text|label``.
+
+The session is the file name (``q1ec1``); its ``ec``/``nc`` part is the eye-contact
+condition; ``g`` is the giver (guide) and ``f`` the follower.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from annotate.importers.base import ImportOptions, ParsedFile, Problem
+from annotate.models import Action, ImportedLabel
+
+ROLES = {"g": "guide", "f": "follower"}
+CONDITION = re.compile(r"q\d+(ec|nc)\d+", re.IGNORECASE)
+
+
+def looks_like_maptask(first_line: str) -> bool:
+    return first_line.count("|") >= 2 and first_line.split("|", 1)[0].strip() in ROLES
+
+
+def parse(path: Path, options: ImportOptions) -> ParsedFile:
+    parsed = ParsedFile(path=path, format="maptask")
+    session = path.stem
+    match = CONDITION.fullmatch(session)
+    condition = options.condition or (match.group(1).lower() if match else None)
+    with path.open(encoding="utf-8") as fh:
+        for lineno, line in enumerate(fh, start=1):
+            line = line.rstrip("\n")
+            if not line.strip():
+                continue
+            if line.count("|") < 2:
+                parsed.problems.append(Problem(lineno, "expected speaker|text|label"))
+                continue
+            speaker, rest = line.split("|", 1)
+            text, label = rest.rsplit("|", 1)
+            speaker, label = speaker.strip(), label.strip()
+            if speaker not in ROLES:
+                parsed.problems.append(Problem(lineno, f"speaker must be g or f, not '{speaker}'"))
+                continue
+            action_id = f"{session}:{lineno:04d}"
+            added = parsed.add(
+                Action(
+                    id=action_id,
+                    session=session,
+                    seq=lineno,
+                    action_type="message",
+                    content=text.strip(),
+                    participant=f"{session}:{speaker}",
+                    role=options.roles.get(speaker, ROLES[speaker]),
+                    condition=condition,
+                    meta={"speaker": speaker},
+                ),
+                lineno,
+            )
+            if added and label:
+                parsed.labels.append(ImportedLabel(action_id, label, lineno))
+    return parsed

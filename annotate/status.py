@@ -1,0 +1,70 @@
+"""What a project file holds, and the next step that makes sense."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from annotate.codebook import find_codebook
+from annotate.errors import AnnotateError
+from annotate.store import Store
+
+GOLD = "gold"
+
+
+def is_llm(coder: str) -> bool:
+    return coder.startswith("llm:")
+
+
+def project_status(store: Store) -> dict[str, Any]:
+    books = store.codebook_versions()
+    samples = store.samples()
+    progress = []
+    for sample in samples:
+        for name in sorted({b["name"] for b in books}):
+            try:
+                cb = store.stored_codebook(name)
+            except AnnotateError:
+                continue
+            for p in store.coder_progress(sample["name"], cb):
+                progress.append({"sample": sample["name"], "codebook": name, **p})
+    coders_by_book = {b: store.coders(b) for b in store.labelled_codebooks()}
+    status = {
+        "db": str(store.path),
+        "schema_version": store.schema_version(),
+        "actions": store.count_actions(),
+        "by_condition": store.overview_by_condition(),
+        "codebooks": books,
+        "samples": samples,
+        "progress": progress,
+        "gold": {b: GOLD in c for b, c in coders_by_book.items()},
+        "llm_coders": {b: [c for c in cs if is_llm(c)] for b, cs in coders_by_book.items()},
+    }
+    status["next"] = next_step(status, coders_by_book)
+    return status
+
+
+def next_step(status: dict[str, Any], coders_by_book: dict[str, list[str]]) -> str:
+    if not status["actions"]:
+        return "annotate import data/demo"
+    if not status["samples"]:
+        return "annotate sample --n 180 --seed 7 --name main"
+    sample = status["samples"][0]["name"]
+    humans = {b: [c for c in cs if c != GOLD and not is_llm(c)] for b, cs in coders_by_book.items()}
+    if not any(humans.values()):
+        return f"annotate code --codebook traum --sample {sample} --coder YOUR_NAME"
+    book = max(humans, key=lambda b: len(humans[b]))
+    if len(humans[book]) < 2:
+        return f"annotate code --codebook {book} --sample {sample} --coder ANOTHER_CODER"
+    if not status["gold"].get(book):
+        return f"annotate agree --codebook {book} --sample {sample}, then annotate adjudicate"
+    if not status["llm_coders"].get(book):
+        return f"annotate split --codebook {book} --shots 8 --seed 7, then annotate llm-label"
+    return f"annotate report --codebook {book}"
+
+
+def codebook_is_current(name: str, stored_hash: str) -> bool | None:
+    """Whether the codebook file on disk still has this hash (None if not found)."""
+    try:
+        return find_codebook(name).codebook.version_hash == stored_hash
+    except AnnotateError:
+        return None

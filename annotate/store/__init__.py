@@ -1,0 +1,25 @@
+"""The store: the one place that owns SQL and the schema of the project's SQLite file.
+
+Each mixin owns the tables of one area; :class:`Store` is all of them over one connection.
+"""
+
+from __future__ import annotations
+
+from annotate.store.actions import ActionsMixin
+from annotate.store.base import DEFAULT_DB, StoreBase, default_db_path
+from annotate.store.codebooks import CodebooksMixin
+from annotate.store.labels import LabelsMixin, LabelWrite
+from annotate.store.samples import SamplesMixin
+
+
+class Store(
+    ActionsMixin,
+    CodebooksMixin,
+    SamplesMixin,
+    LabelsMixin,
+    StoreBase,
+):
+    """An open project file. ``Store(path)`` creates or upgrades it."""
+
+
+__all__ = ["DEFAULT_DB", "LabelWrite", "Store", "default_db_path"]

@@ -1,0 +1,50 @@
+"""Codebook versions: every version a label was made under is kept with its full text."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from annotate.codebook import Codebook, LoadedCodebook, parse_codebook
+from annotate.errors import NotFoundError
+from annotate.store.base import StoreBase, now
+
+
+class CodebooksMixin(StoreBase):
+    def register_codebook(self, loaded: LoadedCodebook) -> str:
+        """Store this version of the codebook (once) and return its version hash."""
+        cb = loaded.codebook
+        with self.transaction() as conn:
+            conn.execute(
+                "INSERT OR IGNORE INTO codebooks "
+                "(name, version_hash, title, version, text, source, added_at) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (cb.name, cb.version_hash, cb.title, cb.version, loaded.text, loaded.source, now()),
+            )
+        return cb.version_hash
+
+    def stored_codebook(self, name: str, version_hash: str | None = None) -> Codebook:
+        """A stored version (the newest when ``version_hash`` is None)."""
+        if version_hash:
+            row = self.conn.execute(
+                "SELECT text FROM codebooks WHERE name = ? AND version_hash = ?",
+                (name, version_hash),
+            ).fetchone()
+        else:
+            row = self.conn.execute(
+                "SELECT text FROM codebooks WHERE name = ? ORDER BY added_at DESC, rowid DESC",
+                (name,),
+            ).fetchone()
+        if row is None:
+            raise NotFoundError(f"codebook '{name}' is not in this database")
+        return parse_codebook(row["text"], f"{name}.yaml (stored)")
+
+    def codebook_versions(self) -> list[dict[str, Any]]:
+        return [
+            dict(r)
+            for r in self.conn.execute(
+                "SELECT c.name, c.version_hash, c.title, c.version, c.added_at, "
+                "(SELECT count(*) FROM labels l WHERE l.codebook = c.name "
+                " AND l.codebook_hash = c.version_hash AND l.value IS NOT NULL) AS labels "
+                "FROM codebooks c ORDER BY c.name, c.added_at"
+            )
+        ]

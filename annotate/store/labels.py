@@ -1,0 +1,287 @@
+"""Labels: one row per (action, codebook, question, coder); each write is its own transaction."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pandas as pd
+
+from annotate.codebook import Answer, Codebook
+from annotate.store.base import StoreBase, dumps, now
+
+LABEL_COLUMNS = (
+    "action_id",
+    "codebook",
+    "codebook_hash",
+    "question",
+    "coder",
+    "value",
+    "codes",
+    "other_text",
+    "note",
+    "flagged",
+    "skipped",
+    "seconds",
+    "source",
+    "meta",
+    "created_at",
+    "updated_at",
+)
+
+
+@dataclass(frozen=True)
+class LabelWrite:
+    """One answer to store (used for bulk imports)."""
+
+    action_id: str
+    question: str
+    coder: str
+    answer: Answer
+    source: str = "import"
+    meta: dict[str, Any] | None = None
+
+
+def _codes_json(answer: Answer) -> str | None:
+    return json.dumps(sorted(answer.codes)) if answer.codes else None
+
+
+class LabelsMixin(StoreBase):
+    def save_answer(
+        self,
+        action_id: str,
+        codebook: Codebook,
+        question_id: str,
+        coder: str,
+        answer: Answer,
+        *,
+        seconds: float | None = None,
+        source: str = "tui",
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        """Store one answer in its own committed transaction.
+
+        A changed answer keeps ``created_at`` (time of first answer) and updates
+        ``updated_at``; ``seconds`` accumulates the time spent on it.
+        """
+        answer.check(codebook.question(question_id))
+        with self.transaction():
+            self._upsert(
+                codebook, LabelWrite(action_id, question_id, coder, answer, source, meta), seconds
+            )
+
+    def save_answers(self, codebook: Codebook, writes: Sequence[LabelWrite]) -> int:
+        """Store many answers in one transaction (all or nothing); return how many changed."""
+        for w in writes:
+            w.answer.check(codebook.question(w.question))
+        with self.transaction() as conn:
+            before = conn.total_changes
+            for w in writes:
+                self._upsert(codebook, w, None)
+            return conn.total_changes - before
+
+    def _upsert(self, codebook: Codebook, w: LabelWrite, seconds: float | None) -> None:
+        stamp = now()
+        self.conn.execute(
+            "INSERT INTO labels (action_id, codebook, codebook_hash, question, coder, value, "
+            "codes, other_text, skipped, seconds, source, meta, created_at, updated_at) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?) "
+            "ON CONFLICT (action_id, codebook, question, coder) DO UPDATE SET "
+            "codebook_hash = excluded.codebook_hash, value = excluded.value, "
+            "codes = excluded.codes, other_text = excluded.other_text, skipped = 0, "
+            "seconds = coalesce(labels.seconds, 0) + coalesce(excluded.seconds, 0), "
+            "source = excluded.source, meta = excluded.meta, "
+            "created_at = CASE WHEN labels.value IS NULL AND labels.codes IS NULL "
+            "  THEN excluded.created_at ELSE labels.created_at END, "
+            "updated_at = excluded.updated_at "
+            "WHERE labels.value IS NOT excluded.value OR labels.codes IS NOT excluded.codes "
+            "OR labels.other_text IS NOT excluded.other_text OR labels.skipped = 1 "
+            "OR excluded.seconds IS NOT NULL",
+            (
+                w.action_id,
+                codebook.name,
+                codebook.version_hash,
+                w.question,
+                w.coder,
+                w.answer.value,
+                _codes_json(w.answer),
+                w.answer.other_text,
+                seconds,
+                w.source,
+                dumps(w.meta or {}),
+                stamp,
+                stamp,
+            ),
+        )
+
+    def clear_answer(self, action_id: str, codebook: str, question_id: str, coder: str) -> None:
+        """Undo an answer: the row goes back to unanswered (or away, if nothing else is on it)."""
+        with self.transaction() as conn:
+            conn.execute(
+                "UPDATE labels SET value = NULL, codes = NULL, other_text = NULL, updated_at = ? "
+                "WHERE action_id = ? AND codebook = ? AND question = ? AND coder = ?",
+                (now(), action_id, codebook, question_id, coder),
+            )
+            conn.execute(
+                "DELETE FROM labels WHERE action_id = ? AND codebook = ? AND question = ? "
+                "AND coder = ? AND flagged = 0 AND skipped = 0 AND note IS NULL",
+                (action_id, codebook, question_id, coder),
+            )
+
+    def _mark(
+        self,
+        action_id: str,
+        codebook: Codebook,
+        coder: str,
+        questions: Iterable[str],
+        column: str,
+        value: Any,
+    ) -> None:
+        assert column in {"flagged", "skipped", "note"}
+        stamp = now()
+        with self.transaction() as conn:
+            for q in questions:
+                conn.execute(
+                    "INSERT INTO labels (action_id, codebook, codebook_hash, question, coder, "
+                    f"{column}, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?) "
+                    "ON CONFLICT (action_id, codebook, question, coder) DO UPDATE SET "
+                    f"{column} = excluded.{column}, updated_at = excluded.updated_at",
+                    (
+                        action_id,
+                        codebook.name,
+                        codebook.version_hash,
+                        q,
+                        coder,
+                        value,
+                        stamp,
+                        stamp,
+                    ),
+                )
+
+    def set_flag(
+        self,
+        action_id: str,
+        codebook: Codebook,
+        coder: str,
+        questions: Iterable[str],
+        flagged: bool = True,
+    ) -> None:
+        self._mark(action_id, codebook, coder, questions, "flagged", int(flagged))
+
+    def set_note(
+        self,
+        action_id: str,
+        codebook: Codebook,
+        coder: str,
+        questions: Iterable[str],
+        note: str | None,
+    ) -> None:
+        self._mark(action_id, codebook, coder, questions, "note", note or None)
+
+    def set_skipped(
+        self,
+        action_id: str,
+        codebook: Codebook,
+        coder: str,
+        questions: Iterable[str],
+        skipped: bool = True,
+    ) -> None:
+        self._mark(action_id, codebook, coder, questions, "skipped", int(skipped))
+
+    def add_seconds(
+        self, action_id: str, codebook: Codebook, coder: str, question: str, seconds: float
+    ) -> None:
+        with self.transaction() as conn:
+            conn.execute(
+                "UPDATE labels SET seconds = coalesce(seconds, 0) + ? WHERE action_id = ? "
+                "AND codebook = ? AND question = ? AND coder = ?",
+                (seconds, action_id, codebook.name, question, coder),
+            )
+
+    # -- reading ------------------------------------------------------------------------
+
+    def label_rows(
+        self,
+        codebook: str,
+        *,
+        coders: Sequence[str] | None = None,
+        action_ids: Sequence[str] | None = None,
+        question: str | None = None,
+        answered_only: bool = False,
+    ) -> list[dict[str, Any]]:
+        sql = f"SELECT {', '.join(LABEL_COLUMNS)} FROM labels WHERE codebook = ?"
+        params: list[Any] = [codebook]
+        if coders:
+            sql += f" AND coder IN ({','.join('?' * len(coders))})"
+            params += list(coders)
+        if question:
+            sql += " AND question = ?"
+            params.append(question)
+        if answered_only:
+            sql += " AND (value IS NOT NULL OR codes IS NOT NULL)"
+        if action_ids is not None:
+            self.conn.execute("CREATE TEMP TABLE IF NOT EXISTS _wanted (id TEXT PRIMARY KEY)")
+            self.conn.execute("DELETE FROM _wanted")
+            self.conn.executemany(
+                "INSERT OR IGNORE INTO _wanted VALUES (?)", ((i,) for i in action_ids)
+            )
+            sql += " AND action_id IN (SELECT id FROM _wanted)"
+        rows = []
+        for r in self.conn.execute(sql + " ORDER BY action_id, question, coder", params):
+            d = dict(r)
+            d["codes"] = tuple(json.loads(d["codes"])) if d["codes"] else ()
+            d["meta"] = json.loads(d["meta"] or "{}")
+            rows.append(d)
+        return rows
+
+    def labels_frame(self, codebook: str, **filters: Any) -> pd.DataFrame:
+        """Labels as a long table (one row per action, question and coder)."""
+        return pd.DataFrame(self.label_rows(codebook, **filters), columns=list(LABEL_COLUMNS))
+
+    def coders(self, codebook: str | None = None) -> list[str]:
+        sql = "SELECT DISTINCT coder FROM labels"
+        params: tuple[Any, ...] = ()
+        if codebook:
+            sql += " WHERE codebook = ?"
+            params = (codebook,)
+        return [r[0] for r in self.conn.execute(sql + " ORDER BY coder", params)]
+
+    def labelled_codebooks(self) -> list[str]:
+        return [r[0] for r in self.conn.execute("SELECT DISTINCT codebook FROM labels ORDER BY 1")]
+
+    def coder_progress(self, sample: str, codebook: Codebook) -> list[dict[str, Any]]:
+        """Per coder: items fully coded, skipped, flagged, of the sample's N (applicable)."""
+        n = len(self.sample_ids(sample))  # type: ignore[attr-defined]
+        n_questions = len(codebook.questions)
+        rows = self.conn.execute(
+            "SELECT l.coder, l.action_id, "
+            "sum(l.value IS NOT NULL OR l.codes IS NOT NULL) AS answered, "
+            "max(l.skipped) AS skipped, max(l.flagged) AS flagged, sum(coalesce(l.seconds,0)) AS s "
+            "FROM labels l JOIN sample_items s ON s.action_id = l.action_id AND s.sample = ? "
+            "JOIN actions a ON a.id = l.action_id "
+            "WHERE l.codebook = ? GROUP BY l.coder, l.action_id",
+            (sample, codebook.name),
+        ).fetchall()
+        by_coder: dict[str, dict[str, Any]] = {}
+        for r in rows:
+            p = by_coder.setdefault(
+                r["coder"],
+                {
+                    "coder": r["coder"],
+                    "coded": 0,
+                    "skipped": 0,
+                    "flagged": 0,
+                    "n": n,
+                    "seconds": 0.0,
+                },
+            )
+            if r["answered"] >= n_questions:
+                p["coded"] += 1
+            elif r["skipped"]:
+                p["skipped"] += 1
+            if r["flagged"]:
+                p["flagged"] += 1
+            p["seconds"] += r["s"] or 0.0
+        return sorted(by_coder.values(), key=lambda p: p["coder"])
