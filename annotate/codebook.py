@@ -32,7 +32,8 @@ BUILTIN_DIR = Path(__file__).resolve().parent.parent / "codebooks"
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # coerce_numbers_to_str: `key: 1` and `version: 1.0` in YAML mean the strings
+    model_config = ConfigDict(extra="forbid", frozen=True, coerce_numbers_to_str=True)
 
 
 class Option(_Strict):
@@ -137,6 +138,10 @@ class Answer:
             raise CodebookError(f"question {question.id}: choose at least one option")
         if question.kind == "yes_no_reasons" and self.value == YES and self.codes:
             raise CodebookError(f"question {question.id}: reasons are only given with 'no'")
+        if question.kind == "yes_no_reasons" and self.value == NO and not self.codes:
+            raise CodebookError(f"question {question.id}: 'no' needs at least one reason")
+        if question.kind == "single" and self.codes:
+            raise CodebookError(f"question {question.id}: a single-choice answer has no set")
         uses_other = self.value == OTHER or OTHER in self.codes
         if uses_other and not (self.other_text or "").strip():
             raise CodebookError(f"question {question.id}: 'other' needs a free-text description")
@@ -163,9 +168,14 @@ def _semantic_problems(cb: Codebook) -> list[str]:
         if q.id in seen_q:
             problems.append(f"questions[{qi}].id: duplicate question id '{q.id}'")
         seen_q[q.id] = qi
-        reserved = {q.other_key: "other_key"} if q.allow_other else {}
+        specials = [("other_key", q.other_key)] if q.allow_other else []
         if q.kind == "yes_no_reasons":
-            reserved |= {q.yes_key: "yes_key", q.no_key: "no_key"}
+            specials += [("yes_key", q.yes_key), ("no_key", q.no_key)]
+        reserved: dict[str, str] = {}
+        for name, key in specials:
+            if key in reserved:
+                problems.append(f"questions[{qi}].{name}: duplicate key '{key}'")
+            reserved[key] = name
         seen_keys: dict[str, str] = {}
         seen_codes: set[str] = set()
         for oi, opt in enumerate(q.options):
@@ -188,11 +198,26 @@ def _semantic_problems(cb: Codebook) -> list[str]:
     return problems
 
 
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """A safe loader that refuses a mapping with the same key twice (PyYAML keeps the last)."""
+
+    def construct_mapping(self, node, deep=False):  # type: ignore[no-untyped-def]
+        seen: set[object] = set()
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=deep)
+            if key in seen:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"key '{key}' appears twice", key_node.start_mark
+                )
+            seen.add(key)
+        return super().construct_mapping(node, deep=deep)
+
+
 def parse_codebook(text: str, source: str) -> Codebook:
     """Validate YAML text; every mistake becomes ``source: path: problem``."""
     label = Path(source).name
     try:
-        data = yaml.safe_load(text)
+        data = yaml.load(text, Loader=_UniqueKeyLoader)  # noqa: S506 - a SafeLoader subclass
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f":{mark.line + 1}" if mark else ""

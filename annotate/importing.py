@@ -1,4 +1,9 @@
-"""Import files into the store: parse every file, then store each in one transaction."""
+"""Import files into the store: each file is streamed into one transaction.
+
+A problem on any line stops that file: the transaction rolls back, so nothing of the file
+is stored, and the error names the first bad line (the rest of the file is still read, to
+say how many more there are). With ``skip_invalid`` the bad lines are left out and listed.
+"""
 
 from __future__ import annotations
 
@@ -7,19 +12,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from annotate.codebook import Answer, LoadedCodebook
-from annotate.errors import ImportFormatError, UsageError
-from annotate.importers import ImportOptions, ParsedFile, expand, parse_file
+from annotate.errors import ImportFormatError
+from annotate.importers import ImportOptions, expand, parse_file, source_format
 from annotate.importers.base import Problem
-from annotate.importers.platform import infer_roles
+from annotate.models import Action, ImportedLabel
 from annotate.store import LabelWrite, Store
+
+BATCH = 5_000
 
 
 @dataclass
 class FileResult:
     path: Path
     format: str
-    actions: int
-    new_actions: int
+    actions: int = 0
+    new_actions: int = 0
     labels: int = 0
     new_labels: int = 0
     skipped: list[str] = field(default_factory=list)
@@ -40,23 +47,111 @@ def _sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
-def _check(parsed: ParsedFile, labels_as: LabelsAs | None) -> None:
-    """Add the problems that need the codebook: labels outside it."""
-    if labels_as is None:
-        return
-    question = labels_as.codebook.codebook.question(labels_as.question)
-    bad = [lab for lab in parsed.labels if lab.value not in question.codes]
-    for lab in bad:
-        parsed.problems.append(
-            Problem(
-                lab.line,
-                f"label '{lab.value}' is not a code of {labels_as.codebook.codebook.name}"
-                f" {question.id} ({', '.join(question.codes)})",
+class _FileImport:
+    """The state of one file's import: batches, ids seen, problems found."""
+
+    def __init__(self, store: Store, path: Path, fmt_name: str, labels_as: LabelsAs | None):
+        self.store = store
+        self.path = path
+        self.result = FileResult(path, fmt_name)
+        self.labels_as = labels_as
+        self.codes = (
+            labels_as.codebook.codebook.question(labels_as.question).codes if labels_as else []
+        )
+        self.first_line: dict[str, int] = {}
+        self.problems: list[Problem] = []
+        self.actions: list[Action] = []
+        self.labels: list[LabelWrite] = []
+        self.sessions: set[str] = set()
+        self.import_id = 0
+
+    def take(self, line: int, item: Action | ImportedLabel | Problem, keep_going: bool) -> None:
+        if isinstance(item, Problem):
+            self.problems.append(item)
+        elif isinstance(item, ImportedLabel):
+            self._take_label(item)
+        elif item.id in self.first_line:
+            self.problems.append(
+                Problem(
+                    line,
+                    f"duplicate action id '{item.id}' (first on line {self.first_line[item.id]})",
+                )
+            )
+        else:
+            self.first_line[item.id] = line
+            if keep_going or not self.problems:
+                self.actions.append(item)
+                self.sessions.add(item.session)
+                self.result.actions += 1
+        if len(self.actions) >= BATCH:
+            self.flush()
+
+    def _take_label(self, label: ImportedLabel) -> None:
+        if self.labels_as is None:
+            return
+        if label.value not in self.codes:
+            cb = self.labels_as.codebook.codebook
+            self.problems.append(
+                Problem(
+                    label.line,
+                    f"label '{label.value}' is not a code of {cb.name} {self.labels_as.question} "
+                    f"({', '.join(self.codes)})",
+                )
+            )
+            return
+        self.labels.append(
+            LabelWrite(
+                label.action_id, self.labels_as.question, self.labels_as.coder, Answer(label.value)
             )
         )
-    if bad:
-        bad_ids = {lab.action_id for lab in bad}
-        parsed.labels = [lab for lab in parsed.labels if lab.action_id not in bad_ids]
+
+    def flush(self) -> None:
+        if self.actions:
+            self.result.new_actions += self.store.insert_actions(self.actions, self.import_id)
+            self.actions.clear()
+        if self.labels and self.labels_as is not None:
+            # a label whose action was skipped as invalid is skipped with it
+            kept = [w for w in self.labels if w.action_id in self.first_line]
+            self.result.labels += len(kept)
+            self.result.new_labels += self.store.save_answers(
+                self.labels_as.codebook.codebook, kept
+            )
+            self.labels.clear()
+
+
+def _import_one(
+    store: Store,
+    path: Path,
+    fmt: str | None,
+    options: ImportOptions,
+    skip_invalid: bool,
+    labels_as: LabelsAs | None,
+) -> FileResult:
+    fmt_name, source = source_format(path, fmt)
+    state = _FileImport(store, path, fmt_name, labels_as)
+    with store.transaction():
+        state.import_id = store.begin_import(path=str(path), sha256=_sha256(path), fmt=fmt_name)
+        if labels_as is not None:
+            store.register_codebook(labels_as.codebook)
+        for line, item in parse_file(path, source, options):
+            state.take(line, item, keep_going=skip_invalid)
+        if state.problems and not skip_invalid:
+            first = min(state.problems, key=lambda p: p.line)
+            more = len(state.problems) - 1
+            raise ImportFormatError(
+                first.where(path) + (f" (and {more} more problems)" if more else ""),
+                hint="fix the file, or pass --skip-invalid to import the valid lines",
+            )
+        if not state.first_line:
+            raise ImportFormatError(f"{path}: no actions in this file")
+        state.flush()
+        if source.order_by_timestamp and state.result.new_actions:
+            store.resequence_by_time(state.sessions)
+        if source.infer_roles and state.result.new_actions:
+            store.infer_roles(state.sessions)
+        store.finish_import(state.import_id, state.result.actions, state.result.new_actions)
+    state.result.skipped = [p.where(path) for p in sorted(state.problems, key=lambda p: p.line)]
+    return state.result
 
 
 def import_files(
@@ -68,54 +163,8 @@ def import_files(
     skip_invalid: bool = False,
     labels_as: LabelsAs | None = None,
 ) -> list[FileResult]:
-    """Parse all files first; a file with problems stops everything (unless skip_invalid).
-
-    Each file is then stored in its own transaction, so a failure never half-writes one.
-    """
+    """Import each file in its own transaction; a bad file stops the run at that file."""
     options = options or ImportOptions()
-    files = [parse_file(p, fmt, options) for p in expand(paths)]
-    infer_roles([f for f in files if f.format == "platform"])
-    for parsed in files:
-        _check(parsed, labels_as)
-        if parsed.problems and not skip_invalid:
-            first = sorted(parsed.problems, key=lambda p: p.line)[0]
-            more = len(parsed.problems) - 1
-            raise ImportFormatError(
-                first.where(parsed.path) + (f" (and {more} more problems)" if more else ""),
-                hint="fix the file, or pass --skip-invalid to import the valid lines",
-            )
-    if labels_as is not None and not any(f.labels for f in files):
-        raise UsageError("--labels-as: these files carry no labels")
-
-    results = []
-    for parsed in files:
-        if not parsed.actions:
-            raise ImportFormatError(f"{parsed.path}: no actions in this file")
-        result = FileResult(
-            parsed.path,
-            parsed.format,
-            len(parsed.actions),
-            0,
-            skipped=[p.where(parsed.path) for p in sorted(parsed.problems, key=lambda p: p.line)],
-        )
-        with store.transaction():
-            result.new_actions = store.add_actions(
-                parsed.actions,
-                path=str(parsed.path),
-                sha256=_sha256(parsed.path),
-                fmt=parsed.format,
-                resequence_by_time=parsed.order_by_timestamp,
-            )
-            if labels_as is not None and parsed.labels:
-                cb = labels_as.codebook.codebook
-                store.register_codebook(labels_as.codebook)
-                writes = [
-                    LabelWrite(
-                        lab.action_id, labels_as.question, labels_as.coder, Answer(lab.value)
-                    )
-                    for lab in parsed.labels
-                ]
-                result.labels = len(writes)
-                result.new_labels = store.save_answers(cb, writes)
-        results.append(result)
-    return results
+    return [
+        _import_one(store, path, fmt, options, skip_invalid, labels_as) for path in expand(paths)
+    ]

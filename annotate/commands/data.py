@@ -91,6 +91,8 @@ def import_command(
         for line in r.skipped:
             err_console.print(f"skipped {line}", markup=False)
     extra = ""
+    if labels and not any(r.labels for r in results):
+        err_console.print("warning: --labels-as: these files carry no labels", markup=False)
     if labels:
         n_labels = sum(r.new_labels for r in results)
         extra = f", {n_labels} new labels by '{labels.coder}' ({labels.codebook.codebook.name})"

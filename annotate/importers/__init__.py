@@ -1,26 +1,24 @@
 """Importers, one module per source format, registered here.
 
-Each parses a file into a :class:`ParsedFile` (actions shaped like ours, plus labels that
-came with the data); :mod:`annotate.importing` stores them.
+Each parses a file into a stream of actions shaped like ours (plus labels that came with
+the data, and problems); :mod:`annotate.importing` stores them.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Iterator
 from pathlib import Path
 
 from annotate.errors import ImportFormatError, UsageError
 from annotate.importers import generic, maptask, platform
-from annotate.importers.base import ImportOptions, ParsedFile
+from annotate.importers.base import ImportOptions, Item, SourceFormat
 
-Parser = Callable[[Path, ImportOptions], ParsedFile]
-
-PARSERS: dict[str, Parser] = {
-    "platform": platform.parse,
-    "maptask": maptask.parse,
-    "jsonl": generic.parse_jsonl,
-    "csv": generic.parse_csv,
+PARSERS: dict[str, SourceFormat] = {
+    "platform": SourceFormat(platform.parse, order_by_timestamp=True, infer_roles=True),
+    "maptask": SourceFormat(maptask.parse),
+    "jsonl": SourceFormat(generic.parse_jsonl),
+    "csv": SourceFormat(generic.parse_csv),
 }
 SUFFIXES = {".jsonl", ".json", ".ndjson", ".csv", ".txt"}
 
@@ -78,14 +76,18 @@ def detect(path: Path) -> str:
     )
 
 
-def parse_file(path: Path, fmt: str | None, options: ImportOptions) -> ParsedFile:
+def source_format(path: Path, fmt: str | None) -> tuple[str, SourceFormat]:
     chosen = fmt or detect(path)
     if chosen not in PARSERS:
         raise UsageError(f"unknown format '{chosen}'", hint="formats: " + ", ".join(PARSERS))
+    return chosen, PARSERS[chosen]
+
+
+def parse_file(path: Path, fmt: SourceFormat, options: ImportOptions) -> Iterator[tuple[int, Item]]:
     try:
-        return PARSERS[chosen](path, options)
+        yield from fmt.parse(path, options)
     except UnicodeDecodeError as exc:
         raise ImportFormatError(f"{path}: not a UTF-8 text file") from exc
 
 
-__all__ = ["PARSERS", "ImportOptions", "ParsedFile", "detect", "expand", "parse_file"]
+__all__ = ["PARSERS", "ImportOptions", "Item", "detect", "expand", "parse_file", "source_format"]

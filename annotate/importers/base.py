@@ -1,7 +1,14 @@
-"""What every importer returns, and the options they share."""
+"""What importers yield, and the options they share.
+
+A parser is a generator over one file: it yields ``(line, item)`` where the item is an
+:class:`~annotate.models.Action`, an :class:`~annotate.models.ImportedLabel` for the action
+just yielded, or a :class:`Problem`. Streaming keeps memory flat on million-line files;
+:mod:`annotate.importing` decides what a problem means (stop, or skip).
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -32,31 +39,7 @@ class Problem:
         return f"{path}:{self.line}: {self.message}"
 
 
-@dataclass
-class ParsedFile:
-    """A source file parsed into actions; ``problems`` are the lines that could not be."""
-
-    path: Path
-    format: str
-    actions: list[Action] = field(default_factory=list)
-    labels: list[ImportedLabel] = field(default_factory=list)
-    problems: list[Problem] = field(default_factory=list)
-    order_by_timestamp: bool = False
-    _seen: dict[str, int] = field(default_factory=dict, repr=False)
-
-    def add(self, action: Action, line: int) -> bool:
-        """Keep ``action`` unless its id was already used on an earlier line."""
-        if action.id in self._seen:
-            self.problems.append(
-                Problem(
-                    line,
-                    f"duplicate action id '{action.id}' (first on line {self._seen[action.id]})",
-                )
-            )
-            return False
-        self._seen[action.id] = line
-        self.actions.append(action)
-        return True
+Item = Action | ImportedLabel | Problem
 
 
 @dataclass(frozen=True)
@@ -64,6 +47,15 @@ class ImportOptions:
     mapping: dict[str, str] = field(default_factory=dict)
     condition: str | None = None
     roles: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class SourceFormat:
+    """A registered format: its parser and what the store does after the file is in."""
+
+    parse: Callable[[Path, ImportOptions], Iterator[tuple[int, Item]]]
+    order_by_timestamp: bool = False
+    infer_roles: bool = False
 
 
 def parse_pairs(

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from annotate.codebook import ACTION_TYPES
-from annotate.importers.base import FIELDS, ImportOptions, ParsedFile, Problem
+from annotate.importers.base import FIELDS, ImportOptions, Item, Problem
 from annotate.models import Action, ImportedLabel
 
 REQUIRED = ("session", "content")
@@ -93,27 +93,26 @@ def _action(
     return action, None if label in (None, "") else str(label)
 
 
-def _parse(path: Path, options: ImportOptions, fmt: str) -> ParsedFile:
-    parsed = ParsedFile(path=path, format=fmt)
+def _parse(path: Path, options: ImportOptions, fmt: str) -> Iterator[tuple[int, Item]]:
     seqs: dict[str, int] = {}
     rows = _rows_jsonl(path) if fmt == "jsonl" else _rows_csv(path)
     for lineno, row in rows:
         if isinstance(row, str):
-            parsed.problems.append(Problem(lineno, row))
+            yield lineno, Problem(lineno, row)
             continue
         try:
             action, label = _action(row, lineno, path, options, seqs)
         except ValueError as exc:
-            parsed.problems.append(Problem(lineno, str(exc)))
+            yield lineno, Problem(lineno, str(exc))
             continue
-        if parsed.add(action, lineno) and label is not None:
-            parsed.labels.append(ImportedLabel(action.id, label, lineno))
-    return parsed
+        yield lineno, action
+        if label is not None:
+            yield lineno, ImportedLabel(action.id, label, lineno)
 
 
-def parse_jsonl(path: Path, options: ImportOptions) -> ParsedFile:
+def parse_jsonl(path: Path, options: ImportOptions) -> Iterator[tuple[int, Item]]:
     return _parse(path, options, "jsonl")
 
 
-def parse_csv(path: Path, options: ImportOptions) -> ParsedFile:
+def parse_csv(path: Path, options: ImportOptions) -> Iterator[tuple[int, Item]]:
     return _parse(path, options, "csv")

@@ -7,9 +7,10 @@ condition; ``g`` is the giver (guide) and ``f`` the follower.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from pathlib import Path
 
-from annotate.importers.base import ImportOptions, ParsedFile, Problem
+from annotate.importers.base import ImportOptions, Item, Problem
 from annotate.models import Action, ImportedLabel
 
 ROLES = {"g": "guide", "f": "follower"}
@@ -20,8 +21,7 @@ def looks_like_maptask(first_line: str) -> bool:
     return first_line.count("|") >= 2 and first_line.split("|", 1)[0].strip() in ROLES
 
 
-def parse(path: Path, options: ImportOptions) -> ParsedFile:
-    parsed = ParsedFile(path=path, format="maptask")
+def parse(path: Path, options: ImportOptions) -> Iterator[tuple[int, Item]]:
     session = path.stem
     match = CONDITION.fullmatch(session)
     condition = options.condition or (match.group(1).lower() if match else None)
@@ -31,16 +31,17 @@ def parse(path: Path, options: ImportOptions) -> ParsedFile:
             if not line.strip():
                 continue
             if line.count("|") < 2:
-                parsed.problems.append(Problem(lineno, "expected speaker|text|label"))
+                yield lineno, Problem(lineno, "expected speaker|text|label")
                 continue
             speaker, rest = line.split("|", 1)
             text, label = rest.rsplit("|", 1)
             speaker, label = speaker.strip(), label.strip()
             if speaker not in ROLES:
-                parsed.problems.append(Problem(lineno, f"speaker must be g or f, not '{speaker}'"))
+                yield lineno, Problem(lineno, f"speaker must be g or f, not '{speaker}'")
                 continue
             action_id = f"{session}:{lineno:04d}"
-            added = parsed.add(
+            yield (
+                lineno,
                 Action(
                     id=action_id,
                     session=session,
@@ -52,8 +53,6 @@ def parse(path: Path, options: ImportOptions) -> ParsedFile:
                     condition=condition,
                     meta={"speaker": speaker},
                 ),
-                lineno,
             )
-            if added and label:
-                parsed.labels.append(ImportedLabel(action_id, label, lineno))
-    return parsed
+            if label:
+                yield lineno, ImportedLabel(action_id, label, lineno)

@@ -1,5 +1,8 @@
 """The collaboration platform's JSONL action export (one file per participant).
 
+Roles: the export has none; when a session's two participants are in, the one who drew is
+the Follower (the store fills this in, see ``Store.infer_roles``).
+
 Source shape: one JSON object per line with action_id, timestamp, session_id, participant_id,
 participant_name, action_type (send_message, map_draw_stop, map_tool_click, ...),
 action_content, metadata, session_elapsed_seconds; optional role and condition.
@@ -8,11 +11,12 @@ action_content, metadata, session_elapsed_seconds; optional role and condition.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, replace
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from annotate.importers.base import ImportOptions, ParsedFile, Problem
+from annotate.importers.base import ImportOptions, Item, Problem
 from annotate.models import Action
 
 REQUIRED = ("action_id", "timestamp", "session_id", "participant_id", "action_type")
@@ -118,8 +122,7 @@ def _to_action(rec: PlatformRecord, seq: int, options: ImportOptions) -> Action:
     )
 
 
-def parse(path: Path, options: ImportOptions) -> ParsedFile:
-    parsed = ParsedFile(path=path, format="platform", order_by_timestamp=True)
+def parse(path: Path, options: ImportOptions) -> Iterator[tuple[int, Item]]:
     with path.open(encoding="utf-8") as fh:
         for lineno, line in enumerate(fh, start=1):
             if not line.strip():
@@ -127,40 +130,9 @@ def parse(path: Path, options: ImportOptions) -> ParsedFile:
             try:
                 rec = _record(json.loads(line))
             except json.JSONDecodeError as exc:
-                parsed.problems.append(Problem(lineno, f"not valid JSON ({exc.msg})"))
+                yield lineno, Problem(lineno, f"not valid JSON ({exc.msg})")
                 continue
             except ValueError as exc:
-                parsed.problems.append(Problem(lineno, str(exc)))
+                yield lineno, Problem(lineno, str(exc))
                 continue
-            parsed.add(_to_action(rec, lineno, options), lineno)
-    return parsed
-
-
-def infer_roles(files: list[ParsedFile]) -> None:
-    """Fill missing roles: in the Map Task the participant who draws is the Follower.
-
-    Only sessions where exactly one participant drew and there are two participants are
-    filled; anything else is left as it is (``--role NAME=ROLE`` sets roles explicitly).
-    """
-    by_session: dict[str, dict[str, set[str]]] = {}
-    for f in files:
-        for a in f.actions:
-            kinds = by_session.setdefault(a.session, {}).setdefault(a.participant or "", set())
-            kinds.add(a.action_type)
-    roles: dict[tuple[str, str], str] = {}
-    for session, people in by_session.items():
-        drawers = [p for p, kinds in people.items() if kinds & {"draw", "erase"}]
-        if len(people) == 2 and len(drawers) == 1:
-            for p in people:
-                roles[(session, p)] = "follower" if p == drawers[0] else "guide"
-    for f in files:
-        f.actions = [
-            a
-            if a.role or (a.session, a.participant or "") not in roles
-            else _with_role(a, roles[(a.session, a.participant or "")])
-            for a in f.actions
-        ]
-
-
-def _with_role(action: Action, role: str) -> Action:
-    return replace(action, role=role, meta={**action.meta, "role_inferred": True})
+            yield lineno, _to_action(rec, lineno, options)

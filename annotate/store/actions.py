@@ -35,68 +35,95 @@ def row_to_action(row: sqlite3.Row) -> Action:
 
 
 class ActionsMixin(StoreBase):
-    def add_actions(
-        self,
-        actions: Sequence[Action],
-        *,
-        path: str,
-        sha256: str,
-        fmt: str,
-        resequence_by_time: bool = False,
-    ) -> int:
-        """Insert actions not stored yet; return how many were new. One transaction.
+    def begin_import(self, *, path: str, sha256: str, fmt: str) -> int:
+        """Record an import; call inside a transaction, with :meth:`finish_import` at its end."""
+        cur = self.conn.execute(
+            "INSERT INTO imports (path, sha256, format, n_actions, n_new, imported_at) "
+            "VALUES (?, ?, ?, 0, 0, ?)",
+            (path, sha256, fmt, now()),
+        )
+        return int(cur.lastrowid or 0)
 
-        With ``resequence_by_time`` the sessions touched are renumbered by timestamp, so a
-        session split across files (one per participant) reads in the order it happened.
-        """
-        with self.transaction() as conn:
-            cur = conn.execute(
-                "INSERT INTO imports (path, sha256, format, n_actions, n_new, imported_at) "
-                "VALUES (?, ?, ?, ?, 0, ?)",
-                (path, sha256, fmt, len(actions), now()),
-            )
-            import_id = cur.lastrowid
-            before = conn.total_changes
-            conn.executemany(
-                f"INSERT OR IGNORE INTO actions ({ACTION_COLUMNS}, import_id) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+    def insert_actions(self, actions: Sequence[Action], import_id: int) -> int:
+        """Insert the actions not stored yet (matched by id); return how many were new."""
+        before = self.conn.total_changes
+        self.conn.executemany(
+            f"INSERT OR IGNORE INTO actions ({ACTION_COLUMNS}, import_id) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
                 (
-                    (
-                        a.id,
-                        a.session,
-                        a.participant,
-                        a.role,
-                        a.seq,
-                        a.timestamp,
-                        a.elapsed_s,
-                        a.action_type,
-                        a.content,
-                        a.condition,
-                        dumps(a.meta),
-                        import_id,
-                    )
-                    for a in actions
-                ),
+                    a.id,
+                    a.session,
+                    a.participant,
+                    a.role,
+                    a.seq,
+                    a.timestamp,
+                    a.elapsed_s,
+                    a.action_type,
+                    a.content,
+                    a.condition,
+                    dumps(a.meta),
+                    import_id,
+                )
+                for a in actions
+            ),
+        )
+        return self.conn.total_changes - before
+
+    def finish_import(self, import_id: int, n_actions: int, n_new: int) -> None:
+        if n_new == 0:  # a re-import leaves no trace
+            self.conn.execute("DELETE FROM imports WHERE id = ?", (import_id,))
+        else:
+            self.conn.execute(
+                "UPDATE imports SET n_actions = ?, n_new = ? WHERE id = ?",
+                (n_actions, n_new, import_id),
             )
-            n_new = conn.total_changes - before
-            if n_new == 0:  # a re-import leaves no trace
-                conn.execute("DELETE FROM imports WHERE id = ?", (import_id,))
-            else:
-                conn.execute("UPDATE imports SET n_new = ? WHERE id = ?", (n_new, import_id))
-            if resequence_by_time and n_new:
-                for session in sorted({a.session for a in actions}):
-                    self._resequence(conn, session)
+
+    def add_actions(self, actions: Sequence[Action], *, path: str, sha256: str, fmt: str) -> int:
+        """Insert a list of actions as one import, in one transaction; return how many were new."""
+        with self.transaction():
+            import_id = self.begin_import(path=path, sha256=sha256, fmt=fmt)
+            n_new = self.insert_actions(actions, import_id)
+            self.finish_import(import_id, len(actions), n_new)
         return n_new
 
-    def _resequence(self, conn: sqlite3.Connection, session: str) -> None:
-        ids = [
-            r[0]
-            for r in conn.execute(
-                "SELECT id FROM actions WHERE session = ? ORDER BY timestamp, seq, id", (session,)
-            )
-        ]
-        conn.executemany(
-            "UPDATE actions SET seq = ? WHERE id = ?", ((i, aid) for i, aid in enumerate(ids))
+    def _touched(self, sessions: Iterable[str]) -> None:
+        self.conn.execute("CREATE TEMP TABLE IF NOT EXISTS _touched (session TEXT PRIMARY KEY)")
+        self.conn.execute("DELETE FROM _touched")
+        self.conn.executemany("INSERT OR IGNORE INTO _touched VALUES (?)", ((s,) for s in sessions))
+
+    def resequence_by_time(self, sessions: Iterable[str]) -> None:
+        """Renumber ``seq`` in these sessions by timestamp.
+
+        A session split across files (one per participant) then reads in the order it
+        happened, whichever file came first.
+        """
+        self._touched(sessions)
+        self.conn.execute(
+            "UPDATE actions SET seq = r.rn FROM ("
+            " SELECT id, row_number() OVER (PARTITION BY session ORDER BY timestamp, seq, id) - 1"
+            " AS rn FROM actions WHERE session IN (SELECT session FROM _touched)) AS r "
+            "WHERE actions.id = r.id AND actions.seq IS NOT r.rn"
+        )
+
+    def infer_roles(self, sessions: Iterable[str]) -> None:
+        """Fill missing roles: in the Map Task the participant who draws is the Follower.
+
+        Only sessions with exactly two participants of whom exactly one drew are filled;
+        ``--role NAME=ROLE`` at import sets roles explicitly.
+        """
+        self._touched(sessions)
+        self.conn.execute(
+            "WITH people AS (SELECT session, participant,"
+            "  max(action_type IN ('draw', 'erase')) AS drew FROM actions"
+            "  WHERE session IN (SELECT session FROM _touched) GROUP BY session, participant),"
+            " clear AS (SELECT session FROM people GROUP BY session"
+            "  HAVING count(*) = 2 AND sum(drew) = 1) "
+            "UPDATE actions SET role = CASE WHEN p.drew THEN 'follower' ELSE 'guide' END,"
+            " meta = json_set(meta, '$.role_inferred', json('true')) "
+            "FROM people AS p WHERE p.session = actions.session"
+            " AND p.participant = actions.participant AND actions.role IS NULL"
+            " AND actions.session IN (SELECT session FROM clear)"
         )
 
     def existing_action_ids(self, ids: Iterable[str]) -> set[str]:
