@@ -131,6 +131,7 @@ def _completion(body: dict[str, Any], content: str) -> dict[str, Any]:
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True  # headers and body are separate writes
     server: _Server
 
     def log_message(self, format: str, *args: Any) -> None:  # quiet

@@ -9,6 +9,7 @@ from annotate.store.actions import ActionsMixin
 from annotate.store.base import DEFAULT_DB, StoreBase, default_db_path
 from annotate.store.codebooks import CodebooksMixin
 from annotate.store.labels import LabelsMixin, LabelWrite
+from annotate.store.llm import LLMStoreMixin
 from annotate.store.samples import SamplesMixin
 
 
@@ -17,6 +18,7 @@ class Store(
     CodebooksMixin,
     SamplesMixin,
     LabelsMixin,
+    LLMStoreMixin,
     StoreBase,
 ):
     """An open project file. ``Store(path)`` creates or upgrades it."""

@@ -101,6 +101,107 @@ def m001_initial(conn: sqlite3.Connection) -> None:
     )
 
 
+def m002_llm(conn: sqlite3.Connection) -> None:
+    """Few-shot splits, and the LLM coder's runs, cached requests and per-item results."""
+    run_script(
+        conn,
+        """
+        CREATE TABLE llm_splits (
+            name TEXT PRIMARY KEY,
+            codebook TEXT NOT NULL,
+            codebook_hash TEXT NOT NULL,
+            gold_coder TEXT NOT NULL,
+            sample TEXT,
+            seed INTEGER NOT NULL,
+            n_shots INTEGER NOT NULL,
+            n_heldout INTEGER NOT NULL,
+            created_at TEXT NOT NULL
+        );
+        CREATE TABLE llm_split_items (
+            split TEXT NOT NULL REFERENCES llm_splits(name) ON DELETE CASCADE,
+            action_id TEXT NOT NULL REFERENCES actions(id),
+            role TEXT NOT NULL CHECK (role IN ('shot', 'heldout')),
+            position INTEGER NOT NULL,
+            label TEXT,
+            PRIMARY KEY (split, action_id)
+        );
+        CREATE TABLE llm_runs (
+            id INTEGER PRIMARY KEY,
+            started_at TEXT NOT NULL,
+            finished_at TEXT,
+            status TEXT NOT NULL DEFAULT 'running',
+            coder TEXT NOT NULL,
+            model TEXT NOT NULL,
+            endpoint_host TEXT NOT NULL,
+            codebook TEXT NOT NULL,
+            codebook_hash TEXT NOT NULL,
+            split TEXT NOT NULL,
+            prompt_hash TEXT NOT NULL,
+            shot_ids TEXT NOT NULL,
+            temperature REAL NOT NULL,
+            votes INTEGER NOT NULL,
+            context INTEGER NOT NULL,
+            target TEXT,
+            min_kappa REAL,
+            forced INTEGER NOT NULL DEFAULT 0,
+            validate_only INTEGER NOT NULL DEFAULT 0,
+            gate TEXT,
+            kappa REAL,
+            report TEXT,
+            response_format TEXT,
+            settings TEXT NOT NULL DEFAULT '{}',
+            sent INTEGER NOT NULL DEFAULT 0,
+            cached INTEGER NOT NULL DEFAULT 0,
+            tokens_in INTEGER NOT NULL DEFAULT 0,
+            tokens_out INTEGER NOT NULL DEFAULT 0,
+            cost REAL
+        );
+        CREATE TABLE llm_prompts (
+            prompt_hash TEXT PRIMARY KEY,
+            messages TEXT NOT NULL,
+            created_at TEXT NOT NULL
+        );
+        CREATE TABLE llm_requests (
+            request_hash TEXT PRIMARY KEY,
+            prompt_hash TEXT NOT NULL REFERENCES llm_prompts(prompt_hash),
+            tail TEXT NOT NULL,
+            model TEXT NOT NULL,
+            endpoint_host TEXT NOT NULL,
+            temperature REAL NOT NULL,
+            vote INTEGER NOT NULL,
+            schema TEXT NOT NULL,
+            response_format TEXT NOT NULL,
+            reply TEXT NOT NULL,
+            tokens_in INTEGER NOT NULL,
+            tokens_out INTEGER NOT NULL,
+            latency_s REAL NOT NULL,
+            attempts INTEGER NOT NULL,
+            run_id INTEGER REFERENCES llm_runs(id),
+            created_at TEXT NOT NULL
+        );
+        CREATE TABLE llm_items (
+            run_id INTEGER NOT NULL REFERENCES llm_runs(id) ON DELETE CASCADE,
+            action_id TEXT NOT NULL REFERENCES actions(id),
+            phase TEXT NOT NULL CHECK (phase IN ('validate', 'label')),
+            valid INTEGER NOT NULL,
+            answer TEXT,
+            error TEXT,
+            confidence REAL,
+            request_hashes TEXT NOT NULL,
+            raw_replies TEXT NOT NULL,
+            tokens_in INTEGER NOT NULL,
+            tokens_out INTEGER NOT NULL,
+            latency_s REAL NOT NULL,
+            cached INTEGER NOT NULL,
+            created_at TEXT NOT NULL,
+            PRIMARY KEY (run_id, action_id)
+        );
+        CREATE INDEX llm_items_action ON llm_items(action_id);
+        """,
+    )
+
+
 MIGRATIONS: list[tuple[int, Migration]] = [
     (1, m001_initial),
+    (2, m002_llm),
 ]

@@ -1,0 +1,368 @@
+"""Few-shot splits and the LLM coder's runs, cached requests and per-item results.
+
+The request cache is keyed by the hash of the canonical request (see
+:class:`llm_coder.calls.ChatRequest`). A request's stable prefix (codebook + shots) is kept
+once in ``llm_prompts``; each request row holds only the messages after it. The API key is
+never part of anything stored here.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from annotate.codebook import Answer, Codebook
+from annotate.errors import NotFoundError, UsageError
+from annotate.store.base import StoreBase, dumps, now
+from annotate.store.labels import LabelWrite
+from llm_coder.calls import CallRecord, Reply
+from llm_coder.runner import ItemResult
+
+LLM_SOURCE = "llm"
+
+
+@dataclass(frozen=True)
+class SplitInfo:
+    name: str
+    codebook: str
+    codebook_hash: str
+    gold_coder: str
+    sample: str | None
+    seed: int
+    shots: tuple[str, ...]
+    heldout: tuple[str, ...]
+    created_at: str
+
+
+def answer_json(answer: Answer) -> dict[str, Any]:
+    return {"value": answer.value, "codes": list(answer.codes), "other_text": answer.other_text}
+
+
+def answer_from_json(data: Mapping[str, Any]) -> Answer:
+    return Answer(data.get("value"), tuple(data.get("codes") or ()), data.get("other_text"))
+
+
+class StoreCache:
+    """The :class:`llm_coder.calls.Cache` of one run, backed by ``llm_requests``."""
+
+    def __init__(self, store: LLMStoreMixin, run_id: int | None):
+        self.store = store
+        self.run_id = run_id
+        self._prompts: set[str] = set()
+
+    def get(self, request_hash: str) -> Reply | None:
+        return self.store.cached_reply(request_hash)
+
+    def put(self, record: CallRecord) -> None:
+        self.store.save_call(record, self.run_id, known_prompts=self._prompts)
+
+
+class LLMStoreMixin(StoreBase):
+    # -- splits -------------------------------------------------------------------------
+
+    def create_split(
+        self,
+        name: str,
+        *,
+        codebook: Codebook,
+        gold_coder: str,
+        sample: str | None,
+        seed: int,
+        shots: Sequence[str],
+        heldout: Sequence[str],
+        labels: Mapping[str, str],
+        replace: bool = False,
+    ) -> None:
+        with self.transaction() as conn:
+            exists = conn.execute("SELECT 1 FROM llm_splits WHERE name = ?", (name,)).fetchone()
+            if exists and not replace:
+                raise UsageError(
+                    f"a split named '{name}' already exists",
+                    hint="choose another --name, or pass --replace",
+                )
+            if exists:
+                conn.execute("DELETE FROM llm_split_items WHERE split = ?", (name,))
+                conn.execute("DELETE FROM llm_splits WHERE name = ?", (name,))
+            conn.execute(
+                "INSERT INTO llm_splits (name, codebook, codebook_hash, gold_coder, sample, seed, "
+                "n_shots, n_heldout, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    name,
+                    codebook.name,
+                    codebook.version_hash,
+                    gold_coder,
+                    sample,
+                    seed,
+                    len(shots),
+                    len(heldout),
+                    now(),
+                ),
+            )
+            conn.executemany(
+                "INSERT INTO llm_split_items (split, action_id, role, position, label) "
+                "VALUES (?, ?, ?, ?, ?)",
+                [(name, a, "shot", i, labels.get(a)) for i, a in enumerate(shots)]
+                + [(name, a, "heldout", i, labels.get(a)) for i, a in enumerate(heldout)],
+            )
+
+    def split_info(self, name: str) -> SplitInfo:
+        row = self.conn.execute("SELECT * FROM llm_splits WHERE name = ?", (name,)).fetchone()
+        if row is None:
+            names = [r[0] for r in self.conn.execute("SELECT name FROM llm_splits ORDER BY 1")]
+            raise NotFoundError(
+                f"no split named '{name}'",
+                hint=(
+                    "splits: " + ", ".join(names)
+                    if names
+                    else "make one with `annotate split --codebook NAME --shots 8 --seed 7`"
+                ),
+            )
+        items: dict[str, list[str]] = {"shot": [], "heldout": []}
+        for r in self.conn.execute(
+            "SELECT action_id, role FROM llm_split_items WHERE split = ? ORDER BY role, position",
+            (name,),
+        ):
+            items[r["role"]].append(r["action_id"])
+        return SplitInfo(
+            name=row["name"],
+            codebook=row["codebook"],
+            codebook_hash=row["codebook_hash"],
+            gold_coder=row["gold_coder"],
+            sample=row["sample"],
+            seed=row["seed"],
+            shots=tuple(items["shot"]),
+            heldout=tuple(items["heldout"]),
+            created_at=row["created_at"],
+        )
+
+    def split_items(self, name: str) -> list[dict[str, Any]]:
+        return [
+            dict(r)
+            for r in self.conn.execute(
+                "SELECT action_id, role, position, label FROM llm_split_items WHERE split = ? "
+                "ORDER BY role DESC, position",
+                (name,),
+            )
+        ]
+
+    def splits(self) -> list[dict[str, Any]]:
+        return [dict(r) for r in self.conn.execute("SELECT * FROM llm_splits ORDER BY created_at")]
+
+    def coder_answers(
+        self, codebook: Codebook, coder: str, action_ids: Sequence[str] | None = None
+    ) -> dict[str, dict[str, Answer]]:
+        """``{action_id: {question: Answer}}`` of one coder's answered labels."""
+        rows = self.label_rows(  # type: ignore[attr-defined]
+            codebook.name, coders=[coder], action_ids=action_ids, answered_only=True
+        )
+        out: dict[str, dict[str, Answer]] = {}
+        for r in rows:
+            out.setdefault(r["action_id"], {})[r["question"]] = Answer(
+                r["value"], tuple(r["codes"]), r["other_text"]
+            )
+        return out
+
+    # -- runs ---------------------------------------------------------------------------
+
+    def start_llm_run(self, **fields: Any) -> int:
+        fields = {"started_at": now(), **fields}
+        for key in ("shot_ids", "settings"):
+            if key in fields and not isinstance(fields[key], str):
+                fields[key] = dumps(fields[key])
+        columns = ", ".join(fields)
+        marks = ", ".join("?" * len(fields))
+        with self.transaction() as conn:
+            cur = conn.execute(
+                f"INSERT INTO llm_runs ({columns}) VALUES ({marks})", tuple(fields.values())
+            )
+        return int(cur.lastrowid or 0)
+
+    def update_llm_run(self, run_id: int, **fields: Any) -> None:
+        if "report" in fields and fields["report"] is not None:
+            fields["report"] = dumps(fields["report"])
+        sets = ", ".join(f"{k} = ?" for k in fields)
+        with self.transaction() as conn:
+            conn.execute(f"UPDATE llm_runs SET {sets} WHERE id = ?", (*fields.values(), run_id))
+
+    def llm_run(self, run_id: int) -> dict[str, Any]:
+        row = self.conn.execute("SELECT * FROM llm_runs WHERE id = ?", (run_id,)).fetchone()
+        if row is None:
+            raise NotFoundError(f"no LLM run with id {run_id}")
+        out = dict(row)
+        for key in ("shot_ids", "settings", "report"):
+            out[key] = json.loads(out[key]) if out[key] else None
+        return out
+
+    def llm_runs(self) -> list[dict[str, Any]]:
+        return [
+            dict(r)
+            for r in self.conn.execute(
+                "SELECT id, started_at, status, coder, endpoint_host, codebook, split, gate, "
+                "kappa, forced, sent, cached, tokens_in, tokens_out, cost FROM llm_runs "
+                "ORDER BY id"
+            )
+        ]
+
+    # -- request cache ------------------------------------------------------------------
+
+    def llm_cache(self, run_id: int | None) -> StoreCache:
+        return StoreCache(self, run_id)
+
+    def cached_reply(self, request_hash: str) -> Reply | None:
+        row = self.conn.execute(
+            "SELECT reply, tokens_in, tokens_out, latency_s, response_format, attempts "
+            "FROM llm_requests WHERE request_hash = ?",
+            (request_hash,),
+        ).fetchone()
+        if row is None:
+            return None
+        return Reply(
+            text=row[0],
+            tokens_in=row[1],
+            tokens_out=row[2],
+            latency_s=row[3],
+            response_format=row[4],
+            attempts=row[5],
+            cached=True,
+        )
+
+    def save_call(
+        self, record: CallRecord, run_id: int | None, *, known_prompts: set[str] | None = None
+    ) -> None:
+        """Store a request and its reply at once (a killed run must not pay for it again)."""
+        req, reply = record.request, record.reply
+        prompt = req.prompt_hash
+        with self.transaction() as conn:
+            if known_prompts is None or prompt not in known_prompts:
+                conn.execute(
+                    "INSERT OR IGNORE INTO llm_prompts (prompt_hash, messages, created_at) "
+                    "VALUES (?, ?, ?)",
+                    (prompt, dumps(list(req.messages[: req.prefix_len])), now()),
+                )
+                if known_prompts is not None:
+                    known_prompts.add(prompt)
+            conn.execute(
+                "INSERT OR IGNORE INTO llm_requests (request_hash, prompt_hash, tail, model, "
+                "endpoint_host, temperature, vote, schema, response_format, reply, tokens_in, "
+                "tokens_out, latency_s, attempts, run_id, created_at) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    req.hash,
+                    prompt,
+                    dumps(list(req.messages[req.prefix_len :])),
+                    req.model,
+                    req.endpoint_host,
+                    req.temperature,
+                    req.vote,
+                    dumps(req.schema),
+                    reply.response_format,
+                    reply.text,
+                    reply.tokens_in,
+                    reply.tokens_out,
+                    reply.latency_s,
+                    reply.attempts,
+                    run_id,
+                    now(),
+                ),
+            )
+
+    def llm_request(self, request_hash: str) -> dict[str, Any]:
+        """A stored request with its full messages (prefix + tail) and reply."""
+        row = self.conn.execute(
+            "SELECT r.*, p.messages AS prefix FROM llm_requests r "
+            "JOIN llm_prompts p USING (prompt_hash) WHERE r.request_hash = ?",
+            (request_hash,),
+        ).fetchone()
+        if row is None:
+            raise NotFoundError(f"no stored request {request_hash[:12]}")
+        out = dict(row)
+        out["messages"] = json.loads(out.pop("prefix")) + json.loads(out.pop("tail"))
+        out["schema"] = json.loads(out["schema"])
+        return out
+
+    def count_llm_requests(self) -> int:
+        return self.conn.execute("SELECT count(*) FROM llm_requests").fetchone()[0]
+
+    # -- results ------------------------------------------------------------------------
+
+    def save_llm_items(
+        self,
+        run_id: int,
+        phase: str,
+        codebook: Codebook,
+        coder: str,
+        results: Sequence[ItemResult],
+        *,
+        provenance: Mapping[str, Any],
+    ) -> None:
+        """Store finished items of a run, and their valid answers as ``coder``'s labels.
+
+        One transaction per batch. Items that failed (network) are not stored: the next run
+        retries them. Invalid replies are stored here with their raw text, not as labels.
+        """
+        stamp = now()
+        done = [r for r in results if r.failed is None]
+        writes: list[LabelWrite] = []
+        for r in done:
+            if r.answers is None:
+                continue
+            meta = {
+                **provenance,
+                "run_id": run_id,
+                "request_hash": r.request_hashes[-1] if r.request_hashes else None,
+                "confidence": r.confidence,
+            }
+            writes.extend(
+                LabelWrite(r.action_id, qid, coder, answer, LLM_SOURCE, meta)
+                for qid, answer in r.answers.items()
+            )
+        with self.transaction() as conn:
+            conn.executemany(
+                "INSERT OR REPLACE INTO llm_items (run_id, action_id, phase, valid, answer, "
+                "error, confidence, request_hashes, raw_replies, tokens_in, tokens_out, "
+                "latency_s, cached, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                [
+                    (
+                        run_id,
+                        r.action_id,
+                        phase,
+                        int(r.valid),
+                        dumps({q: answer_json(a) for q, a in r.answers.items()})
+                        if r.answers
+                        else None,
+                        r.error,
+                        r.confidence,
+                        dumps(r.request_hashes),
+                        dumps(r.raw_replies),
+                        r.tokens_in,
+                        r.tokens_out,
+                        r.latency_s,
+                        int(r.cached),
+                        stamp,
+                    )
+                    for r in done
+                ],
+            )
+            if writes:
+                self.save_answers(codebook, writes)  # type: ignore[attr-defined]
+
+    def llm_items(self, run_id: int, phase: str | None = None) -> list[dict[str, Any]]:
+        sql = "SELECT * FROM llm_items WHERE run_id = ?"
+        params: tuple[Any, ...] = (run_id,)
+        if phase:
+            sql += " AND phase = ?"
+            params += (phase,)
+        out = []
+        for r in self.conn.execute(sql + " ORDER BY created_at, action_id", params):
+            d = dict(r)
+            d["answer"] = (
+                {q: answer_from_json(a) for q, a in json.loads(d["answer"]).items()}
+                if d["answer"]
+                else None
+            )
+            d["request_hashes"] = json.loads(d["request_hashes"])
+            d["raw_replies"] = json.loads(d["raw_replies"])
+            out.append(d)
+        return out
