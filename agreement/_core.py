@@ -1,0 +1,101 @@
+"""Numerical helpers shared by the agreement modules (private)."""
+
+from __future__ import annotations
+
+import math
+from statistics import NormalDist
+
+import numpy as np
+
+# Memory budget (array elements) of one chunk in the chunked code paths.
+CHUNK_ELEMENTS = 1 << 20
+
+
+def finite(value: float) -> float | None:
+    """Return ``value`` as a Python float, or None when it is NaN or infinite."""
+    value = float(value)
+    return value if math.isfinite(value) else None
+
+
+def two_sided_p(z: float) -> float:
+    """Two-sided p-value of a standard normal statistic."""
+    return math.erfc(abs(z) / math.sqrt(2.0))
+
+
+def normal_quantile(level: float) -> float:
+    """The z with P(|Z| <= z) = level for a standard normal Z."""
+    return NormalDist().inv_cdf(0.5 + level / 2.0)
+
+
+def check_level(ci: float) -> float:
+    """Validate a confidence level strictly between 0 and 1."""
+    if isinstance(ci, bool) or not isinstance(ci, (int, float)) or not 0.0 < float(ci) < 1.0:
+        raise ValueError(f"The confidence level must be a number between 0 and 1; got {ci!r}.")
+    return float(ci)
+
+
+def check_n_boot(n_boot: int) -> int:
+    """Validate a number of bootstrap resamples."""
+    if isinstance(n_boot, bool) or not isinstance(n_boot, (int, np.integer)) or n_boot < 1:
+        raise ValueError(
+            f"The number of bootstrap resamples must be a positive integer; got {n_boot!r}."
+        )
+    return int(n_boot)
+
+
+def pair_counts(codes: np.ndarray, n_values: int, weights: np.ndarray | None = None) -> np.ndarray:
+    """Weighted counts of ordered pairs of ratings given to the same item by different coders.
+
+    Parameters
+    ----------
+    codes : ndarray of int, shape (n_items, n_coders)
+        Category indices in ``range(n_values)``; negative means missing.
+    n_values : int
+        Number of categories V.
+    weights : ndarray of float, shape (n_items,), optional
+        Weight of each item's pairs (default 1).
+
+    Returns
+    -------
+    ndarray of float, shape (V, V)
+        ``out[c, k] = sum_u w_u * #{(a, b): a != b, codes[u, a] == c, codes[u, b] == k}``.
+        With ``w_u = 1 / (m_u - 1)`` this is Krippendorff's coincidence matrix.
+
+    Notes
+    -----
+    Memory is O(n_items), never O(n_items * V * V): with few coders each pair of coder
+    columns is one ``np.bincount``; with many coders the per-item value counts are built
+    chunk by chunk and multiplied.
+    """
+    n_items, n_coders = codes.shape
+    size = n_values * n_values
+    if n_items == 0 or n_coders < 2 or n_values == 0:
+        return np.zeros((n_values, n_values))
+    n_pairs = n_coders * (n_coders - 1) // 2
+    if n_pairs <= n_coders + n_values:
+        out = np.zeros(size)
+        columns = [codes[:, j].astype(np.intp) for j in range(n_coders)]
+        missing = [c < 0 for c in columns]
+        for a in range(n_coders):
+            for b in range(a + 1, n_coders):
+                index = columns[a] * n_values
+                index += columns[b]
+                index[missing[a] | missing[b]] = size
+                out += np.bincount(index, weights=weights, minlength=size + 1)[:size]
+        out = out.reshape(n_values, n_values)
+        return out + out.T
+    out = np.zeros((n_values, n_values))
+    step = max(1, CHUNK_ELEMENTS // max(n_values, n_coders))
+    for start in range(0, n_items, step):
+        block = codes[start : start + step]
+        rows = block.shape[0]
+        present = block >= 0
+        row_index = np.broadcast_to(np.arange(rows)[:, None], block.shape)[present]
+        counts = np.bincount(
+            row_index * n_values + block[present], minlength=rows * n_values
+        ).reshape(rows, n_values)
+        counts = counts.astype(np.float64)
+        weighted = counts if weights is None else counts * weights[start : start + step, None]
+        out += weighted.T @ counts
+        out[np.diag_indices(n_values)] -= weighted.sum(axis=0)
+    return out

@@ -1,0 +1,284 @@
+"""Cohen's kappa for a pair of coders, with the asymptotic standard errors of SAS PROC FREQ.
+
+References
+----------
+Cohen, J. (1960). A coefficient of agreement for nominal scales. *Educational and
+Psychological Measurement*, 20(1), 37-46. https://doi.org/10.1177/001316446002000104
+
+Fleiss, J. L., Cohen, J., & Everitt, B. S. (1969). Large sample standard errors of kappa
+and weighted kappa. *Psychological Bulletin*, 72(5), 323-327.
+https://doi.org/10.1037/h0028106
+
+SAS Institute. *PROC FREQ: Tests and Measures of Agreement* (simple kappa coefficient).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from agreement._core import check_level, finite, normal_quantile, two_sided_p
+from agreement.bands import landis_koch
+from agreement.matrix import as_label_matrix, confusion_from_codes, label_name
+from agreement.results import ConfusionMatrix, Interval, ResultMixin
+
+__all__ = ["CohenKappa", "cohen_kappa", "cohen_kappa_table", "pairwise_cohen"]
+
+ASYMPTOTIC = "asymptotic"
+
+
+@dataclass(frozen=True)
+class CohenKappa(ResultMixin):
+    """Cohen's kappa of two coders over the items both rated.
+
+    Attributes
+    ----------
+    coder_a, coder_b : str
+        The pair (``coder_a`` indexes the rows of ``confusion``).
+    n_items : int
+        Items both coders rated.
+    kappa : float or None
+        ``(p_o - p_e) / (1 - p_e)``.
+    se : float or None
+        Asymptotic standard error (ASE) of kappa (Fleiss, Cohen & Everitt 1969).
+    ci : Interval
+        ``kappa ± z · se`` at the requested level (SAS PROC FREQ).
+    se0 : float or None
+        Standard error under H0: kappa = 0.
+    z, p_value : float or None
+        ``kappa / se0`` and its two-sided normal p-value.
+    observed_agreement : float or None
+        p_o, the share of items with the same label (percent agreement / 100).
+    expected_agreement : float or None
+        p_e, chance agreement from the two coders' marginals.
+    kappa_max : float or None
+        Largest kappa the marginals allow.
+    band : str or None
+        Landis & Koch band of ``kappa``.
+    confusion : ConfusionMatrix
+        Rows ``coder_a``, columns ``coder_b``.
+    undefined_reason : str or None
+        Why a statistic is None.
+    """
+
+    coder_a: str
+    coder_b: str
+    n_items: int
+    kappa: float | None
+    se: float | None
+    ci: Interval
+    se0: float | None
+    z: float | None
+    p_value: float | None
+    observed_agreement: float | None
+    expected_agreement: float | None
+    kappa_max: float | None
+    band: str | None
+    confusion: ConfusionMatrix
+    undefined_reason: str | None = None
+
+
+def kappa_from_confusion(confusion: ConfusionMatrix, ci: float = 0.95) -> CohenKappa:
+    """Cohen's kappa, its ASE, CI and z-test from a confusion matrix."""
+    level = check_level(ci)
+    table = confusion.to_array().astype(np.float64)
+    n = float(table.sum())
+    a, b = confusion.rows_coder, confusion.columns_coder
+
+    def undefined(reason: str, observed: float | None = None) -> CohenKappa:
+        interval = Interval(None, None, level, ASYMPTOTIC, undefined_reason=reason)
+        return CohenKappa(
+            a, b, int(n), None, None, interval, None, None, None, observed,
+            None if observed is None else 1.0, None, None, confusion, reason,
+        )  # fmt: skip
+
+    if n == 0:
+        return undefined(f"No item was rated by both {a!r} and {b!r}.")
+    probs = table / n
+    rows = probs.sum(axis=1)
+    cols = probs.sum(axis=0)
+    observed = float(np.trace(probs))
+    expected = float((rows * cols).sum())
+    used = np.flatnonzero((rows + cols) > 0)
+    if len(used) == 1:
+        only = confusion.labels[int(used[0])]
+        return undefined(
+            f"{a!r} and {b!r} both gave every item {only!r}, so chance agreement is 1 and "
+            "kappa is undefined (0/0); percent agreement is 100%.",
+            observed,
+        )
+    kappa = (observed - expected) / (1.0 - expected)
+    # Fleiss, Cohen & Everitt (1969), as in SAS PROC FREQ.
+    term_a = float((np.diag(probs) * (1.0 - (rows + cols) * (1.0 - kappa)) ** 2).sum())
+    off = probs * (cols[:, None] + rows[None, :]) ** 2
+    np.fill_diagonal(off, 0.0)
+    term_b = (1.0 - kappa) ** 2 * float(off.sum())
+    term_c = (kappa - expected * (1.0 - kappa)) ** 2
+    var = max((term_a + term_b - term_c) / ((1.0 - expected) ** 2 * n), 0.0)
+    var0 = (expected + expected**2 - float((rows * cols * (rows + cols)).sum())) / (
+        (1.0 - expected) ** 2 * n
+    )
+    se = math.sqrt(var)
+    half = normal_quantile(level) * se
+    interval = Interval(finite(kappa - half), finite(kappa + half), level, ASYMPTOTIC)
+    reason = None
+    se0 = math.sqrt(var0) if var0 > 1e-15 else None
+    z = kappa / se0 if se0 else None
+    if se0 is None:
+        reason = (
+            "The standard error under H0 is 0 (one coder used a single category), "
+            "so the z-test is undefined."
+        )
+    kappa_max = (float(np.minimum(rows, cols).sum()) - expected) / (1.0 - expected)
+    return CohenKappa(
+        coder_a=a,
+        coder_b=b,
+        n_items=int(n),
+        kappa=finite(kappa),
+        se=se,
+        ci=interval,
+        se0=se0,
+        z=finite(z) if z is not None else None,
+        p_value=two_sided_p(z) if z is not None else None,
+        observed_agreement=observed,
+        expected_agreement=expected,
+        kappa_max=finite(kappa_max),
+        band=landis_koch(kappa),
+        confusion=confusion,
+        undefined_reason=reason,
+    )
+
+
+def cohen_kappa(
+    data: Any,
+    coder_a: str | None = None,
+    coder_b: str | None = None,
+    *,
+    categories: Iterable[Any] | None = None,
+    ci: float = 0.95,
+) -> CohenKappa:
+    """Cohen's kappa of two coders over the items both rated.
+
+    Parameters
+    ----------
+    data : LabelMatrix, DataFrame or 2-D array_like
+        Labels, items x coders (or long form; see :func:`agreement.as_label_matrix`).
+    coder_a, coder_b : str, optional
+        The pair; may be omitted when ``data`` has exactly two coders.
+    categories : iterable of str, optional
+        Allowed labels; a label outside the list is a ValueError naming it.
+    ci : float
+        Level of the asymptotic confidence interval.
+
+    Returns
+    -------
+    CohenKappa
+
+    Notes
+    -----
+    ASE (Fleiss, Cohen & Everitt 1969, SAS PROC FREQ)::
+
+        var = [sum_i p_ii (1 - (p_i. + p_.i)(1 - k))**2
+               + (1 - k)**2 sum_{i != j} p_ij (p_.i + p_j.)**2
+               - (k - p_e (1 - k))**2] / ((1 - p_e)**2 n)
+
+    and under H0 ``var0 = [p_e + p_e**2 - sum_i p_i. p_.i (p_i. + p_.i)] / ((1 - p_e)**2 n)``.
+    """
+    matrix = as_label_matrix(data, categories)
+    if coder_a is None and coder_b is None:
+        if matrix.n_coders != 2:
+            raise ValueError(
+                f"Name the two coders to compare: the data has {matrix.n_coders} coders "
+                f"({', '.join(map(repr, matrix.coders))})."
+            )
+        coder_a, coder_b = matrix.coders
+    elif coder_a is None or coder_b is None:
+        raise ValueError("Name both coders to compare, or neither when there are exactly two.")
+    pair = matrix.select([coder_a, coder_b])
+    codes = pair.codes
+    confusion = confusion_from_codes(codes[:, 0], codes[:, 1], pair.categories, coder_a, coder_b)
+    return kappa_from_confusion(confusion, ci)
+
+
+def cohen_kappa_table(
+    table: Any,
+    *,
+    categories: Iterable[Any] | None = None,
+    rows_coder: str = "rows",
+    columns_coder: str = "columns",
+    ci: float = 0.95,
+) -> CohenKappa:
+    """Cohen's kappa from a square cross-tabulation of two coders.
+
+    Parameters
+    ----------
+    table : 2-D array_like or DataFrame of non-negative integers
+        ``table[i, j]`` items labelled i by the first coder and j by the second.
+    categories : iterable of str, optional
+        Category names (default: the DataFrame's columns, else ``"1"``, ``"2"``…).
+    rows_coder, columns_coder : str
+        Names of the two coders, for the result.
+    ci : float
+        Level of the asymptotic confidence interval.
+
+    Returns
+    -------
+    CohenKappa
+
+    Raises
+    ------
+    ValueError
+        If the table is not square or holds negative or fractional counts.
+    """
+    names = list(table.columns) if hasattr(table, "columns") else None
+    counts = np.asarray(table, dtype=np.float64)
+    if counts.ndim != 2 or counts.shape[0] != counts.shape[1]:
+        raise ValueError(f"A cross-tabulation must be square; got shape {counts.shape}.")
+    if np.isnan(counts).any() or (counts < 0).any() or (counts != np.round(counts)).any():
+        raise ValueError("A cross-tabulation must hold non-negative whole numbers.")
+    if categories is not None:
+        names = list(categories)
+    if names is None:
+        names = [str(j + 1) for j in range(counts.shape[0])]
+    labels = tuple(label_name(c) for c in names)
+    if len(labels) != counts.shape[0]:
+        raise ValueError(
+            f"The cross-tabulation has {counts.shape[0]} categories but {len(labels)} names."
+        )
+    confusion = ConfusionMatrix(
+        rows_coder, columns_coder, labels, tuple(tuple(int(x) for x in row) for row in counts)
+    )
+    return kappa_from_confusion(confusion, ci)
+
+
+def pairwise_cohen(
+    data: Any, *, categories: Iterable[Any] | None = None, ci: float = 0.95
+) -> tuple[CohenKappa, ...]:
+    """Cohen's kappa for every pair of coders (in column order: (1, 2), (1, 3), … (2, 3)…).
+
+    Parameters
+    ----------
+    data : LabelMatrix, DataFrame or 2-D array_like
+    categories : iterable of str, optional
+    ci : float
+        Level of the asymptotic confidence intervals.
+
+    Returns
+    -------
+    tuple of CohenKappa
+        Empty when there are fewer than two coders.
+    """
+    matrix = as_label_matrix(data, categories)
+    codes = matrix.codes
+    results = []
+    for i in range(matrix.n_coders):
+        for j in range(i + 1, matrix.n_coders):
+            confusion = confusion_from_codes(
+                codes[:, i], codes[:, j], matrix.categories, matrix.coders[i], matrix.coders[j]
+            )
+            results.append(kappa_from_confusion(confusion, ci))
+    return tuple(results)

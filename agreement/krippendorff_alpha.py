@@ -1,0 +1,169 @@
+"""Krippendorff's alpha (nominal), computed from the coincidence matrix.
+
+Missing ratings are allowed: every item with two or more ratings counts, items with one
+rating do not (Krippendorff 2011). The coincidence matrix is accumulated with
+``np.bincount`` one pair of coder columns at a time, so memory stays O(items) instead of the
+O(items x values²) of the ``krippendorff`` package, and the result matches that package.
+
+References
+----------
+Krippendorff, K. (2011). Computing Krippendorff's alpha-reliability. Departmental Papers
+(ASC), University of Pennsylvania. https://repository.upenn.edu/asc_papers/43
+
+Krippendorff, K. (2004). *Content Analysis: An Introduction to Its Methodology* (2nd ed.),
+ch. 11. Sage.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from agreement._core import finite, pair_counts
+from agreement.matrix import as_label_matrix
+from agreement.results import ResultMixin
+
+__all__ = ["KrippendorffAlpha", "coincidence_matrix", "krippendorff_alpha"]
+
+
+@dataclass(frozen=True)
+class KrippendorffAlpha(ResultMixin):
+    """Krippendorff's alpha.
+
+    Attributes
+    ----------
+    alpha : float or None
+        ``1 - D_o / D_e``.
+    metric : str
+        ``"nominal"`` or ``"masi"``.
+    observed_disagreement, expected_disagreement : float or None
+        D_o and D_e.
+    n_items : int
+        Pairable items (rated by two or more coders).
+    n_items_unpairable : int
+        Items with a single rating, which do not count.
+    n_values : int
+        Pairable ratings (n..).
+    undefined_reason : str or None
+        Why ``alpha`` is None.
+    """
+
+    alpha: float | None
+    metric: str
+    observed_disagreement: float | None
+    expected_disagreement: float | None
+    n_items: int
+    n_items_unpairable: int
+    n_values: int
+    undefined_reason: str | None = None
+
+
+def _pairable_weights(codes: np.ndarray) -> tuple[np.ndarray, int, int]:
+    m = (codes >= 0).sum(axis=1)
+    pairable = m >= 2
+    weights = np.zeros(len(m))
+    np.divide(1.0, m - 1, out=weights, where=pairable)
+    return weights, int(pairable.sum()), int((m == 1).sum())
+
+
+def coincidence_matrix(data: Any, *, categories: Iterable[Any] | None = None) -> np.ndarray:
+    """Krippendorff's coincidence matrix of nominal labels.
+
+    Parameters
+    ----------
+    data : LabelMatrix, DataFrame or 2-D array_like
+        Labels, items x coders; missing ratings allowed.
+    categories : iterable of str, optional
+
+    Returns
+    -------
+    ndarray of float, shape (k, k)
+        ``o[c, k] = sum_u #{ordered pairs of ratings (c, k) in u by different coders} /
+        (m_u - 1)`` over items u with m_u >= 2 ratings, in ``categories`` order.
+    """
+    matrix = as_label_matrix(data, categories)
+    weights, _, _ = _pairable_weights(matrix.codes)
+    return pair_counts(matrix.codes, len(matrix.categories), weights)
+
+
+def alpha_from_coincidences(
+    coincidences: np.ndarray,
+    distance: np.ndarray,
+    metric: str,
+    n_items: int,
+    n_items_unpairable: int,
+    labels: tuple[str, ...],
+) -> KrippendorffAlpha:
+    """Alpha from a coincidence matrix and a distance matrix (zero diagonal)."""
+
+    def undefined(reason: str, observed: float | None = None) -> KrippendorffAlpha:
+        return KrippendorffAlpha(
+            None, metric, observed, None if observed is None else 0.0,
+            n_items, n_items_unpairable, n_total, reason,
+        )  # fmt: skip
+
+    n_v = coincidences.sum(axis=0)
+    n_total = round(float(n_v.sum()))
+    if n_items == 0:
+        return undefined("No item was rated by two or more coders, so alpha has no data.")
+    n = float(n_v.sum())
+    expected_pairs = (np.outer(n_v, n_v) - np.diag(n_v)) / (n - 1.0)
+    observed_sum = float((coincidences * distance).sum())
+    expected_sum = float((expected_pairs * distance).sum())
+    if expected_sum <= 0.0:
+        used = [labels[i] for i in np.flatnonzero(n_v > 0)]
+        what = f"is {used[0]!r}" if len(used) == 1 else "is at zero distance from the others"
+        return undefined(
+            f"Every pairable rating {what}, so expected disagreement is 0 and alpha is "
+            "undefined (0/0); observed agreement is 100%.",
+            observed_sum / n,
+        )
+    return KrippendorffAlpha(
+        alpha=finite(1.0 - observed_sum / expected_sum),
+        metric=metric,
+        observed_disagreement=observed_sum / n,
+        expected_disagreement=expected_sum / n,
+        n_items=n_items,
+        n_items_unpairable=n_items_unpairable,
+        n_values=n_total,
+    )
+
+
+def krippendorff_alpha(data: Any, *, categories: Iterable[Any] | None = None) -> KrippendorffAlpha:
+    """Krippendorff's alpha for nominal labels, tolerating missing ratings.
+
+    Parameters
+    ----------
+    data : LabelMatrix, DataFrame or 2-D array_like
+        Labels, items x coders (or long form; see :func:`agreement.as_label_matrix`).
+        ``None``/``np.nan``/``pd.NA`` are missing; the string ``"nan"`` is a label.
+    categories : iterable of str, optional
+        Allowed labels; a label outside the list is a ValueError naming it.
+
+    Returns
+    -------
+    KrippendorffAlpha
+        ``alpha`` is None, with a reason, when no item has two ratings or every pairable
+        rating is the same label (the ``krippendorff`` package raises in both cases).
+
+    Notes
+    -----
+    ``alpha = 1 - (n - 1) * sum_{c != k} o_ck / sum_{c != k} n_c n_k`` with ``o`` the
+    coincidence matrix, ``n_c`` its margins and ``n`` the number of pairable ratings.
+
+    Examples
+    --------
+    >>> round(krippendorff_alpha([["a", "a"], ["b", "b"], ["a", "b"]]).alpha, 4)
+    0.4444
+    """
+    matrix = as_label_matrix(data, categories)
+    k = len(matrix.categories)
+    weights, n_items, n_single = _pairable_weights(matrix.codes)
+    coincidences = pair_counts(matrix.codes, k, weights)
+    distance = 1.0 - np.eye(k)
+    return alpha_from_coincidences(
+        coincidences, distance, "nominal", n_items, n_single, matrix.categories
+    )
