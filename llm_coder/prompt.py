@@ -19,7 +19,7 @@ from annotate.codebook import Answer, Codebook, Question
 from annotate.models import Action
 from llm_coder.schema import answer_to_json
 
-DEFAULT_CONTEXT = 5
+DEFAULT_CONTEXT = 8  # what the coding screen shows: Store.context(before=8)
 TARGET_MARKER = "Action to code:"
 
 Message = dict[str, str]
@@ -55,13 +55,11 @@ def _one_line(text: str | None) -> str:
 
 
 def render_action(action: Action) -> str:
-    """``[#12 +3.0s] giver (g), message: go left`` — one line per action."""
+    """``[#12 +3.0s] guide, message: go left`` — one line per action (role, else participant)."""
     when = ""
     if action.elapsed_s is not None:
         when = f" +{action.elapsed_s:.1f}s"
     who = action.role or action.participant or "?"
-    if action.role and action.participant and action.participant != action.role:
-        who = f"{action.role} ({action.participant})"
     return f"[#{action.seq}{when}] {who}, {action.action_type}: {_one_line(action.content)}"
 
 
@@ -84,15 +82,15 @@ def _answer_format(q: Question) -> str:
     other = (
         ', "other_text": null}  (other_text: a short description, only when you choose "other")'
         if q.allow_other
-        else ', "other_text": null}'
+        else "}"
     )
     if q.kind == "single":
         return f'"{q.id}": {{"code": "<one code>"{other}'
     if q.kind == "multi":
         return f'"{q.id}": {{"codes": ["<code>", ...]{other}'
     return (
-        f'"{q.id}": {{"answer": "yes" or "no", "reasons": ["<code>", ...] '
-        f"(one or more reasons after no, none after yes){other}"
+        f'"{q.id}": {{"answer": "yes" or "no", "reasons": ["<code>", ...]{other} '
+        "(one or more reasons after no, none after yes)"
     )
 
 

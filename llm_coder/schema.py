@@ -33,7 +33,8 @@ def question_schema(q: Question) -> dict[str, Any]:
             "answer": {"type": "string", "enum": [YES, NO]},
             "reasons": {"type": "array", "items": {"type": "string", "enum": list(q.set_codes)}},
         }
-    props["other_text"] = _NULLABLE_TEXT
+    if q.allow_other:
+        props["other_text"] = _NULLABLE_TEXT
     return {
         "type": "object",
         "properties": props,
@@ -71,7 +72,8 @@ def answer_to_json(q: Question, answer: Answer) -> dict[str, Any]:
         out = {"codes": list(answer.codes)}
     else:
         out = {"answer": answer.value, "reasons": list(answer.codes)}
-    out["other_text"] = answer.other_text
+    if q.allow_other:
+        out["other_text"] = answer.other_text
     return out
 
 

@@ -68,7 +68,7 @@ def item(seq: int, text: str, context: int = 2) -> Item:
 
 def test_render_action_is_one_line_with_time_and_speaker():
     line = render_action(act(3, "go\n  left", role="giver"))
-    assert line == "[#3 +3.0s] giver (g), message: go left"
+    assert line == "[#3 +3.0s] giver, message: go left"
 
 
 def test_item_shows_context_then_target_last():

@@ -1,0 +1,248 @@
+"""The validation report: the LLM as one more coder on the held-out gold items.
+
+Per question: Fleiss' kappa of LLM + gold (two coders: Scott's pi) and Cohen's kappa, each
+with a percentile bootstrap CI over items; accuracy; per-label precision, recall and F1;
+the confusion matrix (rows gold, columns LLM); and Fleiss' kappa of the human coders of the
+held-out items with and without the LLM. A reply that stayed invalid after its retry is
+the category ``(invalid)`` — it counts against the LLM, never silently dropped. The gate
+figure is the lowest Fleiss' kappa over the questions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import pandas as pd
+
+from agreement.bootstrap import bootstrap_cohen_ci, bootstrap_fleiss_ci
+from agreement.cohen import cohen_kappa
+from agreement.fleiss import fleiss_kappa
+from agreement.results import to_jsonable
+from annotate.codebook import Answer, Codebook, Question
+from llm_coder.runner import ItemResult
+
+if TYPE_CHECKING:
+    from annotate.store import Store
+    from llm_coder.workflow import LabelJob
+
+INVALID = "(invalid)"
+GOLD_NAME = "gold"
+BOOTSTRAP = 1000
+SEED = 0
+
+
+@dataclass(frozen=True)
+class LabelScore:
+    label: str
+    precision: float | None
+    recall: float | None
+    f1: float | None
+    support: int
+    predicted: int
+
+
+@dataclass(frozen=True)
+class QuestionReport:
+    question: str
+    n_items: int
+    n_invalid: int
+    fleiss: float | None
+    fleiss_ci: tuple[float | None, float | None]
+    cohen: float | None
+    cohen_ci: tuple[float | None, float | None]
+    accuracy: float | None
+    per_label: tuple[LabelScore, ...]
+    confusion_labels: tuple[str, ...]
+    confusion: tuple[tuple[int, ...], ...]
+    humans: tuple[str, ...]
+    fleiss_humans: float | None
+    fleiss_humans_llm: float | None
+    n_items_humans: int
+    notes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class ValidationReport:
+    llm_coder: str
+    gold_coder: str
+    n_items: int
+    questions: tuple[QuestionReport, ...]
+
+    @property
+    def kappa(self) -> float | None:
+        """The gate figure: the lowest Fleiss' kappa (LLM + gold) over the questions."""
+        values = [q.fleiss for q in self.questions]
+        if not values or any(v is None for v in values):
+            return None
+        return min(v for v in values if v is not None)
+
+    def passes(self, min_kappa: float) -> bool:
+        return self.kappa is not None and self.kappa >= min_kappa
+
+    def to_dict(self) -> dict[str, Any]:
+        out = to_jsonable(self)
+        out["kappa"] = self.kappa
+        return out
+
+
+def category(question: Question, answer: Answer | None) -> str | None:
+    """One nominal category per answer: the code (yes/no), or the sorted set for multi."""
+    if answer is None:
+        return None
+    if question.kind == "multi":
+        return "+".join(sorted(answer.codes))
+    return answer.value
+
+
+def per_label_scores(labels: Sequence[str], counts: Sequence[Sequence[int]]) -> list[LabelScore]:
+    """Precision, recall, F1 of each label from a confusion matrix (rows gold, columns LLM)."""
+    out = []
+    for i, label in enumerate(labels):
+        tp = counts[i][i]
+        support = sum(counts[i])
+        predicted = sum(row[i] for row in counts)
+        precision = tp / predicted if predicted else None
+        recall = tp / support if support else None
+        f1 = (
+            2 * precision * recall / (precision + recall)
+            if precision is not None and recall is not None and precision + recall > 0
+            else (0.0 if precision is not None and recall is not None else None)
+        )
+        if support or predicted:
+            out.append(LabelScore(label, precision, recall, f1, support, predicted))
+    return out
+
+
+def _interval(interval: Any) -> tuple[float | None, float | None]:
+    return (interval.low, interval.high)
+
+
+def question_report(
+    question: Question,
+    item_ids: Sequence[str],
+    gold: Mapping[str, Mapping[str, Answer]],
+    llm: Mapping[str, Mapping[str, Answer] | None],
+    humans: Mapping[str, Mapping[str, Mapping[str, Answer]]],
+    *,
+    llm_name: str,
+    gold_name: str,
+) -> QuestionReport:
+    codes = list(question.codes) if question.kind != "multi" else None
+    ids = [i for i in item_ids if question.id in gold.get(i, {}) and i in llm]
+    gold_col = [category(question, gold[i][question.id]) for i in ids]
+    llm_col = [
+        category(question, (llm[i] or {}).get(question.id)) if llm[i] else INVALID for i in ids
+    ]
+    n_invalid = sum(v == INVALID for v in llm_col)
+    used = sorted({v for v in gold_col + llm_col if v is not None})
+    categories = [c for c in (codes or []) if c in used] + [
+        c for c in used if c not in (codes or []) and c != INVALID
+    ]
+    if n_invalid:
+        categories.append(INVALID)
+    notes: list[str] = []
+    if n_invalid:
+        notes.append(f"{n_invalid} replies stayed invalid after a retry; counted as '{INVALID}'")
+    pair = pd.DataFrame({gold_name: gold_col, llm_name: llm_col}, index=ids, dtype=object)
+    if ids:
+        fleiss = fleiss_kappa(pair, categories=categories)
+        fleiss_ci = bootstrap_fleiss_ci(pair, categories=categories, n_boot=BOOTSTRAP, seed=SEED)
+        cohen = cohen_kappa(pair, gold_name, llm_name, categories=categories)
+        cohen_ci = bootstrap_cohen_ci(
+            pair, gold_name, llm_name, categories=categories, n_boot=BOOTSTRAP, seed=SEED
+        )
+        for result in (fleiss, cohen):
+            if result.kappa is None and result.undefined_reason:
+                notes.append(result.undefined_reason)
+        confusion = cohen.confusion
+        labels, counts = confusion.labels, confusion.counts
+        accuracy = sum(g == m for g, m in zip(gold_col, llm_col, strict=True)) / len(ids)
+        fleiss_value, cohen_value = fleiss.kappa, cohen.kappa
+        f_ci, c_ci = _interval(fleiss_ci), _interval(cohen_ci)
+    else:
+        notes.append("no held-out item has both a gold and an LLM answer")
+        labels, counts, accuracy = (), (), None
+        fleiss_value = cohen_value = None
+        f_ci = c_ci = (None, None)
+
+    # Human coders of the held-out items, with and without the LLM as one more coder.
+    human_names = tuple(sorted(humans))
+    columns = {
+        name: [category(question, humans[name].get(i, {}).get(question.id)) for i in ids]
+        for name in human_names
+    }
+    fleiss_humans = fleiss_with = None
+    n_humans_items = 0
+    if len(human_names) >= 2:
+        frame = pd.DataFrame(columns, index=ids, dtype=object)
+        result = fleiss_kappa(frame, categories=categories)
+        fleiss_humans, n_humans_items = result.kappa, result.n_items
+    else:
+        notes.append(
+            f"Fleiss' kappa of the humans needs two human coders of these items; found "
+            f"{len(human_names)}" + (f" ({', '.join(human_names)})" if human_names else "")
+        )
+    if human_names:
+        frame = pd.DataFrame({**columns, llm_name: llm_col}, index=ids, dtype=object)
+        result = fleiss_kappa(frame, categories=categories)
+        fleiss_with = result.kappa
+        n_humans_items = n_humans_items or result.n_items
+    return QuestionReport(
+        question=question.id,
+        n_items=len(ids),
+        n_invalid=n_invalid,
+        fleiss=fleiss_value,
+        fleiss_ci=f_ci,
+        cohen=cohen_value,
+        cohen_ci=c_ci,
+        accuracy=accuracy,
+        per_label=tuple(per_label_scores(labels, counts)),
+        confusion_labels=tuple(labels),
+        confusion=tuple(tuple(r) for r in counts),
+        humans=human_names,
+        fleiss_humans=fleiss_humans,
+        fleiss_humans_llm=fleiss_with,
+        n_items_humans=n_humans_items,
+        notes=tuple(notes),
+    )
+
+
+def build_report(
+    codebook: Codebook,
+    item_ids: Sequence[str],
+    gold: Mapping[str, Mapping[str, Answer]],
+    llm: Mapping[str, Mapping[str, Answer] | None],
+    humans: Mapping[str, Mapping[str, Mapping[str, Answer]]],
+    *,
+    llm_name: str,
+    gold_name: str,
+) -> ValidationReport:
+    questions = tuple(
+        question_report(q, item_ids, gold, llm, humans, llm_name=llm_name, gold_name=gold_name)
+        for q in codebook.questions
+    )
+    return ValidationReport(llm_name, gold_name, len(item_ids), questions)
+
+
+def validation_report(
+    store: Store, job: LabelJob, results: Sequence[ItemResult]
+) -> ValidationReport:
+    """Gather gold, LLM and human answers of the held-out items from a finished phase."""
+    codebook = job.codebook
+    ids = [r.action_id for r in results if r.failed is None]
+    llm = {r.action_id: r.answers for r in results if r.failed is None}
+    gold_coder = job.split.gold_coder
+    gold = store.coder_answers(codebook, gold_coder, ids)
+    humans: dict[str, dict[str, dict[str, Answer]]] = {}
+    for coder in store.coders(codebook.name):
+        if coder.startswith("llm:") or coder == GOLD_NAME:
+            continue  # the adjudicated gold is not an independent coder
+        answers = store.coder_answers(codebook, coder, ids)
+        if answers:
+            humans[coder] = answers
+    order = [i for i in job.heldout_ids if i in llm]
+    return build_report(
+        codebook, order, gold, llm, humans, llm_name=job.coder, gold_name=gold_coder
+    )
