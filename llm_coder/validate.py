@@ -16,9 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from agreement.bootstrap import bootstrap_cohen_ci, bootstrap_fleiss_ci
-from agreement.cohen import cohen_kappa
-from agreement.fleiss import fleiss_kappa
+from agreement import LabelScores, bootstrap_fleiss_ci, compare_to_reference, fleiss_kappa
 from agreement.results import to_jsonable
 from annotate.codebook import Answer, Codebook, Question
 from llm_coder.runner import ItemResult
@@ -34,16 +32,6 @@ SEED = 0
 
 
 @dataclass(frozen=True)
-class LabelScore:
-    label: str
-    precision: float | None
-    recall: float | None
-    f1: float | None
-    support: int
-    predicted: int
-
-
-@dataclass(frozen=True)
 class QuestionReport:
     question: str
     n_items: int
@@ -53,7 +41,7 @@ class QuestionReport:
     cohen: float | None
     cohen_ci: tuple[float | None, float | None]
     accuracy: float | None
-    per_label: tuple[LabelScore, ...]
+    per_label: tuple[LabelScores, ...]
     confusion_labels: tuple[str, ...]
     confusion: tuple[tuple[int, ...], ...]
     humans: tuple[str, ...]
@@ -96,25 +84,6 @@ def category(question: Question, answer: Answer | None) -> str | None:
     return answer.value
 
 
-def per_label_scores(labels: Sequence[str], counts: Sequence[Sequence[int]]) -> list[LabelScore]:
-    """Precision, recall, F1 of each label from a confusion matrix (rows gold, columns LLM)."""
-    out = []
-    for i, label in enumerate(labels):
-        tp = counts[i][i]
-        support = sum(counts[i])
-        predicted = sum(row[i] for row in counts)
-        precision = tp / predicted if predicted else None
-        recall = tp / support if support else None
-        f1 = (
-            2 * precision * recall / (precision + recall)
-            if precision is not None and recall is not None and precision + recall > 0
-            else (0.0 if precision is not None and recall is not None else None)
-        )
-        if support or predicted:
-            out.append(LabelScore(label, precision, recall, f1, support, predicted))
-    return out
-
-
 def _interval(interval: Any) -> tuple[float | None, float | None]:
     return (interval.low, interval.high)
 
@@ -149,21 +118,23 @@ def question_report(
     if ids:
         fleiss = fleiss_kappa(pair, categories=categories)
         fleiss_ci = bootstrap_fleiss_ci(pair, categories=categories, n_boot=BOOTSTRAP, seed=SEED)
-        cohen = cohen_kappa(pair, gold_name, llm_name, categories=categories)
-        cohen_ci = bootstrap_cohen_ci(
-            pair, gold_name, llm_name, categories=categories, n_boot=BOOTSTRAP, seed=SEED
+        versus = compare_to_reference(
+            pair, llm_name, gold_name, categories=categories, n_boot=BOOTSTRAP, seed=SEED
         )
-        for result in (fleiss, cohen):
-            if result.kappa is None and result.undefined_reason:
-                notes.append(result.undefined_reason)
-        confusion = cohen.confusion
-        labels, counts = confusion.labels, confusion.counts
-        accuracy = sum(g == m for g, m in zip(gold_col, llm_col, strict=True)) / len(ids)
-        fleiss_value, cohen_value = fleiss.kappa, cohen.kappa
-        f_ci, c_ci = _interval(fleiss_ci), _interval(cohen_ci)
+        for value, reason in (
+            (fleiss.kappa, fleiss.undefined_reason),
+            (versus.kappa.kappa, versus.kappa.undefined_reason),
+        ):
+            if value is None and reason:
+                notes.append(reason)
+        labels, counts = versus.confusion.labels, versus.confusion.counts
+        per_label = tuple(s for s in versus.per_label if s.support or s.predicted)
+        accuracy = versus.accuracy
+        fleiss_value, cohen_value = fleiss.kappa, versus.kappa.kappa
+        f_ci, c_ci = _interval(fleiss_ci), _interval(versus.kappa_ci)
     else:
         notes.append("no held-out item has both a gold and an LLM answer")
-        labels, counts, accuracy = (), (), None
+        labels, counts, accuracy, per_label = (), (), None, ()
         fleiss_value = cohen_value = None
         f_ci = c_ci = (None, None)
 
@@ -198,7 +169,7 @@ def question_report(
         cohen=cohen_value,
         cohen_ci=c_ci,
         accuracy=accuracy,
-        per_label=tuple(per_label_scores(labels, counts)),
+        per_label=per_label,
         confusion_labels=tuple(labels),
         confusion=tuple(tuple(r) for r in counts),
         humans=human_names,

@@ -40,16 +40,18 @@ class Fault:
 
 
 def target_text(body: dict[str, Any]) -> str:
-    """The content of the action to code, as rendered by ``llm_coder.prompt``."""
-    users = [m for m in body.get("messages", []) if m.get("role") == "user"]
-    if not users:
-        return ""
-    text = str(users[-1].get("content", ""))
-    if TARGET_MARKER not in text:
-        return text
-    after = text.split(TARGET_MARKER, 1)[1].strip().splitlines()
+    """The content of the action to code, as rendered by ``llm_coder.prompt``.
+
+    Taken from the last user message that shows an item (a repair request after an unusable
+    reply ends with a plain user message, but is about the same item).
+    """
+    users = [str(m.get("content", "")) for m in body.get("messages", []) if m.get("role") == "user"]
+    items = [u for u in users if TARGET_MARKER in u]
+    if not items:
+        return users[-1] if users else ""
+    after = items[-1].split(TARGET_MARKER, 1)[1].strip().splitlines()
     line = after[0] if after else ""
-    # "[#12 +3.0s] giver (g), message: go left" -> "go left"
+    # "[#12 +3.0s] guide, message: go left" -> "go left"
     return line.split(": ", 1)[1] if ": " in line else line
 
 
