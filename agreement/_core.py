@@ -99,3 +99,52 @@ def pair_counts(codes: np.ndarray, n_values: int, weights: np.ndarray | None = N
         out += weighted.T @ counts
         out[np.diag_indices(n_values)] -= weighted.sum(axis=0)
     return out
+
+
+def agreeing_pairs(codes: np.ndarray, n_values: int) -> np.ndarray:
+    """Number of unordered pairs of coders who gave each item the same label.
+
+    Parameters
+    ----------
+    codes : ndarray of int, shape (n_items, n_coders)
+        Category indices; negative means missing.
+    n_values : int
+        Number of categories.
+
+    Returns
+    -------
+    ndarray of int64, shape (n_items,)
+    """
+    n_items, n_coders = codes.shape
+    out = np.zeros(n_items, dtype=np.int64)
+    if n_coders < 2:
+        return out
+    if n_coders * (n_coders - 1) // 2 <= n_coders + n_values:
+        for a in range(n_coders):
+            column = codes[:, a]
+            rated = column >= 0
+            for b in range(a + 1, n_coders):
+                out += (column == codes[:, b]) & rated
+        return out
+    step = max(1, CHUNK_ELEMENTS // max(n_values, n_coders))
+    for start in range(0, n_items, step):
+        block = codes[start : start + step]
+        rows = block.shape[0]
+        present = block >= 0
+        row_index = np.broadcast_to(np.arange(rows)[:, None], block.shape)[present]
+        counts = np.bincount(
+            row_index * n_values + block[present], minlength=rows * n_values
+        ).reshape(rows, n_values)
+        out[start : start + step] = (counts * (counts - 1) // 2).sum(axis=1)
+    return out
+
+
+def mean_pair_agreement(codes: np.ndarray, n_values: int) -> tuple[float | None, int]:
+    """Mean share of agreeing coder pairs over items with two or more ratings, and their count."""
+    r = (codes >= 0).sum(axis=1)
+    pairable = r >= 2
+    n_items = int(pairable.sum())
+    if n_items == 0:
+        return None, 0
+    pairs = r[pairable] * (r[pairable] - 1) // 2
+    return float((agreeing_pairs(codes[pairable], n_values) / pairs).mean()), n_items

@@ -56,7 +56,8 @@ def _interval(
 ) -> Interval:
     valid = stats[np.isfinite(stats)]
     if len(valid) == 0:
-        return Interval(None, None, level, METHOD, n_boot, 0, seed, reason)
+        why = f"Kappa is undefined in all {n_boot} resamples: {reason}"
+        return Interval(None, None, level, METHOD, n_boot, 0, seed, why)
     low, high = np.quantile(valid, [(1.0 - level) / 2.0, (1.0 + level) / 2.0])
     note = None
     if len(valid) < n_boot:
@@ -97,7 +98,7 @@ def fleiss_bootstrap(counts: np.ndarray, level: float, n_boot: int, seed: int | 
         stats.append(kappa)
     return _interval(
         np.concatenate(stats), level, n_boot, seed,
-        "kappa is undefined when a resample holds a single category.",
+        "a resample that holds a single category has no kappa.",
     )  # fmt: skip
 
 
@@ -126,7 +127,7 @@ def cohen_bootstrap(
         stats.append(kappa)
     return _interval(
         np.concatenate(stats), level, n_boot, seed,
-        "kappa is undefined when a resample holds a single category.",
+        "a resample that holds a single category has no kappa.",
     )  # fmt: skip
 
 

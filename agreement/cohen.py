@@ -29,6 +29,7 @@ from agreement.results import ConfusionMatrix, Interval, ResultMixin
 __all__ = ["CohenKappa", "cohen_kappa", "cohen_kappa_table", "pairwise_cohen"]
 
 ASYMPTOTIC = "asymptotic"
+ROUNDING = 1e-14  # variances below this are zeros blurred by floating-point rounding
 
 
 @dataclass(frozen=True)
@@ -118,7 +119,8 @@ def kappa_from_confusion(confusion: ConfusionMatrix, ci: float = 0.95) -> CohenK
     np.fill_diagonal(off, 0.0)
     term_b = (1.0 - kappa) ** 2 * float(off.sum())
     term_c = (kappa - expected * (1.0 - kappa)) ** 2
-    var = max((term_a + term_b - term_c) / ((1.0 - expected) ** 2 * n), 0.0)
+    var = (term_a + term_b - term_c) / ((1.0 - expected) ** 2 * n)
+    var = var if var > ROUNDING else 0.0  # exact zeros come out as ±1e-17
     var0 = (expected + expected**2 - float((rows * cols * (rows + cols)).sum())) / (
         (1.0 - expected) ** 2 * n
     )
@@ -126,7 +128,7 @@ def kappa_from_confusion(confusion: ConfusionMatrix, ci: float = 0.95) -> CohenK
     half = normal_quantile(level) * se
     interval = Interval(finite(kappa - half), finite(kappa + half), level, ASYMPTOTIC)
     reason = None
-    se0 = math.sqrt(var0) if var0 > 1e-15 else None
+    se0 = math.sqrt(var0) if var0 > ROUNDING else None
     z = kappa / se0 if se0 else None
     if se0 is None:
         reason = (

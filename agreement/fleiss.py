@@ -108,8 +108,13 @@ def _undefined(
     items_left_out: tuple[Hashable, ...],
     observed: float | None = None,
     expected: float | None = None,
+    proportions: np.ndarray | None = None,
 ) -> FleissKappa:
-    per_category = tuple(CategoryKappa(c, None, None, None, None, None, reason) for c in categories)
+    shares = [None] * len(categories) if proportions is None else [float(x) for x in proportions]
+    per_category = tuple(
+        CategoryKappa(c, None, None, None, None, share, reason)
+        for c, share in zip(categories, shares, strict=True)
+    )
     return FleissKappa(
         None, None, None, None, observed, expected, None, n_items, n_coders, categories,
         per_category, items_left_out, reason,
@@ -160,7 +165,7 @@ def fleiss_from_sums(
         return _undefined(
             f"Every rating is {only!r}, so chance agreement is 1 and kappa is undefined "
             "(0/0); observed agreement is 100%.",
-            big_n, n, categories, items_left_out, observed, expected,
+            big_n, n, categories, items_left_out, observed, expected, p,
         )  # fmt: skip
     kappa = (observed - expected) / (1.0 - expected)
     pq = p * (1.0 - p)
@@ -253,7 +258,7 @@ def fleiss_kappa(
     complete = (codes >= 0).all(axis=1)
     left_out: tuple[Hashable, ...] = ()
     if not complete.all():
-        left_out = tuple(_python(i) for i in matrix.items[~complete])
+        left_out = tuple(matrix.items[~complete].tolist())
         codes = codes[complete]
     k = len(matrix.categories)
     totals = np.bincount(codes.ravel().astype(np.intp), minlength=k) if codes.size else np.zeros(k)
@@ -311,7 +316,3 @@ def fleiss_kappa_counts(table: Any, *, categories: Iterable[Any] | None = None) 
     totals = counts.sum(axis=0)
     agreeing = (counts * (counts - 1.0)).sum(axis=0)
     return fleiss_from_sums(counts.shape[0], n, totals, agreeing, tuple(names))
-
-
-def _python(value: Any) -> Any:
-    return value.item() if isinstance(value, np.generic) else value

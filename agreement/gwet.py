@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from agreement._core import finite, pair_counts
+from agreement._core import finite, mean_pair_agreement
 from agreement.matrix import as_label_matrix
 from agreement.results import ResultMixin
 
@@ -78,16 +78,12 @@ def gwet_ac1(data: Any, *, categories: Iterable[Any] | None = None) -> GwetAC1:
     matrix = as_label_matrix(data, categories)
     q = len(matrix.categories)
     codes = matrix.codes
-    r = (codes >= 0).sum(axis=1)
-    pairable = r >= 2
-    n_items = int(pairable.sum())
-    if n_items == 0:
+    observed, n_items = mean_pair_agreement(codes, q)
+    if observed is None:
         return GwetAC1(
             None, None, None, 0, q, "No item was rated by two or more coders, so AC1 has no data."
         )
-    weights = np.zeros(len(r))
-    np.divide(1.0, r * (r - 1.0), out=weights, where=pairable)
-    observed = float(np.trace(pair_counts(codes, q, weights))) / n_items
+    r = (codes >= 0).sum(axis=1)
     if q < 2:
         return GwetAC1(
             None, observed, None, n_items, q,

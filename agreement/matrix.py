@@ -62,6 +62,10 @@ def _is_missing(value: Any) -> bool:
     return isinstance(value, (float, np.floating)) and bool(np.isnan(value))
 
 
+def _python(value: Any) -> Any:
+    return value.item() if isinstance(value, np.generic) else value
+
+
 def label_name(value: Any) -> str:
     """The text of a label: strings as they are, integral numbers without a decimal part.
 
@@ -215,7 +219,9 @@ class LabelMatrix:
     def to_frame(self) -> pd.DataFrame:
         """Wide DataFrame of labels (items x coders), ``None`` where missing."""
         lookup = np.array([*self.categories, None], dtype=object)
-        return pd.DataFrame(lookup[self.codes], index=self.items, columns=list(self.coders))
+        return pd.DataFrame(
+            lookup[self.codes], index=self.items, columns=list(self.coders), dtype=object
+        )
 
     def to_long(self) -> pd.DataFrame:
         """Long DataFrame with columns item, coder, value; missing ratings are left out."""
@@ -352,7 +358,7 @@ def _long_index(
     duplicated = key.duplicated(keep="first").to_numpy()
     if duplicated.any():
         rows = np.flatnonzero(duplicated)[:5]
-        pairs = [(item_ids[item_codes[r]], coder_names[coder_codes[r]]) for r in rows]
+        pairs = [(_python(item_ids[item_codes[r]]), coder_names[coder_codes[r]]) for r in rows]
         raise ValueError(
             f"{int(duplicated.sum())} rating(s) repeat an (item, coder) pair, e.g. "
             f"{_quote(pairs, 5)}; give each coder one rating per item."
@@ -542,7 +548,9 @@ class SetLabelMatrix:
         """Wide DataFrame of answers (frozensets), ``None`` where missing."""
         lookup = np.empty(len(self.values) + 1, dtype=object)
         lookup[: len(self.values)] = list(self.values)
-        return pd.DataFrame(lookup[self.codes], index=self.items, columns=list(self.coders))
+        return pd.DataFrame(
+            lookup[self.codes], index=self.items, columns=list(self.coders), dtype=object
+        )
 
     def code_matrix(self, code: str) -> LabelMatrix:
         """Binary LabelMatrix for one code: ``"present"`` or ``"absent"`` in each answer."""

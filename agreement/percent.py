@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from agreement._core import pair_counts
+from agreement._core import mean_pair_agreement
 from agreement.matrix import LabelMatrix, SetLabelMatrix, as_label_matrix
 from agreement.results import ResultMixin
 
@@ -46,16 +46,12 @@ class PercentAgreement(ResultMixin):
 
 def agreement_of_codes(codes: np.ndarray, n_values: int) -> PercentAgreement:
     """Percent agreement of an items x coders array of value indices (-1 missing)."""
-    r = (codes >= 0).sum(axis=1)
-    pairable = r >= 2
-    n_items = int(pairable.sum())
-    if n_items == 0:
+    proportion, n_items = mean_pair_agreement(codes, n_values)
+    if proportion is None:
         return PercentAgreement(
             None, None, 0, "No item was rated by two or more coders, so agreement has no data."
         )
-    weights = np.zeros(len(r))
-    np.divide(1.0, r * (r - 1.0), out=weights, where=pairable)
-    proportion = float(np.trace(pair_counts(codes, n_values, weights))) / n_items
+    pairable = (codes >= 0).sum(axis=1) >= 2
     high = np.where(codes >= 0, codes, -1).max(axis=1)
     low = np.where(codes >= 0, codes, np.iinfo(codes.dtype).max).min(axis=1)
     unanimous = float(((high == low) & pairable).sum()) / n_items
