@@ -10,6 +10,7 @@ import sys
 import pandas as pd
 import pytest
 import typer.main
+from typer.testing import CliRunner
 
 from annotate.cli import app
 
@@ -99,13 +100,8 @@ def test_every_command_has_complete_help() -> None:
     names = list(_commands(group))
     assert len(names) >= 9
     for name in names:
-        r = subprocess.run(
-            [sys.executable, "-m", "annotate", *name, "--help"],
-            capture_output=True,
-            text=True,
-            env={"COLUMNS": "120", "PATH": ""},
-        )
-        assert r.returncode == 0, (name, r.stderr)
+        r = CliRunner().invoke(app, [*name, "--help"], env={"COLUMNS": "120"})
+        assert r.exit_code == 0, (name, r.output)
         assert "Usage:" in r.stdout
         cmd = group
         for part in name:
@@ -118,3 +114,10 @@ def test_every_command_has_complete_help() -> None:
                 and param.param_type_name == "option"
             ):
                 pytest.fail(f"{' '.join(name)} {param.opts[0]} has no help")
+
+
+def test_python_dash_m_runs_the_cli() -> None:
+    r = subprocess.run(
+        [sys.executable, "-m", "annotate", "--version"], capture_output=True, text=True
+    )
+    assert r.returncode == 0 and r.stdout.startswith("annotate ")
