@@ -6,6 +6,7 @@ Each mixin owns the tables of one area; :class:`Store` is all of them over one c
 from __future__ import annotations
 
 from annotate.store.actions import ActionsMixin
+from annotate.store.analysis import AnalysisMixin
 from annotate.store.base import DEFAULT_DB, StoreBase, default_db_path
 from annotate.store.codebooks import CodebooksMixin
 from annotate.store.labels import LabelsMixin, LabelWrite
@@ -19,6 +20,7 @@ class Store(
     SamplesMixin,
     LabelsMixin,
     LLMStoreMixin,
+    AnalysisMixin,
     StoreBase,
 ):
     """An open project file. ``Store(path)`` creates or upgrades it."""

@@ -201,7 +201,37 @@ def m002_llm(conn: sqlite3.Connection) -> None:
     )
 
 
+def m004_session_splits(conn: sqlite3.Connection) -> None:
+    """Named session-level train/test splits (`annotate split-sessions`)."""
+    run_script(
+        conn,
+        """
+        CREATE TABLE session_splits (
+            name TEXT PRIMARY KEY,
+            per TEXT,
+            n_test INTEGER NOT NULL,
+            seed INTEGER NOT NULL,
+            codebooks TEXT NOT NULL DEFAULT '[]',
+            coders TEXT NOT NULL DEFAULT '[]',
+            method TEXT NOT NULL,
+            objective REAL NOT NULL,
+            random_objective REAL,
+            details TEXT NOT NULL DEFAULT '{}',
+            created_at TEXT NOT NULL
+        );
+        CREATE TABLE session_split_items (
+            split TEXT NOT NULL REFERENCES session_splits(name) ON DELETE CASCADE,
+            session TEXT NOT NULL,
+            part TEXT NOT NULL CHECK (part IN ('train', 'test')),
+            grp TEXT,
+            PRIMARY KEY (split, session)
+        );
+        """,
+    )
+
+
 MIGRATIONS: list[tuple[int, Migration]] = [
     (1, m001_initial),
     (2, m002_llm),
+    (4, m004_session_splits),
 ]

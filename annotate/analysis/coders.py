@@ -1,0 +1,91 @@
+"""Which coder's label counts for an action: gold where present, else the LLM coder(s)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import pandas as pd
+
+from annotate.errors import UsageError
+from annotate.store import Store
+
+GOLD = "gold"
+LLM_PREFIX = "llm:"
+LABEL_COLUMNS = ["action_id", "question", "coder", "value", "codes"]
+
+
+def is_llm(coder: str) -> bool:
+    return coder.startswith(LLM_PREFIX)
+
+
+@dataclass(frozen=True)
+class LabelSource:
+    """The labels of one codebook that count, one per (action, question).
+
+    ``priority`` lists the coders in order: for each action and question the first of them
+    who answered it wins. ``used`` says how many labelled actions each coder supplied.
+    """
+
+    codebook: str
+    priority: tuple[str, ...]
+    labels: pd.DataFrame
+    used: dict[str, int] = field(default_factory=dict)
+    default: bool = True
+
+    def describe(self) -> str:
+        parts = [f"{c} ({self.used.get(c, 0)} actions)" for c in self.priority]
+        how = "gold where present, else the LLM coder(s)" if self.default else "--coders"
+        return f"{self.codebook}: labels by " + ", then ".join(parts) + f" [{how}]"
+
+
+def default_priority(available: Sequence[str]) -> list[str]:
+    """Gold first, then every LLM coder (by name)."""
+    return ([GOLD] if GOLD in available else []) + sorted(c for c in available if is_llm(c))
+
+
+def pick_first(rows: Sequence[dict[str, Any]], priority: Sequence[str]) -> pd.DataFrame:
+    """One row per (action, question): the answer of the first coder in ``priority``."""
+    frame = pd.DataFrame(list(rows), columns=LABEL_COLUMNS)
+    if frame.empty:
+        return frame
+    rank = {c: i for i, c in enumerate(priority)}
+    frame["_rank"] = frame["coder"].map(rank)
+    frame = frame.sort_values(["action_id", "question", "_rank"], kind="stable")
+    frame = frame.drop_duplicates(["action_id", "question"], keep="first")
+    return frame.drop(columns="_rank").reset_index(drop=True)
+
+
+def label_source(
+    store: Store, codebook: str, coders: Sequence[str] | None = None, *, required: bool = True
+) -> LabelSource:
+    """The labels of ``codebook`` that count (see :class:`LabelSource`).
+
+    Without ``coders``: gold where present, else the LLM coder(s). With ``required`` an
+    empty result is a :class:`UsageError` naming the coders that do exist.
+    """
+    available = store.coders(codebook)
+    default = not coders
+    priority = list(coders) if coders else default_priority(available)
+    unknown = [c for c in priority if c not in available]
+    if coders and unknown and required:
+        raise UsageError(
+            f"--coders: '{unknown[0]}' has no labels for codebook '{codebook}'",
+            hint="coders: " + (", ".join(available) or "none yet"),
+        )
+    frame = pick_first(store.answered_labels(codebook, priority), priority)
+    if frame.empty and required:
+        if not available:
+            raise UsageError(
+                f"codebook '{codebook}' has no labels in this database",
+                hint="import or code some first (annotate import-labels, annotate code)",
+            )
+        raise UsageError(
+            f"codebook '{codebook}' has no gold or LLM labels (coders: {', '.join(available)})",
+            hint=f"pass --coders {available[0]} (comma-separated, first one that answered wins)",
+        )
+    used = frame.groupby("coder")["action_id"].nunique().to_dict() if not frame.empty else {}
+    return LabelSource(
+        codebook, tuple(priority), frame, {str(k): int(v) for k, v in used.items()}, default
+    )

@@ -1,0 +1,205 @@
+"""`annotate merge`: bring coders' own project files into this one.
+
+For each other file, in one transaction:
+
+- the other file is opened as a project first (so an older one is upgraded and a newer one,
+  or a file that is not a project, is refused);
+- actions are matched by id; missing ones are inserted (one ``imports`` row records them);
+  an id whose session, type or content differs is counted, and ours is kept;
+- codebook versions missing here are copied;
+- labels are matched on (action, codebook, question, coder): missing ones are copied with
+  their codebook hash, timestamps, notes and flags. When both files hold an answer and the
+  answers differ (value, codes or other text), that is a *conflict*: ours is kept unless
+  ``prefer="newer"`` and theirs was updated later. An unanswered row (a note or flag only)
+  never overrides an answer, and an answer fills our unanswered row;
+- samples and session splits are copied when no sample/split of that name exists here (a
+  same-named one with other items is reported and ours kept).
+
+Merging the same file again changes nothing: everything is then either present or a
+conflict that is reported again and resolved the same way.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from enum import StrEnum
+from pathlib import Path
+from typing import Any
+
+from annotate.errors import UsageError
+from annotate.store import Store
+
+
+class Prefer(StrEnum):
+    ours = "ours"
+    newer = "newer"
+
+
+class Decision(StrEnum):
+    keep = "keep"  # conflict, ours kept
+    take = "take"  # conflict, theirs is newer and --prefer newer
+    fill = "fill"  # we had no answer, they had one
+    ignore = "ignore"  # they have no answer (a note or flag only)
+
+
+@dataclass(frozen=True)
+class Conflict:
+    action_id: str
+    codebook: str
+    question: str
+    coder: str
+    ours: str
+    theirs: str
+    our_updated_at: str
+    their_updated_at: str
+    resolution: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class MergeResult:
+    path: str
+    actions_in_file: int
+    new_actions: int
+    differing_actions: int
+    new_codebook_versions: int
+    new_labels: int
+    filled_labels: int
+    replaced_labels: int
+    conflicts: tuple[Conflict, ...] = field(default_factory=tuple)
+    new_samples: tuple[str, ...] = ()
+    differing_samples: tuple[str, ...] = ()
+    new_session_splits: tuple[str, ...] = ()
+
+    @property
+    def changed(self) -> bool:
+        return bool(
+            self.new_actions
+            or self.new_codebook_versions
+            or self.new_labels
+            or self.filled_labels
+            or self.replaced_labels
+            or self.new_samples
+            or self.new_session_splits
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["conflicts"] = [c.to_dict() for c in self.conflicts]
+        out["changed"] = self.changed
+        return out
+
+
+def _answered(value: str | None, codes: str | None) -> bool:
+    return value is not None or codes is not None
+
+
+def show_answer(value: str | None, codes: str | None, other_text: str | None) -> str:
+    """An answer as one short string: ``no [n1, n3]``, ``other: "text"``, ``-``."""
+    parts = [value] if value is not None else []
+    if codes:
+        parts.append("[" + ", ".join(json.loads(codes)) + "]")
+    text = " ".join(parts) or "-"
+    if other_text:
+        text += f' ("{other_text}")'
+    return text
+
+
+def decide(row: Mapping[str, Any], prefer: Prefer) -> Decision:
+    """What to do with a label whose answers differ between our file and theirs."""
+    ours = _answered(row["our_value"], row["our_codes"])
+    theirs = _answered(row["their_value"], row["their_codes"])
+    if not theirs:
+        return Decision.ignore
+    if not ours:
+        return Decision.fill
+    if prefer is Prefer.newer and (row["their_updated_at"] or "") > (row["our_updated_at"] or ""):
+        return Decision.take
+    return Decision.keep
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def check_other(store: Store, other: Path) -> None:
+    """Refuse this very file, a missing file, a non-project and a newer schema."""
+    if not other.exists():
+        raise UsageError(f"{other}: no such file")
+    if other.resolve() == store.path.resolve():
+        raise UsageError(f"{other}: is the file being merged into")
+    # Opening validates it: an older file is upgraded, a newer one raises StoreError.
+    Store(other, create=False).close()
+
+
+def merge_file(store: Store, other: Path, *, prefer: Prefer = Prefer.ours) -> MergeResult:
+    """Merge one other project file into ``store`` in one transaction."""
+    check_other(store, other)
+    sha = _sha256(other)
+    with store.attached(other), store.transaction():
+        import_id = store.begin_import(path=str(other), sha256=sha, fmt="merge")
+        in_file = store.attached_action_count()
+        new_actions, differing_actions = store.merge_actions(import_id)
+        store.finish_import(import_id, in_file, new_actions)
+        new_books = store.merge_codebooks()
+        new_labels = store.merge_missing_labels()
+        conflicts, filled, replaced = [], 0, 0
+        for row in store.differing_labels():
+            decision = decide(row, prefer)
+            if decision is Decision.ignore:
+                continue
+            if decision in (Decision.fill, Decision.take):
+                store.take_their_label(row["our_id"], row)
+            if decision is Decision.fill:
+                filled += 1
+                continue
+            replaced += decision is Decision.take
+            conflicts.append(
+                Conflict(
+                    action_id=row["action_id"],
+                    codebook=row["codebook"],
+                    question=row["question"],
+                    coder=row["coder"],
+                    ours=show_answer(row["our_value"], row["our_codes"], row["our_other_text"]),
+                    theirs=show_answer(
+                        row["their_value"], row["their_codes"], row["their_other_text"]
+                    ),
+                    our_updated_at=row["our_updated_at"],
+                    their_updated_at=row["their_updated_at"],
+                    resolution="took theirs (newer)" if decision is Decision.take else "kept ours",
+                )
+            )
+        new_samples, differing_samples = store.merge_samples()
+        new_splits = store.merge_session_splits()
+    return MergeResult(
+        path=str(other),
+        actions_in_file=in_file,
+        new_actions=new_actions,
+        differing_actions=differing_actions,
+        new_codebook_versions=new_books,
+        new_labels=new_labels,
+        filled_labels=filled,
+        replaced_labels=replaced,
+        conflicts=tuple(conflicts),
+        new_samples=tuple(new_samples),
+        differing_samples=tuple(differing_samples),
+        new_session_splits=tuple(new_splits),
+    )
+
+
+def merge_files(
+    store: Store, others: Sequence[Path], *, prefer: Prefer = Prefer.ours
+) -> list[MergeResult]:
+    """Merge each file in turn (one transaction each); a refused file stops before it."""
+    if not others:
+        raise UsageError("name at least one file to merge")
+    return [merge_file(store, Path(p), prefer=prefer) for p in others]

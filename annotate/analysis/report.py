@@ -1,0 +1,697 @@
+"""`annotate report`: the tables and figures of a dataset paper, from the project file.
+
+:func:`build_report` computes everything (tables and chart data; no drawing, no files);
+:func:`write_report` draws the PNG charts (:mod:`annotate.analysis.charts`, matplotlib) and
+writes one self-contained HTML page (:mod:`annotate.analysis.html`) plus a CSV per table.
+
+Which labels count: for each action and question the first coder of the priority list who
+answered it (default: ``gold`` where present, else the LLM coder(s) ``llm:*`` by name; see
+:mod:`annotate.analysis.coders`). The report says which coder supplied how many actions.
+
+With mental-model labels (codebook ``mental_model``) present:
+
+- within each code of the report's codebook (the grounding act, for ``traum``): the share
+  of actions whose actor was on the same page (Q4 = yes) and the share of each Q2 answer;
+- *alignment* (Q1 = t3 and Q2 = p1 and Q4 = yes, over actions with all three answered)
+  over task progress: an action's position in its session (0 .. n - 1) goes into quintile
+  floor(5 * position / n), per condition.
+
+Agreement: for every labelled codebook and question, the human coders (all but ``gold`` and
+``llm:*``) via :func:`agreement.agreement_report` (or :func:`agreement.multi_select_report`
+for multi-select questions), plus stored agreement runs and LLM validation runs when the
+tables for them exist.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+import pandas as pd
+
+from annotate.analysis.coders import GOLD, LabelSource, is_llm, label_source
+from annotate.analysis.stats import MEASURES, NO_VALUE, role_key, stats
+from annotate.codebook import Codebook, Question
+from annotate.errors import AnnotateError, UsageError
+from annotate.store import Store
+
+MENTAL_MODEL = "mental_model"
+SAME_PAGE = ("Q4", "yes")
+ALIGNED = {"Q1": "t3", "Q2": "p1", "Q4": "yes"}
+N_BINS = 5
+BY_CHOICES = ("condition", "role", "action_type")
+PARTS = ("all", "train", "test")
+AGREEMENT_BOOT = 1000
+NO_LLM_VALIDATION = "no LLM validation stored"
+
+
+@dataclass
+class Table:
+    """A table of the report; ``percent`` columns hold shares (floats) or counts (ints)."""
+
+    key: str
+    title: str
+    columns: list[str]
+    rows: list[dict[str, Any]]
+    note: str = ""
+    percent: tuple[str, ...] = ()
+
+
+@dataclass
+class Chart:
+    """A chart to draw. ``data``: rows are categories (bars) or x positions (lines),
+    columns are series (groups) or stacked parts."""
+
+    key: str
+    title: str
+    kind: Literal["bars", "stacked", "lines"]
+    data: pd.DataFrame
+    xlabel: str
+    ylabel: str
+    caption: str = ""
+
+
+@dataclass
+class Section:
+    title: str
+    paragraphs: list[str] = field(default_factory=list)
+    items: list[Table | Chart] = field(default_factory=list)
+
+
+@dataclass
+class Report:
+    title: str
+    paragraphs: list[str]
+    sections: list[Section]
+    seconds: float = 0.0
+
+    def tables(self) -> list[Table]:
+        return [i for s in self.sections for i in s.items if isinstance(i, Table)]
+
+    def charts(self) -> list[Chart]:
+        return [i for s in self.sections for i in s.items if isinstance(i, Chart)]
+
+
+@dataclass(frozen=True)
+class ReportFiles:
+    html: Path
+    charts: tuple[Path, ...]
+    tables: tuple[Path, ...]
+    seconds: float
+
+
+# -- shares -------------------------------------------------------------------------------
+
+
+def _ordered(values: Sequence[str], column: str) -> list[str]:
+    if column == "role":
+        return sorted(values, key=role_key)
+    return sorted(values)
+
+
+def question_codes(question: Question | None, seen: Sequence[str]) -> list[str]:
+    """The question's codes in codebook order, then any other code seen in the labels."""
+    known: list[str] = []
+    if question is not None:
+        known = list(question.set_codes if question.kind == "multi" else question.codes)
+    return known + sorted(set(seen) - set(known))
+
+
+def code_shares(
+    answers: pd.DataFrame, by: str, codes: Sequence[str], *, multi: bool = False
+) -> tuple[pd.DataFrame, pd.Series]:
+    """Share of each code (rows) within each group of ``by`` (columns), and the group sizes.
+
+    Multi-select: the share of answers that include the code (shares may add up past 1).
+    """
+    groups = _ordered(list(answers[by].unique()), by)
+    sizes = answers.groupby(by).size().reindex(groups, fill_value=0)
+    if multi:
+        counts = pd.DataFrame(
+            {
+                g: [sum(c in cs for cs in answers.loc[answers[by] == g, "codes"]) for c in codes]
+                for g in groups
+            },
+            index=list(codes),
+        )
+    else:
+        counts = pd.crosstab(answers["value"], answers[by]).reindex(
+            index=list(codes), columns=groups, fill_value=0
+        )
+    shares = counts.div(sizes.replace(0, np.nan), axis=1).fillna(0.0)
+    shares.index.name, shares.columns.name = "code", by
+    return shares.astype(float), sizes
+
+
+def _share_table(
+    key: str,
+    title: str,
+    shares: pd.DataFrame,
+    sizes: pd.Series,
+    labels: dict[str, str],
+    n_label: str = "labelled actions",
+    note: str = "",
+) -> Table:
+    groups = [str(g) for g in shares.columns]
+    rows = [
+        {"code": code, "label": labels.get(str(code), ""), **dict(zip(groups, values, strict=True))}
+        for code, values in zip(shares.index, shares.to_numpy().tolist(), strict=True)
+    ]
+    rows.append({"code": "n", "label": n_label, **{str(g): int(n) for g, n in sizes.items()}})
+    return Table(key, title, ["code", "label", *groups], rows, note, tuple(groups))
+
+
+def _chart_data(shares: pd.DataFrame) -> pd.DataFrame:
+    """Drop codes nobody used in any group (the table keeps them)."""
+    data = shares[(shares > 0).any(axis=1)].copy()
+    data.columns = [str(c) for c in data.columns]
+    return data
+
+
+# -- the sections -------------------------------------------------------------------------
+
+
+def _actions(store: Store, parts: dict[str, str] | None, part: str | None) -> pd.DataFrame:
+    frame = pd.DataFrame(
+        store.action_positions(),
+        columns=[
+            "action_id",
+            "session",
+            "condition",
+            "role",
+            "action_type",
+            "position",
+            "session_length",
+        ],
+    )
+    frame["condition"] = frame["condition"].fillna(NO_VALUE)
+    frame["role"] = frame["role"].fillna(NO_VALUE)
+    frame["progress_bin"] = (frame["position"] * N_BINS // frame["session_length"]).astype(int)
+    if parts is not None:
+        frame["split"] = frame["session"].map(parts).fillna(NO_VALUE)
+        if part and part != "all":
+            frame = frame[frame["split"] == part]
+    return frame
+
+
+def _mean_sd(mean: float | None, sd: float | None) -> str:
+    if mean is None:
+        return "-"
+    return f"{mean:.1f}" + (f" ({sd:.1f})" if sd is not None else "")
+
+
+def data_section(store: Store, split: str | None, actions: pd.DataFrame) -> Section:
+    rows = stats(store, split)
+    shown = [
+        {
+            **({"split": r["split"]} if split else {}),
+            "condition": r["condition"],
+            "role": r["role"],
+            "sessions": r["sessions"],
+            "actions": r["actions"],
+            **{f"{m} per session": _mean_sd(r[f"{m}_mean"], r[f"{m}_sd"]) for m in MEASURES},
+        }
+        for r in rows
+    ]
+    columns = [
+        *(["split"] if split else []),
+        "condition",
+        "role",
+        "sessions",
+        "actions",
+        *(f"{m} per session" for m in MEASURES),
+    ]
+    text = [
+        f"{actions['session'].nunique()} sessions and {len(actions)} actions"
+        + (" in this part of the split." if "split" in actions and split else "."),
+        "Per session: mean (SD, sample standard deviation). Role rows count that role's "
+        "actions only.",
+    ]
+    return Section(
+        "Data",
+        text,
+        [Table("dataset", "Sessions and actions per session", columns, shown)],
+    )
+
+
+def distribution_section(
+    codebook: Codebook,
+    source: LabelSource,
+    actions: pd.DataFrame,
+    by: str,
+    split: str | None,
+) -> Section:
+    joined = source.labels.merge(actions, on="action_id", how="inner")
+    section = Section(f"Codes: {codebook.title}", [source.describe()])
+    if joined.empty:
+        section.paragraphs.append("No labels on the actions in this report.")
+        return section
+    groupings = [by] + [g for g in ("role",) if g != by and (actions["role"] != NO_VALUE).any()]
+    if split:
+        groupings.append("split")
+    for question in codebook.questions:
+        answers = joined[joined["question"] == question.id]
+        if answers.empty:
+            continue
+        multi = question.kind == "multi"
+        seen = (
+            sorted({c for cs in answers["codes"] for c in cs})
+            if multi
+            else sorted(answers["value"].dropna().unique())
+        )
+        codes = question_codes(question, seen)
+        labels = {o.code: o.label for o in question.options}
+        labels.update({"other": "Other", "yes": "Yes", "no": "No"})
+        for grouping in groupings:
+            shares, sizes = code_shares(answers, grouping, codes, multi=multi)
+            key = f"{codebook.name}_{question.id}_by_{grouping}"
+            what = "answers that include each code" if multi else "labelled actions"
+            section.items.append(
+                _share_table(
+                    key,
+                    f"{codebook.name} {question.id}: share of each code by {grouping}",
+                    shares,
+                    sizes,
+                    labels,
+                    note=f"Share of {what} per {grouping}; the last row is n.",
+                )
+            )
+            section.items.append(
+                Chart(
+                    key,
+                    f"{codebook.title} ({question.id}) by {grouping}",
+                    "bars",
+                    _chart_data(shares),
+                    xlabel=f"share of {what}",
+                    ylabel="code",
+                    caption=f"n per {grouping}: "
+                    + ", ".join(f"{g} {int(n)}" for g, n in sizes.items()),
+                )
+            )
+    return section
+
+
+def _mental_model_wide(source: LabelSource) -> pd.DataFrame:
+    labels = source.labels
+    wide = labels.pivot_table(
+        index="action_id", columns="question", values="value", aggfunc="first"
+    )
+    for q in ALIGNED:
+        if q not in wide:
+            wide[q] = np.nan
+    return wide.reset_index()
+
+
+def mental_model_section(
+    store: Store,
+    codebook: Codebook,
+    source: LabelSource,
+    actions: pd.DataFrame,
+    coders: Sequence[str] | None,
+) -> Section | None:
+    available = store.coders(MENTAL_MODEL)
+    if not available:
+        return None
+    mm_coders = [c for c in coders or () if c in available] or None
+    mm = label_source(store, MENTAL_MODEL, mm_coders, required=False)
+    section = Section("Mental model and grounding", [mm.describe()])
+    if mm.labels.empty:
+        section.paragraphs.append(
+            "Mental-model labels exist, but none by gold or an LLM coder; pass --coders."
+        )
+        return section
+    wide = _mental_model_wide(mm).merge(actions, on="action_id", how="inner")
+    try:
+        mm_book = store.stored_codebook(MENTAL_MODEL)
+        q2_codes = question_codes(mm_book.question("Q2"), [])
+        q2_labels = {o.code: o.label for o in mm_book.question("Q2").options}
+    except AnnotateError:
+        q2_codes, q2_labels = sorted(wide["Q2"].dropna().unique()), {}
+    if codebook.name != MENTAL_MODEL:
+        act_q = next((q for q in codebook.questions if q.kind == "single"), None)
+        if act_q is not None:
+            _act_items(section, codebook, act_q, source, wide, q2_codes, q2_labels)
+    _progress_items(section, wide)
+    return section
+
+
+def _act_items(
+    section: Section,
+    codebook: Codebook,
+    act_q: Question,
+    source: LabelSource,
+    wide: pd.DataFrame,
+    q2_codes: list[str],
+    q2_labels: dict[str, str],
+) -> None:
+    acts = source.labels[source.labels["question"] == act_q.id][["action_id", "value"]]
+    joined = acts.rename(columns={"value": "act"}).merge(wide, on="action_id", how="inner")
+    if joined.empty:
+        section.paragraphs.append(f"No action has both a {codebook.name} and a mental-model label.")
+        return
+    order = [c for c in question_codes(act_q, joined["act"].unique()) if c in set(joined["act"])]
+    q4 = joined[joined[SAME_PAGE[0]].notna()]
+    same_page = (
+        q4.assign(hit=q4[SAME_PAGE[0]] == SAME_PAGE[1]).groupby("act")["hit"].mean().reindex(order)
+    )
+    q2 = joined[joined["Q2"].notna()]
+    q2_shares, q2_sizes = code_shares(q2.assign(value=q2["Q2"]), "act", q2_codes)
+    q2_shares = q2_shares.reindex(columns=order, fill_value=0.0)
+    rows = []
+    for act in order:
+        rows.append(
+            {
+                "act": act,
+                "actions": int((joined["act"] == act).sum()),
+                "Q4 answered": int((q4["act"] == act).sum()),
+                "same page (Q4 = yes)": None
+                if pd.isna(same_page.get(act))
+                else float(same_page[act]),
+                "Q2 answered": int(q2_sizes.get(act, 0)),
+                **{code: float(q2_shares.loc[code, act]) for code in q2_codes},
+            }
+        )
+    percent = ("same page (Q4 = yes)", *q2_codes)
+    section.items.append(
+        Table(
+            f"{codebook.name}_mental_model",
+            f"Within each {codebook.name} {act_q.id} code: same page (Q4 = yes) and Q2 answers",
+            ["act", "actions", "Q4 answered", "same page (Q4 = yes)", "Q2 answered", *q2_codes],
+            rows,
+            "Q2: " + "; ".join(f"{c} = {q2_labels.get(c, c)}" for c in q2_codes),
+            percent,
+        )
+    )
+    section.items.append(
+        Chart(
+            f"{codebook.name}_same_page",
+            f"Same page (Q4 = yes) within each {codebook.name} code",
+            "bars",
+            same_page.dropna().to_frame("same page (Q4 = yes)"),
+            xlabel="share of actions with Q4 = yes",
+            ylabel=f"{codebook.name} {act_q.id}",
+        )
+    )
+    stacked = q2_shares.T.loc[[a for a in order if q2_sizes.get(a, 0) > 0]]
+    stacked = stacked.loc[:, (stacked > 0).any(axis=0)]
+    section.items.append(
+        Chart(
+            f"{codebook.name}_q2",
+            f"Q2 answers within each {codebook.name} code",
+            "stacked",
+            stacked,
+            xlabel="share of actions (Q2 answered)",
+            ylabel=f"{codebook.name} {act_q.id}",
+            caption="; ".join(f"{c} = {q2_labels.get(c, c)}" for c in stacked.columns),
+        )
+    )
+
+
+def bin_label(i: int, n: int = N_BINS) -> str:
+    return f"{100 * i // n}-{100 * (i + 1) // n}%"
+
+
+def _progress_items(section: Section, wide: pd.DataFrame) -> None:
+    complete = wide.dropna(subset=list(ALIGNED))
+    if complete.empty:
+        section.paragraphs.append("No action has Q1, Q2 and Q4 all answered.")
+        return
+    hit = np.logical_and.reduce([complete[q] == v for q, v in ALIGNED.items()])
+    complete = complete.assign(aligned=hit)
+    grouped = complete.groupby(["condition", "progress_bin"])["aligned"]
+    shares = grouped.mean().unstack("condition").reindex(range(N_BINS))
+    sizes = grouped.size().unstack("condition").reindex(range(N_BINS)).fillna(0).astype(int)
+    conditions = sorted(shares.columns)
+    rows = []
+    for c in conditions:
+        row: dict[str, Any] = {"condition": c}
+        for i in range(N_BINS):
+            value = shares.loc[i, c]
+            row[bin_label(i)] = None if pd.isna(value) else float(value)
+        row["n"] = int(sizes[c].sum())
+        rows.append(row)
+    bins = [bin_label(i) for i in range(N_BINS)]
+    section.items.append(
+        Table(
+            "alignment_progress",
+            "Alignment (Q1 = t3, Q2 = p1, Q4 = yes) over task progress, by condition",
+            ["condition", *bins, "n"],
+            rows,
+            "Share of actions with Q1, Q2 and Q4 answered that are aligned, per fifth of "
+            "the session (position in session / session length). n per bin: "
+            + "; ".join(
+                f"{c}: " + ", ".join(str(int(v)) for v in sizes[c].tolist()) for c in conditions
+            ),
+            tuple(bins),
+        )
+    )
+    data = shares[conditions].copy()
+    data.index = bins
+    section.items.append(
+        Chart(
+            "alignment_progress",
+            "Alignment over task progress",
+            "lines",
+            data,
+            xlabel="position in session (quintile)",
+            ylabel="share aligned (Q1 = t3, Q2 = p1, Q4 = yes)",
+        )
+    )
+
+
+def _fmt(value: float | None) -> float | None:
+    return None if value is None else round(float(value), 3)
+
+
+def agreement_rows(store: Store, n_boot: int = AGREEMENT_BOOT) -> list[dict[str, Any]]:
+    """Agreement of the human coders on every labelled codebook and question."""
+    import agreement  # lazy: only the report needs it
+
+    rows: list[dict[str, Any]] = []
+    for name in store.labelled_codebooks():
+        humans = [c for c in store.coders(name) if c != GOLD and not is_llm(c)]
+        try:
+            book = store.stored_codebook(name)
+        except AnnotateError:
+            rows.append({"codebook": name, "note": "codebook text not stored"})
+            continue
+        if len(humans) < 2:
+            who = f" ({humans[0]})" if humans else ""
+            rows.append(
+                {
+                    "codebook": name,
+                    "question": "all",
+                    "coders": ", ".join(humans),
+                    "note": f"{len(humans)} human coder(s){who}: no agreement to measure",
+                }
+            )
+            continue
+        for q in book.questions:
+            base = {"codebook": name, "question": q.id, "coders": ", ".join(humans)}
+            labels = store.label_rows(name, coders=humans, question=q.id, answered_only=True)
+            if not labels:
+                rows.append({**base, "note": "no answers"})
+                continue
+            frame = pd.DataFrame(labels)
+            try:
+                if q.kind == "multi":
+                    long = pd.DataFrame(
+                        {
+                            "item": frame["action_id"],
+                            "coder": frame["coder"],
+                            "value": frame["codes"].map(set),
+                        }
+                    )
+                    ms = agreement.multi_select_report(long, categories=q.set_codes)
+                    rows.append(
+                        {
+                            **base,
+                            "items": ms.n_items,
+                            "items (all coders)": ms.items_used,
+                            "alpha": _fmt(ms.alpha_masi.alpha),
+                            "agreement": _fmt(ms.exact_agreement.proportion),
+                            "note": "multi-select: alpha with MASI distance; exact-set agreement",
+                        }
+                    )
+                    continue
+                long = frame.rename(columns={"action_id": "item"})[["item", "coder", "value"]]
+                rep = agreement.agreement_report(long, categories=q.codes, n_boot=n_boot, seed=0)
+            except ValueError as exc:
+                rows.append({**base, "note": str(exc)})
+                continue
+            ci = rep.fleiss_ci
+            rows.append(
+                {
+                    **base,
+                    "items": rep.n_items,
+                    "items (all coders)": rep.items_used,
+                    "fleiss kappa": _fmt(rep.fleiss.kappa),
+                    "95% CI": "-"
+                    if ci.low is None or ci.high is None
+                    else f"{ci.low:.3f} to {ci.high:.3f}",
+                    "band": rep.fleiss.band,
+                    "alpha": _fmt(rep.alpha.alpha),
+                    "AC1": _fmt(rep.ac1.ac1),
+                    "agreement": _fmt(rep.percent_agreement.proportion),
+                    "note": rep.fleiss.undefined_reason or "",
+                }
+            )
+    return rows
+
+
+AGREEMENT_COLUMNS = [
+    "codebook",
+    "question",
+    "coders",
+    "items",
+    "items (all coders)",
+    "fleiss kappa",
+    "95% CI",
+    "band",
+    "alpha",
+    "AC1",
+    "agreement",
+    "note",
+]
+LLM_COLUMNS = [
+    "id",
+    "coder",
+    "model",
+    "codebook",
+    "split",
+    "status",
+    "gate",
+    "kappa",
+    "min_kappa",
+    "forced",
+    "finished_at",
+]
+
+
+def _scalar(value: Any, width: int = 80) -> Any:
+    if isinstance(value, int | float) or value is None:
+        return value
+    text = str(value)
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def agreement_section(store: Store, n_boot: int = AGREEMENT_BOOT) -> Section:
+    section = Section(
+        "Agreement",
+        [
+            "Human coders only (not gold, not llm:*), over every item at least two of them "
+            "answered; Fleiss' kappa uses the items all of them answered (95% percentile "
+            f"bootstrap CI, {n_boot} resamples, seed 0).",
+        ],
+    )
+    rows = agreement_rows(store, n_boot)
+    if rows:
+        section.items.append(Table("agreement", "Inter-coder agreement", AGREEMENT_COLUMNS, rows))
+    else:
+        section.paragraphs.append("No labels stored.")
+    runs = store.stored_agreement_runs()
+    if runs:
+        columns = [c for c in runs[0] if not isinstance(runs[0][c], bytes)]
+        section.items.append(
+            Table(
+                "agreement_runs",
+                "Stored agreement runs",
+                columns,
+                [{c: _scalar(r.get(c)) for c in columns} for r in runs],
+            )
+        )
+    return section
+
+
+def llm_section(store: Store) -> Section:
+    runs = store.llm_validation_runs()
+    section = Section("LLM validation")
+    if not runs:
+        section.paragraphs.append(NO_LLM_VALIDATION + ".")
+        return section
+    section.paragraphs.append(
+        "Validation runs of the LLM coder against the held-out gold items, newest first; "
+        "kappa is the gate figure (the lowest Fleiss' kappa of LLM + gold over the questions)."
+    )
+    columns = [c for c in LLM_COLUMNS if c in runs[0]]
+    section.items.append(
+        Table(
+            "llm_validation",
+            "LLM validation",
+            columns,
+            [{c: _scalar(r.get(c)) for c in columns} for r in runs],
+        )
+    )
+    return section
+
+
+# -- the library calls --------------------------------------------------------------------
+
+
+def build_report(
+    store: Store,
+    codebook: str,
+    *,
+    by: str = "condition",
+    coders: Sequence[str] | None = None,
+    split: str | None = None,
+    part: str | None = None,
+    n_boot: int = AGREEMENT_BOOT,
+) -> Report:
+    """Compute every table and chart of the report (nothing is drawn or written)."""
+    started = time.perf_counter()
+    if by not in BY_CHOICES:
+        raise UsageError(f"--by: unknown column '{by}'", hint="choices: " + ", ".join(BY_CHOICES))
+    if part and part not in PARTS:
+        raise UsageError(f"--part: unknown part '{part}'", hint="choices: all, train, test")
+    if part and part != "all" and not split:
+        raise UsageError("--part needs --split NAME")
+    book = store.stored_codebook(codebook)
+    source = label_source(store, codebook, coders)
+    parts = store.session_split_parts(split) if split else None
+    actions = _actions(store, parts, part)
+    if actions.empty:
+        raise UsageError("no actions in this report", hint="check --split and --part")
+    sections = [
+        data_section(store, split, actions),
+        distribution_section(book, source, actions, by, split),
+    ]
+    mm = mental_model_section(store, book, source, actions, coders)
+    if mm is not None:
+        sections.append(mm)
+    sections.append(agreement_section(store, n_boot))
+    sections.append(llm_section(store))
+    scope = f"split '{split}'" + (f", {part} part" if part else "") if split else "all sessions"
+    paragraphs = [
+        f"Project file: {store.path}. Codebook: {book.name} {book.version_hash} "
+        f"({book.title}). Scope: {scope}. Grouped by {by}.",
+    ]
+    report = Report(f"Report: {book.title}", paragraphs, sections)
+    report.seconds = time.perf_counter() - started
+    return report
+
+
+def write_report(report: Report, out: Path) -> ReportFiles:
+    """Draw the charts (PNG), write a CSV per table and the self-contained HTML page."""
+    from annotate.analysis import charts, html  # lazy: matplotlib
+
+    started = time.perf_counter()
+    out.mkdir(parents=True, exist_ok=True)
+    images: dict[str, bytes] = {}
+    chart_paths = []
+    for i, chart in enumerate(report.charts(), start=1):
+        path = out / f"{i:02d}_{chart.key}.png"
+        images[chart.key] = charts.render(chart, path)
+        chart_paths.append(path)
+    table_paths = []
+    for table in report.tables():
+        path = out / f"{table.key}.csv"
+        pd.DataFrame(table.rows, columns=table.columns, dtype=object).to_csv(path, index=False)
+        table_paths.append(path)
+    page = out / "report.html"
+    page.write_text(html.page(report, images), encoding="utf-8")
+    return ReportFiles(page, tuple(chart_paths), tuple(table_paths), time.perf_counter() - started)

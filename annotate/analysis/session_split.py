@@ -1,0 +1,447 @@
+"""`annotate split-sessions`: a session-level train/test split matched on distributions.
+
+Every session is described by a feature vector: per role block (Guide, then Follower, then
+any other role; one block when the data have no roles), the share of each action type among
+that role's actions in the session, and for each chosen codebook and question the share of
+that role's labelled actions given each code (every code of the codebook, plus any other
+code seen; a code the session never used is 0). Within each group (each condition with
+``--per condition``, otherwise all sessions) the test subset T of the requested size k is
+the one minimising
+
+    objective(T) = sum_f |mean_T(f) - mean_R(f)| + sum_f |sd_T(f) - sd_R(f)|
+
+over the features f, where R is the rest of the group (train) and sd is the population
+standard deviation (ddof = 0, so a side of one session is defined: its sd is 0). The
+objective of a split is the sum over groups.
+
+Search: when a group has at most ``max_exhaustive`` (default 10^6) subsets, all of them are
+scored (vectorised with numpy over chunks of combinations, in lexicographic order; ties go
+to the first). Otherwise a seeded local search: ``restarts`` random test subsets, each
+improved by steepest descent over single swaps (one test session for one train session; all
+k * (n - k) swaps scored at once) until no swap lowers the objective; the best local optimum
+wins. It usually finds the exhaustive optimum on small cases (tested) but is not guaranteed
+to. For comparison a seeded random split of the same sizes is scored too.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from annotate.analysis.coders import label_source
+from annotate.analysis.stats import NO_VALUE, role_key
+from annotate.codebook import Codebook
+from annotate.errors import UsageError
+from annotate.store import Store
+from annotate.store.analysis import SessionSplitWrite
+
+MAX_EXHAUSTIVE = 10**6
+RESTARTS = 256
+PER_CHOICES = ("condition",)
+CHUNK_FLOATS = 4_000_000  # floats per scoring chunk (about 32 MB)
+
+
+# -- the objective ------------------------------------------------------------------------
+
+
+def objective(features: np.ndarray, test: Sequence[int]) -> float:
+    """The objective of one test subset (rows of ``features``), computed directly."""
+    x = np.asarray(features, dtype=float)
+    mask = np.zeros(len(x), dtype=bool)
+    mask[list(test)] = True
+    if mask.all() or not mask.any():
+        raise ValueError("the test subset must leave at least one session on each side")
+    t, r = x[mask], x[~mask]
+    return float(
+        np.abs(t.mean(0) - r.mean(0)).sum() + np.abs(t.std(0, ddof=0) - r.std(0, ddof=0)).sum()
+    )
+
+
+class _Scorer:
+    """Scores many test subsets at once from their feature sums and sums of squares."""
+
+    def __init__(self, features: np.ndarray, k: int):
+        self.x = np.asarray(features, dtype=float)
+        self.q = self.x**2
+        self.n, self.k = len(self.x), k
+        self.s1, self.s2 = self.x.sum(0), self.q.sum(0)
+
+    def from_sums(self, t1: np.ndarray, t2: np.ndarray) -> np.ndarray:
+        k, rest = self.k, self.n - self.k
+        mt, mr = t1 / k, (self.s1 - t1) / rest
+        vt = np.maximum(t2 / k - mt**2, 0.0)
+        vr = np.maximum((self.s2 - t2) / rest - mr**2, 0.0)
+        return np.abs(mt - mr).sum(-1) + np.abs(np.sqrt(vt) - np.sqrt(vr)).sum(-1)
+
+    def subsets(self, idx: np.ndarray) -> np.ndarray:
+        """Objectives of the subsets in ``idx`` (m x k indices)."""
+        return self.from_sums(self.x[idx].sum(1), self.q[idx].sum(1))
+
+
+@dataclass(frozen=True)
+class Choice:
+    """The chosen test subset of one group (indices into the group's rows)."""
+
+    test: tuple[int, ...]
+    objective: float
+    method: str
+    n_subsets: int
+    evaluated: int
+
+
+def _check_sizes(n: int, k: int) -> None:
+    if k < 1 or k >= n:
+        raise ValueError(f"a test subset of {k} of {n} sessions leaves a side empty")
+
+
+def exhaustive_search(features: np.ndarray, k: int) -> Choice:
+    """Score every subset of size ``k`` (lexicographic order; the first best wins)."""
+    n = len(features)
+    _check_sizes(n, k)
+    scorer = _Scorer(features, k)
+    width = max(1, scorer.x.shape[1])
+    chunk = max(1024, CHUNK_FLOATS // (k * width))
+    combos = itertools.combinations(range(n), k)
+    best_value, best_idx, offset = math.inf, (), 0
+    while True:
+        flat = np.fromiter(
+            itertools.chain.from_iterable(itertools.islice(combos, chunk)), dtype=np.intp
+        )
+        if flat.size == 0:
+            break
+        idx = flat.reshape(-1, k)
+        values = scorer.subsets(idx)
+        i = int(np.argmin(values))
+        if values[i] < best_value:
+            best_value, best_idx = float(values[i]), tuple(int(v) for v in idx[i])
+        offset += len(idx)
+    return Choice(best_idx, objective(features, best_idx), "exhaustive", offset, offset)
+
+
+def local_search(features: np.ndarray, k: int, *, seed: int, restarts: int = RESTARTS) -> Choice:
+    """Random restarts + steepest-descent single-swap local search (see module docs)."""
+    n = len(features)
+    _check_sizes(n, k)
+    scorer = _Scorer(features, k)
+    rng = np.random.default_rng([seed, 1])
+    best_value, best_idx, evaluated = math.inf, (), 0
+    for _ in range(restarts):
+        in_test = np.zeros(n, dtype=bool)
+        in_test[rng.choice(n, size=k, replace=False)] = True
+        test, train = np.flatnonzero(in_test), np.flatnonzero(~in_test)
+        t1, t2 = scorer.x[test].sum(0), scorer.q[test].sum(0)
+        current = float(scorer.from_sums(t1, t2))
+        evaluated += 1
+        while True:
+            # every swap (test[i] out, train[j] in) at once: shape (k, n - k, features)
+            d1 = scorer.x[train][None, :, :] - scorer.x[test][:, None, :]
+            d2 = scorer.q[train][None, :, :] - scorer.q[test][:, None, :]
+            values = scorer.from_sums(t1 + d1, t2 + d2)
+            evaluated += values.size
+            i, j = np.unravel_index(int(np.argmin(values)), values.shape)
+            if values[i, j] >= current - 1e-12:
+                break
+            current = float(values[i, j])
+            t1, t2 = t1 + d1[i, j], t2 + d2[i, j]
+            test[i], train[j] = train[j], test[i]
+        candidate = tuple(sorted(int(v) for v in test))
+        if current < best_value - 1e-12 or (
+            abs(current - best_value) <= 1e-12 and candidate < best_idx
+        ):
+            best_value, best_idx = current, candidate
+    return Choice(best_idx, objective(features, best_idx), "search", math.comb(n, k), evaluated)
+
+
+def best_subset(
+    features: np.ndarray,
+    k: int,
+    *,
+    seed: int = 0,
+    max_exhaustive: int = MAX_EXHAUSTIVE,
+    restarts: int = RESTARTS,
+) -> Choice:
+    """Exhaustive when C(n, k) <= ``max_exhaustive``, otherwise :func:`local_search`."""
+    if math.comb(len(features), k) <= max_exhaustive:
+        return exhaustive_search(features, k)
+    return local_search(features, k, seed=seed, restarts=restarts)
+
+
+# -- features -----------------------------------------------------------------------------
+
+
+def _question_codes(codebook: Codebook, question: str, seen: Sequence[str]) -> list[str]:
+    q = next((q for q in codebook.questions if q.id == question), None)
+    if q is None:  # a question of an older codebook version
+        return sorted(set(seen))
+    known = q.set_codes if q.kind == "multi" else q.codes
+    return list(known) + sorted(set(seen) - set(known))
+
+
+def _is_multi(codebook: Codebook | None, question: str, answers: pd.DataFrame) -> bool:
+    known = {q.id: q.kind for q in codebook.questions} if codebook else {}
+    if question in known:
+        return known[question] == "multi"
+    return bool(answers["value"].isna().all())
+
+
+def session_features(
+    actions: pd.DataFrame,
+    labels: Mapping[str, pd.DataFrame] | None = None,
+    codebooks: Mapping[str, Codebook] | None = None,
+) -> pd.DataFrame:
+    """Sessions x features (see the module docs); columns ``role:type:T``, ``role:cb.q:code``.
+
+    ``actions``: action_id, session, role, action_type. ``labels``: per codebook, one row
+    per (action_id, question) with value and codes (see :mod:`annotate.analysis.coders`).
+    """
+    acts = actions[["action_id", "session", "role", "action_type"]].copy()
+    acts["role"] = acts["role"].fillna(NO_VALUE)
+    roles = sorted(acts["role"].unique(), key=role_key)
+    if roles == [NO_VALUE]:
+        roles = ["all"]
+        acts["role"] = "all"
+    sessions = sorted(acts["session"].unique())
+    blocks: list[pd.DataFrame] = []
+    types = sorted(acts["action_type"].unique())
+    for role in roles:
+        mine = acts[acts["role"] == role]
+        counts = pd.crosstab(mine["session"], mine["action_type"]).reindex(
+            index=sessions, columns=types, fill_value=0
+        )
+        shares = counts.div(counts.sum(axis=1).replace(0, 1), axis=0)
+        shares.columns = [f"{role}:type:{t}" for t in types]
+        blocks.append(shares)
+    for name, frame in (labels or {}).items():
+        if frame.empty:
+            continue
+        joined = frame.merge(acts, on="action_id", how="inner")
+        for question in sorted(joined["question"].unique()):
+            answers = joined[joined["question"] == question]
+            cb = (codebooks or {}).get(name)
+            multi = _is_multi(cb, question, answers)
+            seen = (
+                sorted({c for cs in answers["codes"] for c in cs})
+                if multi
+                else sorted(answers["value"].dropna().unique())
+            )
+            codes = _question_codes(cb, question, seen) if cb else seen
+            for role in roles:
+                mine = answers[answers["role"] == role]
+                total = mine.groupby("session").size().reindex(sessions, fill_value=0)
+                block = {}
+                for code in codes:
+                    hit = (
+                        mine["codes"].map(lambda cs, c=code: c in cs)
+                        if multi
+                        else mine["value"] == code
+                    )
+                    n = mine[hit].groupby("session").size().reindex(sessions, fill_value=0)
+                    block[f"{role}:{name}.{question}:{code}"] = n / total.replace(0, 1)
+                blocks.append(pd.DataFrame(block, index=sessions))
+    out = pd.concat(blocks, axis=1).fillna(0.0)
+    out.index.name = "session"
+    return out
+
+
+# -- the command's library call -----------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class GroupResult:
+    group: str | None
+    sessions: tuple[str, ...]
+    test: tuple[str, ...]
+    method: str
+    n_subsets: int
+    evaluated: int
+    objective: float
+    random_test: tuple[str, ...]
+    random_objective: float
+    seconds: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "group": self.group,
+            "sessions": len(self.sessions),
+            "test": list(self.test),
+            "method": self.method,
+            "n_subsets": self.n_subsets,
+            "evaluated": self.evaluated,
+            "objective": self.objective,
+            "random_test": list(self.random_test),
+            "random_objective": self.random_objective,
+            "seconds": round(self.seconds, 3),
+        }
+
+
+@dataclass(frozen=True)
+class SessionSplitResult:
+    name: str
+    per: str | None
+    n_test: int
+    seed: int
+    codebooks: tuple[str, ...]
+    coders: tuple[str, ...]
+    features: tuple[str, ...]
+    groups: tuple[GroupResult, ...] = field(default_factory=tuple)
+
+    @property
+    def objective(self) -> float:
+        return sum(g.objective for g in self.groups)
+
+    @property
+    def random_objective(self) -> float:
+        return sum(g.random_objective for g in self.groups)
+
+    @property
+    def method(self) -> str:
+        methods = {g.method for g in self.groups}
+        return methods.pop() if len(methods) == 1 else "mixed"
+
+    def parts(self) -> dict[str, tuple[str, str | None]]:
+        out: dict[str, tuple[str, str | None]] = {}
+        for g in self.groups:
+            for s in g.sessions:
+                out[s] = ("test" if s in g.test else "train", g.group)
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "per": self.per,
+            "n_test": self.n_test,
+            "seed": self.seed,
+            "codebooks": list(self.codebooks),
+            "coders": list(self.coders),
+            "n_features": len(self.features),
+            "method": self.method,
+            "objective": self.objective,
+            "random_objective": self.random_objective,
+            "groups": [g.to_dict() for g in self.groups],
+        }
+
+
+def split_groups(
+    features: pd.DataFrame,
+    groups: Mapping[str, str | None],
+    n_test: int,
+    *,
+    seed: int,
+    max_exhaustive: int = MAX_EXHAUSTIVE,
+    restarts: int = RESTARTS,
+) -> list[GroupResult]:
+    """Choose the test sessions of every group (``groups`` maps session -> group)."""
+    rng = np.random.default_rng([seed, 0])
+    out = []
+    for group in sorted({g for g in groups.values()}, key=lambda g: (g is None, str(g))):
+        sessions = sorted(s for s, g in groups.items() if g == group)
+        n = len(sessions)
+        if n_test >= n:
+            where = f"condition '{group}'" if group is not None else "the data"
+            raise UsageError(
+                f"--test {n_test}: {where} has only {n} session(s); train would be empty",
+                hint=f"use --test {max(1, n - 1)} or less",
+            )
+        x = features.loc[sessions].to_numpy(dtype=float)
+        started = time.perf_counter()
+        choice = best_subset(x, n_test, seed=seed, max_exhaustive=max_exhaustive, restarts=restarts)
+        seconds = time.perf_counter() - started
+        random_idx = tuple(sorted(int(i) for i in rng.choice(n, size=n_test, replace=False)))
+        out.append(
+            GroupResult(
+                group=group,
+                sessions=tuple(sessions),
+                test=tuple(sessions[i] for i in choice.test),
+                method=choice.method,
+                n_subsets=choice.n_subsets,
+                evaluated=choice.evaluated,
+                objective=choice.objective,
+                random_test=tuple(sessions[i] for i in random_idx),
+                random_objective=objective(x, random_idx),
+                seconds=seconds,
+            )
+        )
+    return out
+
+
+def split_sessions(
+    store: Store,
+    *,
+    n_test: int,
+    per: str | None = None,
+    seed: int = 0,
+    name: str = "main",
+    codebooks: Sequence[str] = (),
+    coders: Sequence[str] | None = None,
+    replace: bool = False,
+    max_exhaustive: int = MAX_EXHAUSTIVE,
+    restarts: int = RESTARTS,
+) -> SessionSplitResult:
+    """Compute the distribution-matched split and store it under ``name``."""
+    if n_test < 1:
+        raise UsageError("--test must be at least 1")
+    if per is not None and per not in PER_CHOICES:
+        raise UsageError(f"--per: unknown grouping '{per}'", hint="choices: condition")
+    actions = pd.DataFrame(store.action_positions())
+    if actions.empty:
+        raise UsageError("no actions to split", hint="run `annotate import PATH` first")
+    labels, books, used_coders = {}, {}, []
+    for book in codebooks:
+        source = label_source(store, book, coders)
+        labels[book] = source.labels
+        books[book] = store.stored_codebook(book)
+        used_coders += [c for c in source.priority if c not in used_coders]
+    features = session_features(actions, labels, books)
+    if per == "condition":
+        first = actions.groupby("session")["condition"].first()
+        groups = {s: (NO_VALUE if pd.isna(c) else str(c)) for s, c in first.items()}
+    else:
+        groups = dict.fromkeys(features.index)
+    result = SessionSplitResult(
+        name=name,
+        per=per,
+        n_test=n_test,
+        seed=seed,
+        codebooks=tuple(codebooks),
+        coders=tuple(used_coders),
+        features=tuple(features.columns),
+        groups=tuple(
+            split_groups(
+                features,
+                groups,
+                n_test,
+                seed=seed,
+                max_exhaustive=max_exhaustive,
+                restarts=restarts,
+            )
+        ),
+    )
+    store.create_session_split(
+        SessionSplitWrite(
+            name=name,
+            per=per,
+            n_test=n_test,
+            seed=seed,
+            codebooks=result.codebooks,
+            coders=result.coders,
+            method=result.method,
+            objective=result.objective,
+            random_objective=result.random_objective,
+            details={
+                "groups": [g.to_dict() for g in result.groups],
+                "features": list(result.features),
+                "max_exhaustive": max_exhaustive,
+                "restarts": restarts,
+            },
+            parts=result.parts(),
+        ),
+        replace=replace,
+    )
+    return result

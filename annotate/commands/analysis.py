@@ -1,0 +1,227 @@
+"""`annotate stats`, `annotate report`, `annotate split-sessions`, `annotate merge`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from annotate.analysis.merge import Prefer, merge_files
+from annotate.analysis.session_split import MAX_EXHAUSTIVE, split_sessions
+from annotate.analysis.stats import MEASURES, stat_columns, stats
+from annotate.commands.common import (
+    DEFAULT_DB_PATH,
+    DbOption,
+    FormatOption,
+    console,
+    open_store,
+    split_list,
+)
+from annotate.render import OutputFormat, print_rows, to_json
+
+SplitOption = Annotated[
+    str | None,
+    typer.Option(help="A stored session split (annotate split-sessions): rows per part."),
+]
+CodersOption = Annotated[
+    str | None,
+    typer.Option(
+        help="Whose labels count, comma-separated in order of preference (the first coder "
+        "who answered wins). Default: gold where present, else the LLM coder(s)."
+    ),
+]
+CONFLICTS_SHOWN = 30
+
+
+def _mean_sd(mean: float | None, sd: float | None) -> str:
+    if mean is None:
+        return "-"
+    return f"{mean:.1f}" + (f" ({sd:.1f})" if sd is not None else " (-)")
+
+
+def stats_command(
+    split: SplitOption = None,
+    fmt: FormatOption = OutputFormat.table,
+    db: DbOption = DEFAULT_DB_PATH,
+) -> None:
+    """Sessions and actions per condition (and split part), per session mean and SD of
+    actions, messages, draws, erases, undos and resets, for each role."""
+    with open_store(db) as store:
+        rows = stats(store, split)
+    keys = [*(["split"] if split else []), "condition", "role", "sessions", "actions"]
+    if fmt in (OutputFormat.csv, OutputFormat.json):  # machine-readable: always the same columns
+        print_rows(console, rows, ["split", *keys[-4:], *stat_columns()], fmt)
+        return
+    per_session = [f"{m}/session" if m == "actions" else m for m in MEASURES]
+    shown = [
+        {k: r.get(k) for k in keys}
+        | {
+            col: _mean_sd(r[f"{m}_mean"], r[f"{m}_sd"])
+            for col, m in zip(per_session, MEASURES, strict=True)
+        }
+        for r in rows
+    ]
+    columns = [*keys, *per_session]
+    print_rows(
+        console,
+        shown,
+        columns,
+        fmt,
+        title="Per session: mean (SD)" + (f"; split '{split}'" if split else ""),
+    )
+
+
+def report_command(
+    codebook: Annotated[str, typer.Option(help="The codebook whose codes the report shows.")],
+    by: Annotated[
+        str, typer.Option(help="Group the code distribution by: condition, role, action_type.")
+    ] = "condition",
+    coders: CodersOption = None,
+    split: Annotated[
+        str | None,
+        typer.Option(help="A stored session split: adds train/test rows and a by-split table."),
+    ] = None,
+    part: Annotated[
+        str | None, typer.Option(help="With --split: report on this part only (train or test).")
+    ] = None,
+    out: Annotated[Path, typer.Option(help="Folder to write the report into.")] = Path("report"),
+    db: DbOption = DEFAULT_DB_PATH,
+) -> None:
+    """Write the study report: code distributions by condition and role, mental-model
+    alignment, agreement and LLM validation, as PNG charts and one self-contained HTML page."""
+    from annotate.analysis.report import build_report, write_report
+
+    with open_store(db) as store:
+        report = build_report(
+            store, codebook, by=by, coders=split_list(coders) or None, split=split, part=part
+        )
+    files = write_report(report, out)
+    for section in report.sections:
+        for line in section.paragraphs:
+            if line.startswith(codebook + ":") or line.startswith("mental_model:"):
+                console.print(line, markup=False, soft_wrap=True)
+    console.print(
+        f"wrote {files.html} ({len(files.charts)} charts, {len(files.tables)} tables; "
+        f"PNG and CSV files in {out}/) in {report.seconds + files.seconds:.1f} s",
+        markup=False,
+        soft_wrap=True,
+    )
+
+
+def split_sessions_command(
+    test: Annotated[int, typer.Option("--test", help="Test sessions (per group with --per).")],
+    per: Annotated[str | None, typer.Option(help="Split within each value of: condition.")] = None,
+    seed: Annotated[
+        int, typer.Option(help="Seed of the random comparison split and of the search.")
+    ] = 0,
+    name: Annotated[str, typer.Option(help="Name to store the split under.")] = "main",
+    codebooks: Annotated[
+        str | None,
+        typer.Option(help="Also match the shares of these codebooks' codes (comma-separated)."),
+    ] = None,
+    coders: CodersOption = None,
+    max_exhaustive: Annotated[
+        int,
+        typer.Option(help="Score every subset when a group has at most this many; else search."),
+    ] = MAX_EXHAUSTIVE,
+    replace: Annotated[bool, typer.Option(help="Overwrite a split of the same name.")] = False,
+    fmt: FormatOption = OutputFormat.table,
+    db: DbOption = DEFAULT_DB_PATH,
+) -> None:
+    """Split sessions into train and test (no session in both), choosing the test sessions
+    whose feature means and SDs best match the rest (see the README for the objective)."""
+    with open_store(db) as store:
+        result = split_sessions(
+            store,
+            n_test=test,
+            per=per,
+            seed=seed,
+            name=name,
+            codebooks=split_list(codebooks),
+            coders=split_list(coders) or None,
+            replace=replace,
+            max_exhaustive=max_exhaustive,
+        )
+    if fmt is OutputFormat.json:
+        console.print(to_json(result.to_dict()), markup=False, soft_wrap=True)
+        return
+    rows = [
+        g.to_dict() | {"group": g.group or "all", "test": ", ".join(g.test)} for g in result.groups
+    ]
+    print_rows(
+        console,
+        rows,
+        ["group", "sessions", "test", "method", "n_subsets", "objective", "random_objective"],
+        fmt,
+        title=f"Session split '{result.name}' ({len(result.features)} features)",
+    )
+    if fmt is OutputFormat.csv:
+        return
+    console.print(
+        f"split '{result.name}' stored: objective {result.objective:.4f} "
+        f"(a random split: {result.random_objective:.4f}; seed {result.seed}).",
+        markup=False,
+        soft_wrap=True,
+    )
+
+
+def merge_command(
+    others: Annotated[list[Path], typer.Argument(help="Other project files to merge in.")],
+    prefer: Annotated[
+        Prefer,
+        typer.Option(help="On a conflicting label: keep ours, or take the newer answer."),
+    ] = Prefer.ours,
+    fmt: FormatOption = OutputFormat.table,
+    db: DbOption = DEFAULT_DB_PATH,
+) -> None:
+    """Merge coders' project files into this one: actions by id, codebook versions, labels
+    with their coder, codebook hash and times, samples. One transaction per file."""
+    with open_store(db, create=True) as store:
+        results = merge_files(store, others, prefer=prefer)
+    if fmt is OutputFormat.json:
+        console.print(to_json([r.to_dict() for r in results]), markup=False, soft_wrap=True)
+        return
+    for r in results:
+        extra = []
+        if r.differing_actions:
+            extra.append(f"{r.differing_actions} actions differ (kept ours)")
+        if r.new_samples:
+            extra.append("samples added: " + ", ".join(r.new_samples))
+        if r.differing_samples:
+            extra.append("samples differ (kept ours): " + ", ".join(r.differing_samples))
+        if r.new_session_splits:
+            extra.append("session splits added: " + ", ".join(r.new_session_splits))
+        console.print(
+            f"{r.path}: {r.new_actions} new actions of {r.actions_in_file}, "
+            f"{r.new_codebook_versions} new codebook versions, {r.new_labels} new labels, "
+            f"{r.filled_labels} filled, {len(r.conflicts)} conflicts "
+            f"({r.replaced_labels} took the newer answer)"
+            + ("; " + "; ".join(extra) if extra else "")
+            + ("" if r.changed else " - nothing changed")
+            + ".",
+            markup=False,
+            soft_wrap=True,
+        )
+        if r.conflicts:
+            shown = [c.to_dict() for c in r.conflicts[:CONFLICTS_SHOWN]]
+            print_rows(
+                console,
+                shown,
+                ["action_id", "codebook", "question", "coder", "ours", "theirs", "resolution"],
+                fmt,
+                title=f"Conflicts in {r.path}",
+            )
+            if len(r.conflicts) > CONFLICTS_SHOWN:
+                console.print(
+                    f"... and {len(r.conflicts) - CONFLICTS_SHOWN} more (--format json "
+                    "lists them all).",
+                    markup=False,
+                )
+
+
+def register(app: typer.Typer) -> None:
+    app.command("stats")(stats_command)
+    app.command("report")(report_command)
+    app.command("split-sessions")(split_sessions_command)
+    app.command("merge")(merge_command)

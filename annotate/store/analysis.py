@@ -1,0 +1,357 @@
+"""Study analysis: session-level splits, the queries behind stats and report, and merging
+another project file into this one (read through ``ATTACH DATABASE``).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from annotate.errors import NotFoundError, StoreError, UsageError
+from annotate.store.base import StoreBase, dumps, now
+
+MERGE_ALIAS = "other"
+LABEL_COPY_COLUMNS = (
+    "action_id, codebook, codebook_hash, question, coder, value, codes, other_text, note, "
+    "flagged, skipped, seconds, source, meta, created_at, updated_at"
+)
+ACTION_COPY_COLUMNS = (
+    "id, session, participant, role, seq, timestamp, elapsed_s, action_type, content, "
+    "condition, meta"
+)
+
+
+@dataclass(frozen=True)
+class SessionSplitWrite:
+    """A session split to store: ``parts`` maps each session to ``(part, group)``."""
+
+    name: str
+    per: str | None
+    n_test: int
+    seed: int
+    codebooks: Sequence[str]
+    coders: Sequence[str]
+    method: str
+    objective: float
+    random_objective: float | None
+    details: Mapping[str, Any]
+    parts: Mapping[str, tuple[str, str | None]]
+
+
+class AnalysisMixin(StoreBase):
+    # -- session splits -----------------------------------------------------------------
+
+    def create_session_split(self, split: SessionSplitWrite, *, replace: bool = False) -> None:
+        with self.transaction() as conn:
+            exists = conn.execute(
+                "SELECT 1 FROM session_splits WHERE name = ?", (split.name,)
+            ).fetchone()
+            if exists and not replace:
+                raise UsageError(
+                    f"a session split named '{split.name}' already exists",
+                    hint="choose another --name, or pass --replace",
+                )
+            conn.execute("DELETE FROM session_split_items WHERE split = ?", (split.name,))
+            conn.execute("DELETE FROM session_splits WHERE name = ?", (split.name,))
+            conn.execute(
+                "INSERT INTO session_splits (name, per, n_test, seed, codebooks, coders, method, "
+                "objective, random_objective, details, created_at) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    split.name,
+                    split.per,
+                    split.n_test,
+                    split.seed,
+                    dumps(list(split.codebooks)),
+                    dumps(list(split.coders)),
+                    split.method,
+                    split.objective,
+                    split.random_objective,
+                    dumps(dict(split.details)),
+                    now(),
+                ),
+            )
+            conn.executemany(
+                "INSERT INTO session_split_items (split, session, part, grp) VALUES (?, ?, ?, ?)",
+                [(split.name, s, part, grp) for s, (part, grp) in sorted(split.parts.items())],
+            )
+
+    def session_split(self, name: str) -> dict[str, Any]:
+        """A stored split: its settings and ``parts`` ``{session: 'train' | 'test'}``."""
+        row = self.conn.execute("SELECT * FROM session_splits WHERE name = ?", (name,)).fetchone()
+        if row is None:
+            names = [r[0] for r in self.conn.execute("SELECT name FROM session_splits ORDER BY 1")]
+            raise NotFoundError(
+                f"no session split named '{name}'",
+                hint=(
+                    "session splits: " + ", ".join(names)
+                    if names
+                    else "make one with `annotate split-sessions --test 3 --per condition`"
+                ),
+            )
+        out = dict(row)
+        for key in ("codebooks", "coders", "details"):
+            out[key] = json.loads(out[key])
+        out["parts"] = {
+            r["session"]: r["part"]
+            for r in self.conn.execute(
+                "SELECT session, part FROM session_split_items WHERE split = ? ORDER BY session",
+                (name,),
+            )
+        }
+        return out
+
+    def session_split_parts(self, name: str) -> dict[str, str]:
+        return self.session_split(name)["parts"]
+
+    def session_splits(self) -> list[dict[str, Any]]:
+        return [
+            dict(r)
+            for r in self.conn.execute(
+                "SELECT s.name, s.per, s.n_test, s.seed, s.method, s.objective, "
+                "s.random_objective, s.created_at, "
+                "(SELECT count(*) FROM session_split_items i WHERE i.split = s.name "
+                " AND i.part = 'test') AS test_sessions, "
+                "(SELECT count(*) FROM session_split_items i WHERE i.split = s.name "
+                " AND i.part = 'train') AS train_sessions "
+                "FROM session_splits s ORDER BY s.created_at, s.name"
+            )
+        ]
+
+    # -- queries for stats, report and split-sessions ------------------------------------
+
+    def session_type_counts(self) -> list[dict[str, Any]]:
+        """Actions per (session, condition, role, action type)."""
+        return [
+            dict(r)
+            for r in self.conn.execute(
+                "SELECT session, condition, role, action_type, count(*) AS n FROM actions "
+                "GROUP BY session, condition, role, action_type "
+                "ORDER BY session, role, action_type"
+            )
+        ]
+
+    def action_positions(self) -> list[dict[str, Any]]:
+        """Every action with its 0-based position in its session and the session's length."""
+        return [
+            dict(r)
+            for r in self.conn.execute(
+                "SELECT id AS action_id, session, condition, role, action_type, "
+                "row_number() OVER (PARTITION BY session ORDER BY seq, id) - 1 AS position, "
+                "count(*) OVER (PARTITION BY session) AS session_length "
+                "FROM actions ORDER BY session, seq, id"
+            )
+        ]
+
+    def answered_labels(self, codebook: str, coders: Sequence[str]) -> list[dict[str, Any]]:
+        """Answered labels of these coders: action, question, coder, value, codes (a tuple)."""
+        if not coders:
+            return []
+        marks = ",".join("?" * len(coders))
+        rows = []
+        for r in self.conn.execute(
+            "SELECT action_id, question, coder, value, codes FROM labels "
+            f"WHERE codebook = ? AND coder IN ({marks}) "
+            "AND (value IS NOT NULL OR codes IS NOT NULL) ORDER BY action_id, question, coder",
+            (codebook, *coders),
+        ):
+            d = dict(r)
+            d["codes"] = tuple(json.loads(d["codes"])) if d["codes"] else ()
+            rows.append(d)
+        return rows
+
+    def label_counts_by_coder(self) -> list[dict[str, Any]]:
+        """Answered labels and labelled actions per (codebook, coder)."""
+        return [
+            dict(r)
+            for r in self.conn.execute(
+                "SELECT codebook, coder, count(*) AS labels, count(DISTINCT action_id) AS actions "
+                "FROM labels WHERE value IS NOT NULL OR codes IS NOT NULL "
+                "GROUP BY codebook, coder ORDER BY codebook, coder"
+            )
+        ]
+
+    def _has_table(self, name: str, schema: str = "main") -> bool:
+        return (
+            self.conn.execute(
+                f"SELECT 1 FROM {schema}.sqlite_master WHERE type = 'table' AND name = ?", (name,)
+            ).fetchone()
+            is not None
+        )
+
+    def llm_validation_runs(self) -> list[dict[str, Any]]:
+        """LLM runs that reached a validation result (kappa or gate), newest first.
+
+        Empty when the LLM coder's tables are absent or hold no validation.
+        """
+        if not self._has_table("llm_runs"):
+            return []
+        rows = []
+        for r in self.conn.execute(
+            "SELECT * FROM llm_runs WHERE kappa IS NOT NULL OR gate IS NOT NULL ORDER BY id DESC"
+        ):
+            d = dict(r)
+            for key in ("report", "settings", "shot_ids"):
+                if isinstance(d.get(key), str):
+                    with suppress(ValueError):
+                        d[key] = json.loads(d[key])
+            rows.append(d)
+        return rows
+
+    def stored_agreement_runs(self) -> list[dict[str, Any]]:
+        """Rows of the agreement runs table (migration 3) when it exists, newest first."""
+        if not self._has_table("agreement_runs"):
+            return []
+        return [dict(r) for r in self.conn.execute("SELECT * FROM agreement_runs ORDER BY 1 DESC")]
+
+    # -- merge --------------------------------------------------------------------------
+
+    @contextmanager
+    def attached(self, path: Path) -> Iterator[str]:
+        """Attach another project file as schema ``other`` (outside any transaction)."""
+        if self._in_transaction:
+            raise StoreError("cannot attach a database inside a transaction")
+        self.conn.execute(f"ATTACH DATABASE ? AS {MERGE_ALIAS}", (str(path),))
+        try:
+            yield MERGE_ALIAS
+        finally:
+            self.conn.execute(f"DETACH DATABASE {MERGE_ALIAS}")
+
+    def merge_actions(self, import_id: int) -> tuple[int, int]:
+        """Insert the attached file's actions missing here; return (new, differing).
+
+        Differing: same id, but another session, type or content (ours are kept).
+        """
+        before = self.conn.total_changes
+        self.conn.execute(
+            f"INSERT OR IGNORE INTO main.actions ({ACTION_COPY_COLUMNS}, import_id) "
+            f"SELECT {ACTION_COPY_COLUMNS}, ? FROM {MERGE_ALIAS}.actions ORDER BY session, seq",
+            (import_id,),
+        )
+        new = self.conn.total_changes - before
+        differing = self.conn.execute(
+            f"SELECT count(*) FROM {MERGE_ALIAS}.actions o JOIN main.actions m ON m.id = o.id "
+            "WHERE o.session IS NOT m.session OR o.action_type IS NOT m.action_type "
+            "OR o.content IS NOT m.content"
+        ).fetchone()[0]
+        return new, differing
+
+    def attached_action_count(self) -> int:
+        return self.conn.execute(f"SELECT count(*) FROM {MERGE_ALIAS}.actions").fetchone()[0]
+
+    def merge_codebooks(self) -> int:
+        """Copy codebook versions missing here; return how many."""
+        before = self.conn.total_changes
+        self.conn.execute(
+            "INSERT OR IGNORE INTO main.codebooks "
+            "(name, version_hash, title, version, text, source, added_at) "
+            "SELECT name, version_hash, title, version, text, source, added_at "
+            f"FROM {MERGE_ALIAS}.codebooks"
+        )
+        return self.conn.total_changes - before
+
+    def merge_missing_labels(self) -> int:
+        """Copy the attached file's labels whose (action, codebook, question, coder) is absent."""
+        before = self.conn.total_changes
+        self.conn.execute(
+            f"INSERT INTO main.labels ({LABEL_COPY_COLUMNS}) "
+            f"SELECT {LABEL_COPY_COLUMNS} FROM {MERGE_ALIAS}.labels o WHERE NOT EXISTS ("
+            " SELECT 1 FROM main.labels m WHERE m.action_id = o.action_id"
+            " AND m.codebook = o.codebook AND m.question = o.question AND m.coder = o.coder)"
+            " ORDER BY o.id"
+        )
+        return self.conn.total_changes - before
+
+    def differing_labels(self) -> list[dict[str, Any]]:
+        """Labels on the same key in both files whose answers differ: ours and theirs."""
+        return [
+            dict(r)
+            for r in self.conn.execute(
+                "SELECT m.id AS our_id, o.action_id, o.codebook, o.question, o.coder, "
+                "m.value AS our_value, m.codes AS our_codes, m.other_text AS our_other_text, "
+                "m.updated_at AS our_updated_at, m.codebook_hash AS our_codebook_hash, "
+                "o.value AS their_value, o.codes AS their_codes, "
+                "o.other_text AS their_other_text, o.updated_at AS their_updated_at, "
+                "o.codebook_hash AS their_codebook_hash "
+                f"FROM {MERGE_ALIAS}.labels o JOIN main.labels m ON m.action_id = o.action_id "
+                "AND m.codebook = o.codebook AND m.question = o.question AND m.coder = o.coder "
+                "WHERE o.value IS NOT m.value OR o.codes IS NOT m.codes "
+                "OR o.other_text IS NOT m.other_text "
+                "ORDER BY o.codebook, o.coder, o.action_id, o.question"
+            )
+        ]
+
+    def take_their_label(self, our_id: int, key: Mapping[str, Any]) -> None:
+        """Overwrite our label row ``our_id`` with the attached file's row of the same key."""
+        self.conn.execute(
+            "UPDATE main.labels SET (codebook_hash, value, codes, other_text, note, flagged, "
+            "skipped, seconds, source, meta, created_at, updated_at) = ("
+            " SELECT codebook_hash, value, codes, other_text, note, flagged, skipped, seconds,"
+            f" source, meta, created_at, updated_at FROM {MERGE_ALIAS}.labels o"
+            " WHERE o.action_id = ? AND o.codebook = ? AND o.question = ? AND o.coder = ?) "
+            "WHERE id = ?",
+            (key["action_id"], key["codebook"], key["question"], key["coder"], our_id),
+        )
+
+    def merge_samples(self) -> tuple[list[str], list[str]]:
+        """Copy samples absent here; return (copied names, names that differ from ours)."""
+        theirs = [
+            r[0] for r in self.conn.execute(f"SELECT name FROM {MERGE_ALIAS}.samples ORDER BY 1")
+        ]
+        copied, differing = [], []
+        for name in theirs:
+            if self.conn.execute("SELECT 1 FROM main.samples WHERE name = ?", (name,)).fetchone():
+                ours = self.conn.execute(
+                    "SELECT action_id FROM main.sample_items WHERE sample = ? ORDER BY position",
+                    (name,),
+                ).fetchall()
+                other = self.conn.execute(
+                    f"SELECT action_id FROM {MERGE_ALIAS}.sample_items WHERE sample = ? "
+                    "ORDER BY position",
+                    (name,),
+                ).fetchall()
+                if [r[0] for r in ours] != [r[0] for r in other]:
+                    differing.append(name)
+                continue
+            self.conn.execute(
+                "INSERT INTO main.samples (name, seed, n, stratify, where_clause, origin, "
+                "created_at) SELECT name, seed, n, stratify, where_clause, origin, created_at "
+                f"FROM {MERGE_ALIAS}.samples WHERE name = ?",
+                (name,),
+            )
+            self.conn.execute(
+                "INSERT INTO main.sample_items (sample, position, action_id) "
+                f"SELECT sample, position, action_id FROM {MERGE_ALIAS}.sample_items "
+                "WHERE sample = ?",
+                (name,),
+            )
+            copied.append(name)
+        return copied, differing
+
+    def merge_session_splits(self) -> list[str]:
+        """Copy session splits absent here; return their names."""
+        if not self._has_table("session_splits", MERGE_ALIAS):
+            return []
+        names = [
+            r[0]
+            for r in self.conn.execute(
+                f"SELECT name FROM {MERGE_ALIAS}.session_splits WHERE name NOT IN "
+                "(SELECT name FROM main.session_splits) ORDER BY 1"
+            )
+        ]
+        for name in names:
+            self.conn.execute(
+                "INSERT INTO main.session_splits SELECT * FROM "
+                f"{MERGE_ALIAS}.session_splits WHERE name = ?",
+                (name,),
+            )
+            self.conn.execute(
+                "INSERT INTO main.session_split_items SELECT * FROM "
+                f"{MERGE_ALIAS}.session_split_items WHERE split = ?",
+                (name,),
+            )
+        return names
