@@ -91,3 +91,25 @@ def build_client(config: LLMConfig):  # -> openai.AsyncOpenAI
         timeout=config.timeout_s,
         max_retries=0,
     )
+
+
+class LazyClient:
+    """Builds the client on first use: a run answered from the cache never loads the SDK."""
+
+    def __init__(self, config: LLMConfig):
+        self.config = config
+        self._client = None
+
+    @property
+    def api_key(self) -> str:
+        return self.config.api_key
+
+    def get(self):  # -> openai.AsyncOpenAI
+        if self._client is None:
+            self._client = build_client(self.config)
+        return self._client
+
+    async def close(self) -> None:
+        if self._client is not None:
+            await self._client.close()
+            self._client = None

@@ -163,6 +163,7 @@ class Runner:
             schema=self.builder.schema(item),
             vote=vote,
             votes=s.votes,
+            prefix_hash=self.builder.prompt_hash,
         )
 
     async def _vote(self, item: Item, vote: int) -> VoteResult:

@@ -24,7 +24,7 @@ from annotate.errors import AnnotateError, UsageError
 from annotate.models import Action
 from annotate.store.base import now
 from llm_coder.calls import Caller, CallStats, FormatFallback, MemoryCache, RetryPolicy
-from llm_coder.client import LLMConfig, build_client
+from llm_coder.client import LazyClient, LLMConfig
 from llm_coder.cost import Estimate, Price, estimate_message_tokens, estimate_tokens
 from llm_coder.prompt import DEFAULT_CONTEXT, Item, Message, Shot, canonical_json
 from llm_coder.runner import ItemResult, PromptBuilder, Runner, Settings
@@ -314,6 +314,13 @@ class LabelJob:
                 hint=f"make a bigger split: annotate split --codebook {self.codebook.name} "
                 f"--shots {n_shots} --seed {self.split.seed} --replace",
             )
+        if options.uncertain_sample and options.uncertain_sample in {
+            s["name"] for s in store.samples()
+        }:
+            raise UsageError(
+                f"a sample named '{options.uncertain_sample}' already exists",
+                hint="choose another --uncertain-sample name",
+            )
         self.sessions = Sessions(store, options.context)
         shot_ids = list(self.split.shots[:n_shots])
         gold = store.coder_answers(self.codebook, self.split.gold_coder, shot_ids)
@@ -478,7 +485,7 @@ class LabelJob:
     ) -> PhaseResult:
         assert self.config is not None and self.run_id is not None
         run_id = self.run_id
-        client = build_client(self.config)
+        client = LazyClient(self.config)  # built on the first request the cache cannot answer
         runner = self._runner(client, self.store.llm_cache(run_id))
         price = self.options.price
         progress = Progress(phase, len(ids))
@@ -554,9 +561,12 @@ class LabelJob:
             response_format=self.fallback.mode,
         )
 
-    def finish(self, status: str, **fields: Any) -> None:
-        if self.run_id is not None:
-            self.store.update_llm_run(self.run_id, status=status, finished_at=now(), **fields)
+    def finish(self, status: str, *, only_if_running: bool = False, **fields: Any) -> None:
+        if self.run_id is None:
+            return
+        if only_if_running and self.store.llm_run(self.run_id)["status"] != "running":
+            return
+        self.store.update_llm_run(self.run_id, status=status, finished_at=now(), **fields)
 
     def make_uncertain_sample(self, results: Sequence[ItemResult]) -> tuple[str, ...]:
         """Items whose vote share is below ``--below`` become a new sample for humans."""
@@ -568,5 +578,6 @@ class LabelJob:
             for r in results
             if r.failed is None and (r.confidence is None or r.confidence < self.options.below)
         )
-        self.store.create_sample(name, ids, origin=f"llm-uncertain:{self.run_id}")
+        if ids:
+            self.store.create_sample(name, ids, origin=f"llm-uncertain:{self.run_id}")
         return ids

@@ -279,7 +279,7 @@ def main() -> None:
     parser.add_argument("--accept", choices=["json_schema", "json_object", "none"])
     args = parser.parse_args()
     label = args.label
-    state = ServerState(label_for=lambda text, body: label, latency=args.latency)
+    state = ServerState(label_for=lambda text, body: label, latency=args.latency, keep_bodies=False)
     if args.accept:
         state.accept = args.accept
     server = ChatServer(state, args.port)

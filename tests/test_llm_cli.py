@@ -355,6 +355,7 @@ def test_bad_key_stops_the_run_with_a_hint(cli, maptask, llm_env, db_path):
     assert r.exit_code == 1
     assert "error: the endpoint refused the request (HTTP 401" in r.stderr
     assert "hint: check OPENAI_API_KEY for this endpoint" in r.stderr
+    assert db_rows(db_path, "SELECT status FROM llm_runs") == [("failed",)]
 
 
 def test_the_key_is_never_stored_or_printed(cli, maptask, llm_env, db_path):

@@ -12,7 +12,7 @@ from rich.table import Table
 
 from annotate.codebook import find_codebook
 from annotate.commands.common import DEFAULT_DB_PATH, DbOption, console, err_console, open_store
-from annotate.errors import UsageError
+from annotate.errors import AnnotateError, UsageError
 from annotate.render import cell
 from llm_coder.client import config_from_env
 from llm_coder.cost import Price, format_cost
@@ -325,12 +325,17 @@ def llm_label_command(
             if uncertain_sample:
                 console.print(
                     f"sample '{uncertain_sample}': {len(uncertain)} items with confidence below "
-                    f"{below} for human coding.",
+                    f"{below} for human coding."
+                    if uncertain
+                    else f"no item has confidence below {below}: no sample made.",
                     markup=False,
                 )
             job.finish("done" if not labelled.failed else "incomplete")
         except KeyboardInterrupt:
             job.finish("interrupted")
+            raise
+        except AnnotateError:
+            job.finish("failed", only_if_running=True)
             raise
         _render_summary(job, validated, labelled, price)
         if labelled.failed:
