@@ -16,10 +16,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from annotate.codebook import Answer, Codebook, Question
-from annotate.models import Action
+from annotate.models import Action, describe
 from llm_coder.schema import answer_to_json
 
-DEFAULT_CONTEXT = 8  # what the coding screen shows: Store.context(before=8)
+DEFAULT_CONTEXT = 8  # what `annotate code` shows before the item by default (--context 8)
 TARGET_MARKER = "Action to code:"
 
 Message = dict[str, str]
@@ -60,7 +60,8 @@ def render_action(action: Action) -> str:
     if action.elapsed_s is not None:
         when = f" +{action.elapsed_s:.1f}s"
     who = action.role or action.participant or "?"
-    return f"[#{action.seq}{when}] {who}, {action.action_type}: {_one_line(action.content)}"
+    # the coding screen's wording: a message's text, "[draws a stroke]" for a drawing...
+    return f"[#{action.seq}{when}] {who}, {action.action_type}: {_one_line(describe(action))}"
 
 
 def render_item(item: Item) -> str:

@@ -152,6 +152,10 @@ def test_dry_run_prints_messages_and_estimate_without_network(
     assert '"enum": ["instruct", "explain"' in out
     assert "Estimate: 72 held-out + 140 to label = 212 requests" in out
     assert "Nothing was sent." in out and "$" in out
+    assert "Context (the 8 actions before it, oldest first):" in out
+    r = llm_label(cli, "--dry-run", "--context", "2")
+    assert "Context (the 2 actions before it, oldest first):" in r.stdout
+    assert "Context (the 8 actions" not in r.stdout
     assert chat_server.state.requests == 0
 
 

@@ -183,3 +183,8 @@ def test_majority_and_confidence():
     assert majority([a, None, None], q) == (a, pytest.approx(1 / 3))
     assert majority([b, a], q) == (b, 0.5)  # first seen wins a tie
     assert majority([None, None], q) == (None, None)
+
+
+def test_drawing_actions_read_as_on_the_coding_screen():
+    draw = Action(id="d", session="s", seq=4, action_type="draw", content='{"x": 1}', role="f")
+    assert render_action(draw) == "[#4] f, draw: [draws a stroke]"

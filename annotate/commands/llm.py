@@ -212,6 +212,10 @@ def llm_label_command(
             "--dry-run", help="Show one item's exact messages and an estimate; no network."
         ),
     ] = False,
+    context: Annotated[
+        int,
+        typer.Option(help="Preceding actions shown with each item (as `annotate code --context`)."),
+    ] = DEFAULT_CONTEXT,
     temperature: Annotated[float, typer.Option(help="Sampling temperature.")] = 0.0,
     votes: Annotated[
         int, typer.Option(help="Ask K times; the majority wins, its share is the confidence.")
@@ -241,6 +245,8 @@ def llm_label_command(
         raise UsageError(
             "--uncertain-sample needs --votes 2 or more (confidence is the vote share)"
         )
+    if context < 0:
+        raise UsageError("--context must be 0 or more")
     if not 0 < below <= 1:
         raise UsageError("--below must be a share between 0 and 1")
     config = None if dry_run else config_from_env(model, base_url, timeout_s=timeout)
@@ -260,7 +266,7 @@ def llm_label_command(
         validate_only=validate_only,
         target=target,
         price=price,
-        context=DEFAULT_CONTEXT,
+        context=context,
         uncertain_sample=uncertain_sample,
         below=below,
     )
