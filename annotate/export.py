@@ -67,7 +67,7 @@ def labels_frame(
     return labels.merge(actions, on="action_id", how="left")
 
 
-def build(store: Store, what: ExportWhat, **filters: object) -> pd.DataFrame:
+def _build(store: Store, what: ExportWhat, **filters: object) -> pd.DataFrame:
     if what is ExportWhat.actions:
         return actions_frame(store, sample=filters.get("sample"))  # type: ignore[arg-type]
     coders = filters.get("coders") or None
@@ -79,6 +79,16 @@ def build(store: Store, what: ExportWhat, **filters: object) -> pd.DataFrame:
         coders=coders,  # type: ignore[arg-type]
         sample=filters.get("sample"),  # type: ignore[arg-type]
     )
+
+
+def build(store: Store, what: ExportWhat, **filters: object) -> pd.DataFrame:
+    """The table to export; ``split=NAME`` adds a ``split`` column (train/test, by session)."""
+    frame = _build(store, what, **filters)
+    if filters.get("split"):
+        parts = store.session_split_parts(str(filters["split"]))
+        at = frame.columns.get_loc("session") + 1 if "session" in frame else len(frame.columns)
+        frame.insert(at, "split", frame["session"].map(parts) if "session" in frame else None)
+    return frame
 
 
 def write(frame: pd.DataFrame, fmt: ExportFormat, out: Path | None) -> str | None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import itertools
 import json
 import math
@@ -243,3 +244,19 @@ def test_maptask_exhaustive_split_per_condition(cli, maptask_db) -> None:
         k: g["test"] for k, g in groups.items()
     }
     assert searched["objective"] == pytest.approx(out["objective"])
+
+
+def test_export_gets_a_split_column(cli, store, db_path) -> None:
+    store.add_actions(_hand_actions(), path="hand", sha256="hand", fmt="test")
+    assert cli("split-sessions", "--test", "1", "--per", "condition").exit_code == 0
+    r = cli("export", "--what", "actions", "--format", "csv", "--split", "main")
+    assert r.exit_code == 0, r.output
+    frame = pd.read_csv(io.StringIO(r.stdout))
+    assert list(frame.columns[:4]) == ["id", "session", "split", "seq"]
+    parts = frame.groupby("session")["split"].unique().map(list).to_dict()
+    assert parts == {"x1": ["train"], "x2": ["train"], "x3": ["test"], "x4": ["train"],
+                     "y1": ["train"], "y2": ["test"], "y3": ["train"]}  # fmt: skip
+    r = cli("export", "--what", "actions", "--split", "nope")
+    assert r.exit_code == 1 and "no session split named 'nope'" in r.stderr
+    plain = pd.read_csv(io.StringIO(cli("export", "--what", "actions").stdout))
+    assert "split" not in plain

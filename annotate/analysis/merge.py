@@ -199,7 +199,14 @@ def merge_file(store: Store, other: Path, *, prefer: Prefer = Prefer.ours) -> Me
 def merge_files(
     store: Store, others: Sequence[Path], *, prefer: Prefer = Prefer.ours
 ) -> list[MergeResult]:
-    """Merge each file in turn (one transaction each); a refused file stops before it."""
+    """Merge each file in turn, one transaction each.
+
+    Every file is checked first, so a refused file (missing, newer, not a project) stops the
+    merge before anything is written.
+    """
     if not others:
         raise UsageError("name at least one file to merge")
-    return [merge_file(store, Path(p), prefer=prefer) for p in others]
+    paths = [Path(p) for p in others]
+    for path in paths:
+        check_other(store, path)
+    return [merge_file(store, path, prefer=prefer) for path in paths]

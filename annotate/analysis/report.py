@@ -24,6 +24,7 @@ tables for them exist.
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -572,7 +573,43 @@ LLM_COLUMNS = [
 ]
 
 
+RUN_COLUMNS = ["id", "created_at", "codebook", "sample", "coders", "questions", "n_labels"]
+HEADLINE_KEYS = ("kappa", "alpha", "ac1")
+
+
+def _unjson(value: Any) -> Any:
+    if isinstance(value, str) and value[:1] in "[{":
+        try:
+            return json.loads(value)
+        except ValueError:
+            return value
+    return value
+
+
+def headline_figures(results: Any, limit: int = 8) -> str:
+    """``path=value`` for the kappa/alpha/AC1 numbers in a stored result (depth-first)."""
+    found: list[str] = []
+
+    def walk(value: Any, path: tuple[str, ...]) -> None:
+        if len(found) >= limit:
+            return
+        if isinstance(value, dict):
+            for key, item in value.items():
+                if key in HEADLINE_KEYS and isinstance(item, int | float):
+                    found.append(".".join((*path, key)) + f"={item:.3f}")
+                else:
+                    walk(item, (*path, str(key)))
+        elif isinstance(value, list):
+            for i, item in enumerate(value[:20]):
+                walk(item, (*path, str(i)))
+
+    walk(results, ())
+    return ", ".join(found[:limit])
+
+
 def _scalar(value: Any, width: int = 80) -> Any:
+    if isinstance(value, list):
+        value = ", ".join(str(v) for v in value)
     if isinstance(value, int | float) or value is None:
         return value
     text = str(value)
@@ -595,13 +632,21 @@ def agreement_section(store: Store, n_boot: int = AGREEMENT_BOOT) -> Section:
         section.paragraphs.append("No labels stored.")
     runs = store.stored_agreement_runs()
     if runs:
-        columns = [c for c in runs[0] if not isinstance(runs[0][c], bytes)]
+        shown = [c for c in RUN_COLUMNS if c in runs[0]] or [
+            c for c in runs[0] if c != "results" and not isinstance(runs[0][c], bytes)
+        ]
+        rows = []
+        for run in runs:
+            row = {c: _scalar(_unjson(run.get(c))) for c in shown}
+            row["figures"] = headline_figures(_unjson(run.get("results")))
+            rows.append(row)
         section.items.append(
             Table(
                 "agreement_runs",
-                "Stored agreement runs",
-                columns,
-                [{c: _scalar(r.get(c)) for c in columns} for r in runs],
+                "Stored agreement runs (annotate agree)",
+                [*shown, "figures"],
+                rows,
+                "figures: the kappa, alpha and AC1 values found in each run's stored results.",
             )
         )
     return section

@@ -132,6 +132,10 @@ def export_command(
     codebook: Annotated[str | None, typer.Option(help="Only this codebook's labels.")] = None,
     coders: Annotated[str | None, typer.Option(help="Only these coders (comma-separated).")] = None,
     sample: Annotated[str | None, typer.Option(help="Only the actions of this sample.")] = None,
+    split: Annotated[
+        str | None,
+        typer.Option(help="Add a 'split' column (train/test) from this stored session split."),
+    ] = None,
     db: DbOption = DEFAULT_DB_PATH,
 ) -> None:
     """Export actions, labels (joined with their actions) or gold labels for analysis."""
@@ -142,6 +146,7 @@ def export_command(
             codebook=codebook,
             coders=[c.strip() for c in coders.split(",")] if coders else None,
             sample=sample,
+            split=split,
         )
     text = write(frame, fmt, out)
     if text is not None:

@@ -1,0 +1,247 @@
+"""`annotate report`: the HTML page, its charts and tables, the numbers behind them."""
+
+from __future__ import annotations
+
+import base64
+import io
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from matplotlib import image as mpimg
+
+import agreement
+from annotate.analysis.report import N_BINS
+from annotate.store import Store
+from tests.test_analysis_support import DEMO_LABELS, demo_with_gold, import_demo
+
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+IMG = re.compile(r'<img alt="([^"]*)" src="data:image/png;base64,([A-Za-z0-9+/=]+)">')
+
+
+@pytest.fixture
+def gold_db(cli, db_path, tmp_path):
+    return demo_with_gold(cli, db_path, tmp_path)
+
+
+def _png(data: bytes):
+    assert data.startswith(PNG_SIGNATURE)
+    pixels = mpimg.imread(io.BytesIO(data), format="png")
+    assert pixels.ndim == 3 and pixels.shape[0] > 200 and pixels.shape[1] > 600
+    return pixels
+
+
+def test_html_report_embeds_the_charts_and_tables(cli, gold_db, tmp_path) -> None:
+    out = tmp_path / "report"
+    r = cli("report", "--codebook", "traum", "--out", str(out))
+    assert r.exit_code == 0, r.output
+    assert f"wrote {out / 'report.html'} (5 charts, 6 tables" in r.stdout
+    assert "traum: labels by gold (228 actions), then llm:fake (115 actions)" in r.stdout
+    assert "mental_model: labels by gold (343 actions)" in r.stdout
+    html = (out / "report.html").read_text(encoding="utf-8")
+    # self-contained: every image is a data URI, nothing is fetched
+    assert "<script" not in html and 'src="http' not in html and "<link" not in html
+    images = IMG.findall(html)
+    assert [alt for alt, _ in images] == [
+        "Traum grounding acts (act) by condition",
+        "Traum grounding acts (act) by role",
+        "Same page (Q4 = yes) within each traum code",
+        "Q2 answers within each traum code",
+        "Alignment over task progress",
+    ]
+    pngs = sorted(out.glob("*.png"))
+    assert len(pngs) == 5
+    for (_, data), path in zip(images, pngs, strict=True):
+        decoded = base64.b64decode(data)
+        _png(decoded)
+        assert decoded == path.read_bytes()
+    for title in [
+        "Sessions and actions per session",
+        "traum act: share of each code by condition",
+        "traum act: share of each code by role",
+        "Within each traum act code: same page (Q4 = yes) and Q2 answers",
+        "Alignment (Q1 = t3, Q2 = p1, Q4 = yes) over task progress, by condition",
+        "Inter-coder agreement",
+    ]:
+        assert f">{title}</h3>" in html
+    assert html.count("<table") == 6
+    assert "<p>no LLM validation stored.</p>" in html
+    assert "<td>Acknowledge</td>" in html and "<td>hidden</td>" in html
+
+
+def test_report_numbers(cli, gold_db, tmp_path) -> None:
+    out = tmp_path / "r"
+    assert cli("report", "--codebook", "traum", "--out", str(out)).exit_code == 0
+    labels = pd.read_csv(DEMO_LABELS)
+    ana = labels[labels["coder"] == "ana"].reset_index(drop=True)
+    gold = ana[ana.index % 3 != 0].set_index("action_id")["value"]
+    llm = labels[labels["coder"] == "ben"].set_index("action_id")["value"]
+    counted = gold.reindex(llm.index).fillna(llm)  # gold where present, else llm:fake
+    with Store(gold_db) as s:
+        conditions = {r["id"]: r["condition"] for r in s.query("SELECT id, condition FROM actions")}
+    frame = pd.DataFrame({"act": counted, "condition": counted.index.map(conditions)})
+    expected = pd.crosstab(frame["act"], frame["condition"], normalize="columns")
+    table = pd.read_csv(out / "traum_act_by_condition.csv").set_index("code")
+    for act in expected.index:
+        for condition in ("hidden", "visible"):
+            got = float(table.loc[act, condition])
+            assert got == pytest.approx(expected.loc[act, condition])
+    assert int(table.loc["n", "hidden"]) == 184 and int(table.loc["n", "visible"]) == 159
+    # agreement: the agreement package on ana, ben and caro
+    rows = pd.read_csv(out / "agreement.csv")
+    traum = rows[rows["codebook"] == "traum"].iloc[0]
+    humans = labels.rename(columns={"action_id": "item"})[["item", "coder", "value"]]
+    assert traum["fleiss kappa"] == pytest.approx(agreement.fleiss_kappa(humans).kappa, abs=1e-3)
+    assert traum["coders"] == "ana, ben, caro" and traum["items"] == 343
+    mm = rows[rows["codebook"] == "mental_model"].iloc[0]
+    assert "0 human coder(s)" in mm["note"]
+    # alignment over progress, recomputed from the stored mental-model answers
+    with Store(gold_db) as s:
+        pos = pd.DataFrame(s.action_positions()).set_index("action_id")
+        mm_labels = pd.DataFrame(s.label_rows("mental_model", coders=["gold"]))
+    wide = mm_labels.pivot(index="action_id", columns="question", values="value")
+    wide["aligned"] = (wide["Q1"] == "t3") & (wide["Q2"] == "p1") & (wide["Q4"] == "yes")
+    wide = wide.join(pos)
+    wide["bin"] = wide["position"] * N_BINS // wide["session_length"]
+    expected = wide.groupby(["condition", "bin"])["aligned"].mean()
+    progress = pd.read_csv(out / "alignment_progress.csv").set_index("condition")
+    assert progress.loc["hidden", "0-20%"] == pytest.approx(expected[("hidden", 0)])
+    assert progress.loc["visible", "80-100%"] == pytest.approx(expected[("visible", 4)])
+    assert progress.loc["hidden", "n"] == 184
+
+
+def test_report_includes_a_stored_llm_validation(cli, gold_db, tmp_path) -> None:
+    with Store(gold_db) as s:
+        run = s.start_llm_run(
+            coder="llm:fake", model="fake-model", endpoint_host="127.0.0.1", codebook="traum",
+            codebook_hash="h", split="main", prompt_hash="p", shot_ids=[], temperature=0.0,
+            votes=1, context=8, validate_only=1,
+        )  # fmt: skip
+        s.update_llm_run(run, status="done", gate="passed", kappa=0.71, finished_at="now")
+    out = tmp_path / "r"
+    assert cli("report", "--codebook", "traum", "--out", str(out)).exit_code == 0
+    html = (out / "report.html").read_text()
+    assert "no LLM validation stored" not in html
+    assert ">LLM validation</h3>" in html and "<td>passed</td>" in html
+    assert '<td class="num">0.710</td>' in html
+    assert pd.read_csv(out / "llm_validation.csv").iloc[0]["kappa"] == 0.71
+
+
+def test_report_needs_gold_or_llm_or_coders(cli, tmp_path) -> None:
+    import_demo(cli)
+    r = cli("report", "--codebook", "traum", "--out", str(tmp_path / "r"))
+    assert r.exit_code == 1
+    assert "error: codebook 'traum' has no gold or LLM labels (coders: ana, ben, caro)" in r.stderr
+    assert "hint: pass --coders ana" in r.stderr
+    assert not (tmp_path / "r").exists()
+    r = cli("report", "--codebook", "traum", "--coders", "ana,ben", "--by", "action_type",
+            "--out", str(tmp_path / "r"))  # fmt: skip
+    assert r.exit_code == 0, r.output
+    assert "traum: labels by ana (343 actions), then ben (0 actions) [--coders]" in r.stdout
+    table = pd.read_csv(tmp_path / "r" / "traum_act_by_action_type.csv")
+    assert {"message", "draw", "reset"} <= set(table.columns)
+    assert "Mental model" not in (tmp_path / "r" / "report.html").read_text()
+    r = cli("report", "--codebook", "traum", "--coders", "zoe", "--out", str(tmp_path / "z"))
+    assert r.exit_code == 1 and "--coders: 'zoe' has no labels for codebook 'traum'" in r.stderr
+    r = cli("report", "--codebook", "traum", "--by", "colour", "--coders", "ana")
+    assert r.exit_code == 1 and "--by: unknown column 'colour'" in r.stderr
+
+
+def test_report_on_a_split_part(cli, gold_db, tmp_path) -> None:
+    assert cli("split-sessions", "--test", "1", "--per", "condition").exit_code == 0
+    out = tmp_path / "r"
+    r = cli("report", "--codebook", "traum", "--split", "main", "--out", str(out))
+    assert r.exit_code == 0, r.output
+    by_split = pd.read_csv(out / "traum_act_by_split.csv").set_index("code")
+    assert int(by_split.loc["n", "train"]) + int(by_split.loc["n", "test"]) == 343
+    data = pd.read_csv(out / "dataset.csv")
+    assert set(data["split"]) == {"all", "train", "test"}
+    r = cli("report", "--codebook", "traum", "--split", "main", "--part", "test",
+            "--out", str(tmp_path / "t"))  # fmt: skip
+    assert r.exit_code == 0, r.output
+    html = (tmp_path / "t" / "report.html").read_text()
+    assert "Scope: split &#x27;main&#x27;, test part." in html
+    assert "2 sessions and" in html
+    r = cli("report", "--codebook", "traum", "--part", "test")
+    assert r.exit_code == 1 and "--part needs --split NAME" in r.stderr
+
+
+def test_maptask_report_with_corpus_labels(cli, shared, db_path, tmp_path) -> None:
+    r = cli("import", str(shared / "maptask" / "dialogues"), "--labels-as", "hcrc",
+            "--codebook", "hcrc_moves")  # fmt: skip
+    assert r.exit_code == 0
+    out = tmp_path / "mt"
+    r = cli("report", "--codebook", "hcrc_moves", "--coders", "hcrc", "--out", str(out))
+    assert r.exit_code == 0, r.output
+    assert "hcrc_moves: labels by hcrc (21052 actions) [--coders]" in r.stdout
+    table = pd.read_csv(out / "hcrc_moves_move_by_condition.csv").set_index("code")
+    assert table.loc["n", "ec"] == 8743 and table.loc["n", "nc"] == 12309
+    assert table.drop(index="n")[["ec", "nc"]].astype(float).sum().round(6).tolist() == [1, 1]
+    by_role = pd.read_csv(out / "hcrc_moves_move_by_role.csv").set_index("code")
+    assert list(by_role.columns[1:]) == ["guide", "follower"]
+    assert float(by_role.loc["instruct", "guide"]) > float(by_role.loc["instruct", "follower"])
+    html = (out / "report.html").read_text()
+    assert len(IMG.findall(html)) == 2
+    assert "1 human coder(s) (hcrc): no agreement to measure" in html
+
+
+def test_report_modules_load_matplotlib_only_when_drawing() -> None:
+    code = (
+        "import json, sys\n"
+        "import annotate.commands.analysis, annotate.analysis.report\n"
+        "print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in "
+        "('matplotlib', 'agreement'))))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert json.loads(out.stdout) == []
+
+
+def test_charts_are_greyscale(gold_db, tmp_path) -> None:
+    from annotate.analysis.report import build_report, write_report
+
+    with Store(gold_db) as s:
+        files = write_report(build_report(s, "traum", n_boot=10), tmp_path / "g")
+    for path in files.charts:
+        pixels = _png(path.read_bytes())[..., :3]
+        spread = pixels.max(axis=2) - pixels.min(axis=2)  # 0 for grey pixels
+        assert float(spread.max()) < 0.02, path.name
+    assert Path(files.html).name == "report.html"
+
+
+def test_report_lists_stored_agreement_runs(cli, gold_db, tmp_path) -> None:
+    with Store(gold_db) as s:
+        if not s.query("SELECT 1 FROM sqlite_master WHERE name = 'agreement_runs'"):
+            pytest.skip("agreement runs (migration 3) are not in this checkout")
+        columns = s.query("PRAGMA table_info(agreement_runs)")
+        values = {}
+        for c in columns:
+            if c["pk"] or not c["notnull"] or c["dflt_value"] is not None:
+                continue
+            values[c["name"]] = 1 if c["type"].upper() == "INTEGER" else "[]"
+        values |= {"codebook": "traum", "coders": '["ana", "ben", "caro"]',
+                   "results": json.dumps({"act": {"fleiss": {"kappa": 0.58, "n": 3}}})}  # fmt: skip
+        marks = ", ".join("?" * len(values))
+        with s.transaction() as conn:
+            conn.execute(
+                f"INSERT INTO agreement_runs ({', '.join(values)}) VALUES ({marks})",
+                tuple(values.values()),
+            )
+    out = tmp_path / "r"
+    assert cli("report", "--codebook", "traum", "--out", str(out)).exit_code == 0
+    html = (out / "report.html").read_text()
+    assert ">Stored agreement runs (annotate agree)</h3>" in html
+    assert "<td>act.fleiss.kappa=0.580</td>" in html and "<td>ana, ben, caro</td>" in html
+
+
+def test_headline_figures() -> None:
+    from annotate.analysis.report import headline_figures
+
+    results = {"questions": [{"id": "Q1", "fleiss": {"kappa": 0.5}, "alpha": {"alpha": 0.25}}]}
+    assert (
+        headline_figures(results) == "questions.0.fleiss.kappa=0.500, questions.0.alpha.alpha=0.250"
+    )
+    assert headline_figures(None) == "" and headline_figures("text") == ""
