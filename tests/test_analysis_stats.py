@@ -78,3 +78,9 @@ def test_maptask_stats(cli, shared) -> None:
         == 21052
     )
     assert rows[("all", "all", "all")]["draws_mean"] == 0  # speech only
+
+
+def test_stats_on_an_empty_project_says_what_to_do(cli, store) -> None:
+    r = cli("stats")
+    assert r.exit_code == 1
+    assert "error: no actions yet" in r.stderr and "annotate import PATH" in r.stderr

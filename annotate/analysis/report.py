@@ -37,7 +37,7 @@ import pandas as pd
 from annotate.analysis.coders import GOLD, LabelSource, is_llm, label_source
 from annotate.analysis.stats import MEASURES, NO_VALUE, role_key, stats
 from annotate.codebook import Codebook, Question
-from annotate.errors import AnnotateError, UsageError
+from annotate.errors import AnnotateError, NotFoundError, UsageError
 from annotate.store import Store
 
 MENTAL_MODEL = "mental_model"
@@ -169,7 +169,7 @@ def _share_table(
 def _chart_data(shares: pd.DataFrame) -> pd.DataFrame:
     """Drop codes nobody used in any group (the table keeps them)."""
     data = shares[(shares > 0).any(axis=1)].copy()
-    data.columns = [str(c) for c in data.columns]
+    data.columns = pd.Index([str(c) for c in data.columns], name=shares.columns.name)
     return data
 
 
@@ -695,7 +695,16 @@ def build_report(
         raise UsageError(f"--part: unknown part '{part}'", hint="choices: all, train, test")
     if part and part != "all" and not split:
         raise UsageError("--part needs --split NAME")
-    book = store.stored_codebook(codebook)
+    try:
+        book = store.stored_codebook(codebook)
+    except NotFoundError as exc:
+        stored = store.labelled_codebooks()
+        raise NotFoundError(
+            exc.message,
+            hint="codebooks with labels: " + ", ".join(stored)
+            if stored
+            else "import or code labels first",
+        ) from exc
     source = label_source(store, codebook, coders)
     parts = store.session_split_parts(split) if split else None
     actions = _actions(store, parts, part)

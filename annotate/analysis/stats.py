@@ -12,6 +12,7 @@ from typing import Any
 
 import pandas as pd
 
+from annotate.errors import UsageError
 from annotate.store import Store
 
 ALL = "all"
@@ -105,4 +106,7 @@ def dataset_stats(
 def stats(store: Store, split: str | None = None) -> list[dict[str, Any]]:
     """The stats table of the project file (optionally per part of a stored session split)."""
     parts = store.session_split_parts(split) if split else None
-    return dataset_stats(session_counts(store.session_type_counts()), parts)
+    rows = store.session_type_counts()
+    if not rows:
+        raise UsageError("no actions yet", hint="run `annotate import PATH` first")
+    return dataset_stats(session_counts(rows), parts)

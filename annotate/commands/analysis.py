@@ -167,7 +167,9 @@ def split_sessions_command(
 
 
 def merge_command(
-    others: Annotated[list[Path], typer.Argument(help="Other project files to merge in.")],
+    others: Annotated[
+        list[Path], typer.Argument(help="Other project files to merge in.", metavar="OTHER.db")
+    ],
     prefer: Annotated[
         Prefer,
         typer.Option(help="On a conflicting label: keep ours, or take the newer answer."),
