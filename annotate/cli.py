@@ -6,7 +6,7 @@ import typer
 from typer.core import TyperGroup
 
 from annotate import __version__
-from annotate.commands import analysis, codebooks, data, llm, samples, status
+from annotate.commands import agree, analysis, code, codebooks, data, llm, samples, status
 from annotate.commands.common import err_console
 from annotate.errors import AnnotateError
 
@@ -51,7 +51,7 @@ def root(
     """Code collaboration logs, measure agreement, validate an LLM coder."""
 
 
-for module in (data, samples, codebooks, status, llm, analysis):
+for module in (data, samples, codebooks, status, llm, analysis, code, agree):
     module.register(app)
 
 

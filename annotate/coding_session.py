@@ -1,0 +1,764 @@
+"""A coder's session over a sample, without any UI.
+
+:class:`CodingSession` decides which item and which question are current, what each key
+does, when an answer is written (at once, one transaction each, through the store), how
+long the coder spent on each item, where a session resumes and what "undo" restores. The
+Textual app (``annotate.tui``) only draws this state and forwards keys to it, so all of
+the behaviour is tested here with plain unit tests.
+
+Vocabulary: an *item* is one action of the sample that the codebook applies to; a
+*choice* is one thing a key does for the current question (pick an option, answer yes or
+no, toggle a reason, "other").
+"""
+
+from __future__ import annotations
+
+import re
+import statistics
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Literal
+
+from annotate.codebook import NO, OTHER, YES, Answer, Codebook, LoadedCodebook, Question
+from annotate.errors import CodebookError, NotFoundError, UsageError
+from annotate.models import Action, describe
+from annotate.store import Store
+from annotate.store.coding import CodingQueries, parse_time
+
+DEFAULT_SAMPLE = "main"
+IDLE_CAP_S = 300.0
+"""Longest stretch counted as work on one item: a coder who walks away is not coding."""
+RESERVED_CODERS = {"gold": "adjudicated gold labels (made with `annotate adjudicate`)"}
+CODER_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@+-]{0,63}$")
+
+
+# -- keys -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Command:
+    """A session command and its key (a Textual key name); ``char`` is its printable form."""
+
+    id: str
+    key: str
+    label: str
+    description: str
+    char: str | None = None
+    fallback: str | None = None
+
+
+COMMANDS: tuple[Command, ...] = (
+    Command("prev", "left", "back", "Previous item"),
+    Command("next", "right", "next", "Next item"),
+    Command("undo", "backspace", "undo", "Undo the last answer or skip"),
+    Command("skip", "s", "skip", "Skip this item (come back to it later)", "s", "ctrl+s"),
+    Command("flag", "f", "flag", "Flag this item for discussion (again: unflag)", "f", "ctrl+f"),
+    Command("note", "m", "note", "Write a note on this item", "m", "f2"),
+    Command("goto", "g", "go to", "Go to item number ...", "g", "ctrl+g"),
+    Command("uncoded", "j", "next uncoded", "Jump to the next uncoded item", "j", "f3"),
+    Command("define", "question_mark", "define", "Definition, examples, instructions", "?", "f4"),
+    Command("help", "f1", "keys", "All keys"),
+    Command("quit", "q", "quit", "Quit (everything answered is already saved)", "q", "ctrl+q"),
+)
+QUESTION_KEYS = (
+    ("up / down", "highlight an option"),
+    ("enter", "choose the highlighted option; confirm the reasons"),
+    ("space", "toggle the highlighted reason"),
+    ("escape", "leave the reasons of a 'no' unanswered"),
+    ("tab / shift+tab", "next / previous question of this item"),
+    ("pageup / pagedown", "scroll the context (pageup at the top shows earlier turns)"),
+)
+
+
+def codebook_keys(codebook: Codebook) -> set[str]:
+    """Every character a question of this codebook uses as a shortcut."""
+    keys: set[str] = set()
+    for q in codebook.questions:
+        keys.update(o.key for o in q.options)
+        if q.allow_other:
+            keys.add(q.other_key)
+        if q.kind == "yes_no_reasons":
+            keys.update((q.yes_key, q.no_key))
+    return keys
+
+
+def command_keys(codebook: Codebook) -> dict[str, str]:
+    """Command id -> key; a command whose letter the codebook uses moves to its fallback."""
+    taken = codebook_keys(codebook)
+    return {c.id: (c.fallback if c.char in taken and c.fallback else c.key) for c in COMMANDS}
+
+
+# -- state ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Choice:
+    """What one key does for a question."""
+
+    key: str
+    code: str
+    label: str
+    role: Literal["value", "toggle"]
+    definition: str = ""
+    examples: tuple[str, ...] = ()
+    counterexamples: tuple[str, ...] = ()
+
+
+@dataclass
+class Item:
+    position: int
+    action: Action
+    questions: tuple[Question, ...]
+    answers: dict[str, Answer] = field(default_factory=dict)
+    flagged: bool = False
+    skipped: bool = False
+    note: str | None = None
+    seconds: float = 0.0
+
+    @property
+    def coded(self) -> bool:
+        return all(q.id in self.answers for q in self.questions)
+
+    @property
+    def todo(self) -> bool:
+        return not self.coded and not self.skipped
+
+    def first_open(self) -> int:
+        """Index of the first unanswered question (0 when all are answered)."""
+        for i, q in enumerate(self.questions):
+            if q.id not in self.answers:
+                return i
+        return 0
+
+
+@dataclass
+class Toggles:
+    """Reasons of a 'no' (or the choices of a multi-select question) being put together."""
+
+    question: Question
+    value: str | None
+    codes: set[str]
+
+
+@dataclass(frozen=True)
+class Feedback:
+    """What the UI should tell the coder (or ask them) after a key."""
+
+    kind: Literal["need_text", "info", "warning", "done"]
+    message: str = ""
+
+
+@dataclass(frozen=True)
+class Counts:
+    n: int
+    coded: int
+    skipped: int
+    flagged: int
+
+
+@dataclass(frozen=True)
+class ContextRow:
+    action: Action
+    text: str
+    offset_s: float | None
+    is_item: bool
+    after: bool
+
+
+@dataclass(frozen=True)
+class _Undo:
+    kind: Literal["answer", "skip"]
+    index: int
+    question: int
+    previous: Answer | None = None
+    was_skipped: bool = False
+
+
+# -- helpers --------------------------------------------------------------------------------
+
+
+def format_offset(seconds: float | None) -> str:
+    """``-1:05`` / ``+0:08`` relative to the item; ``now`` for the item itself."""
+    if seconds is None:
+        return ""
+    if abs(seconds) < 0.5:
+        return "now"
+    sign = "-" if seconds < 0 else "+"
+    s = round(abs(seconds))
+    h, rest = divmod(s, 3600)
+    m, s = divmod(rest, 60)
+    return f"{sign}{h}:{m:02d}:{s:02d}" if h else f"{sign}{m}:{s:02d}"
+
+
+def format_duration(seconds: float | None) -> str:
+    if seconds is None:
+        return "—"
+    s = round(seconds)
+    if s < 60:
+        return f"{s}s"
+    m = round(s / 60)
+    return f"{m}m" if m < 60 else f"{m // 60}h{m % 60:02d}m"
+
+
+def _time_of(action: Action, start: datetime | None) -> float | None:
+    t = parse_time(action.timestamp)
+    if t is not None and start is not None:
+        return (t - start).total_seconds()
+    return action.elapsed_s
+
+
+def check_coder(store: Store, codebook: str, coder: str) -> bool:
+    """Validate a coder name for coding; return True when the coder is new to this codebook.
+
+    New names are allowed (a new coder starts fresh). Refused: names that are not plain
+    identifiers, names reserved for non-human coders (``gold``, ``llm:...``), and a name
+    that differs from an existing coder's only in case (almost always a typo).
+    """
+    existing = store.coders(codebook)
+    choices = "existing coders: " + (", ".join(existing) if existing else "none yet")
+    if coder in RESERVED_CODERS:
+        raise UsageError(f"coder '{coder}' is reserved for {RESERVED_CODERS[coder]}", hint=choices)
+    if coder.startswith("llm:"):
+        raise UsageError(f"coder '{coder}' is reserved for the LLM coder", hint=choices)
+    if not CODER_PATTERN.match(coder):
+        raise UsageError(
+            f"coder name '{coder}' is not allowed",
+            hint="use letters, digits and . _ - @ + (no spaces); " + choices,
+        )
+    if coder in existing:
+        return False
+    clash = [c for c in existing if c.casefold() == coder.casefold()]
+    if clash:
+        raise UsageError(
+            f"coder '{coder}' differs from the existing coder '{clash[0]}' only in case",
+            hint=f"use --coder {clash[0]} to continue, or a clearly different name; {choices}",
+        )
+    return True
+
+
+def resolve_codebook(store: Store, name: str) -> LoadedCodebook:
+    """A codebook file by name or path; else the newest version stored in the project file."""
+    from annotate.codebook import find_codebook
+
+    try:
+        return find_codebook(name)
+    except CodebookError as exc:
+        stored = CodingQueries(store).stored_codebook_names()
+        if name in stored:
+            cb = store.stored_codebook(name)
+            return LoadedCodebook(cb, "", f"{name} (stored in the project file)")
+        if stored and exc.hint:
+            raise CodebookError(
+                exc.message, hint=f"{exc.hint}; stored in this file: {', '.join(stored)}"
+            ) from None
+        raise
+
+
+# -- the session ----------------------------------------------------------------------------
+
+
+class CodingSession:
+    """One coder coding one sample with one codebook. Every change is written at once."""
+
+    def __init__(
+        self,
+        store: Store,
+        loaded: LoadedCodebook,
+        coder: str,
+        sample: str | None = None,
+        *,
+        context: int = 8,
+        lookahead: int = 0,
+        clock: Callable[[], float] = time.monotonic,
+    ):
+        if context < 0 or lookahead < 0:
+            raise UsageError("--context and --lookahead must be 0 or more")
+        self.store = store
+        self.queries = CodingQueries(store)
+        self.codebook = loaded.codebook
+        self.coder = coder
+        self.context = context
+        self.lookahead = lookahead
+        self.clock = clock
+        self.sample = self._sample_name(sample)
+        self.is_new_coder = check_coder(store, self.codebook.name, coder)
+        if loaded.text:
+            store.register_codebook(loaded)
+        self.version_warning = self._version_warning()
+        self.keys = command_keys(self.codebook)
+        self.items, self.not_applicable = self._load_items()
+        if not self.items:
+            raise UsageError(
+                f"sample '{self.sample}' has no action that codebook '{self.codebook.name}' "
+                "applies to",
+                hint="it applies to: " + ", ".join(self.codebook.applies_to or ["any"]),
+            )
+        self._choices: dict[str, tuple[Choice, ...]] = {}
+        self._by_key: dict[str, dict[str, Choice]] = {}
+        self.undo_stack: list[_Undo] = []
+        self.toggles: Toggles | None = None
+        self.finished = False
+        self.index = 0
+        self.q_index = 0
+        self.highlight = 0
+        self._shown_at = clock()
+        self._enter(self.resume_index())
+
+    # -- loading ----------------------------------------------------------------------
+
+    def _sample_name(self, sample: str | None) -> str:
+        name = sample or DEFAULT_SAMPLE
+        if self.queries.sample_exists(name):
+            return name
+        others = self.queries.sample_names()
+        make = f"annotate sample --n 180 --seed 7 --name {name}"
+        if sample is None:
+            raise NotFoundError(
+                f"no sample named '{DEFAULT_SAMPLE}' (the one coded when --sample is not given)",
+                hint=(
+                    f"pass --sample NAME (samples: {', '.join(others)}), or make one with `{make}`"
+                    if others
+                    else f"draw one first: `{make}`"
+                ),
+            )
+        raise NotFoundError(
+            f"no sample named '{name}'",
+            hint=(f"samples: {', '.join(others)}" if others else f"draw one first: `{make}`"),
+        )
+
+    def _version_warning(self) -> str | None:
+        current = self.codebook.version_hash
+        versions = self.queries.coder_versions(self.codebook.name, self.coder)
+        older = [v for v in versions if v.version_hash != current and v.labels]
+        if not older:
+            return None
+        was = ", ".join(
+            f"v{v.version or '?'} ({v.version_hash}, {v.labels} answers)" for v in older
+        )
+        return (
+            f"Codebook '{self.codebook.name}' changed since you started: your earlier answers "
+            f"were made under {was}; it is now v{self.codebook.version} "
+            f"({current}). Those answers keep their version; new ones get the new one."
+        )
+
+    def _load_items(self) -> tuple[list[Item], int]:
+        ids = self.store.sample_ids(self.sample)
+        actions = self.store.actions_by_ids(ids)
+        items: list[Item] = []
+        by_id: dict[str, Item] = {}
+        skipped = 0
+        for action in actions:
+            qs = tuple(self.codebook.questions_for(action.action_type))
+            if not self.codebook.applies(action.action_type) or not qs:
+                skipped += 1
+                continue
+            item = Item(len(items), action, qs)
+            items.append(item)
+            by_id[action.id] = item
+        rows = self.store.label_rows(self.codebook.name, coders=[self.coder], action_ids=ids)
+        for r in rows:  # blind: only this coder's rows are ever read
+            item = by_id.get(r["action_id"])
+            if item is None:
+                continue
+            if r["value"] is not None or r["codes"]:
+                item.answers[r["question"]] = Answer(r["value"], r["codes"], r["other_text"])
+            item.flagged = item.flagged or bool(r["flagged"])
+            item.skipped = item.skipped or bool(r["skipped"])
+            item.note = item.note or r["note"]
+            item.seconds += r["seconds"] or 0.0
+        return items, skipped
+
+    # -- where we are -----------------------------------------------------------------
+
+    @property
+    def n(self) -> int:
+        return len(self.items)
+
+    @property
+    def item(self) -> Item:
+        return self.items[self.index]
+
+    @property
+    def question(self) -> Question:
+        return self.item.questions[self.q_index]
+
+    def resume_index(self) -> int:
+        """The first item not yet coded (nor skipped); else the first skipped; else 0."""
+        for predicate in (lambda it: it.todo, lambda it: not it.coded):
+            for item in self.items:
+                if predicate(item):
+                    return item.position
+        return 0
+
+    def counts(self) -> Counts:
+        coded = skipped = flagged = 0
+        for item in self.items:
+            if item.coded:
+                coded += 1
+            elif item.skipped:
+                skipped += 1
+            if item.flagged:
+                flagged += 1
+        return Counts(self.n, coded, skipped, flagged)
+
+    def pace_seconds(self) -> float | None:
+        """The coder's median time per coded item (None before three timed items)."""
+        times = [it.seconds for it in self.items if it.coded and it.seconds > 0]
+        return statistics.median(times) if len(times) >= 3 else None
+
+    def eta_seconds(self) -> float | None:
+        pace = self.pace_seconds()
+        if pace is None:
+            return None
+        return pace * sum(1 for it in self.items if not it.coded)
+
+    # -- choices ----------------------------------------------------------------------
+
+    def choices(self, question: Question | None = None) -> tuple[Choice, ...]:
+        q = question or self.question
+        if q.id not in self._choices:
+            out: list[Choice] = []
+            if q.kind == "yes_no_reasons":
+                out += [
+                    Choice(q.yes_key, YES, "Yes", "value"),
+                    Choice(q.no_key, NO, "No (then choose the reasons)", "value"),
+                ]
+            role: Literal["value", "toggle"] = "value" if q.kind == "single" else "toggle"
+            for o in q.options:
+                out.append(
+                    Choice(
+                        o.key,
+                        o.code,
+                        o.label,
+                        role,
+                        o.definition,
+                        tuple(o.examples),
+                        tuple(o.counterexamples),
+                    )
+                )
+            if q.allow_other:
+                out.append(Choice(q.other_key, OTHER, "Other (describe it)", role))
+            self._choices[q.id] = tuple(out)
+            self._by_key[q.id] = {c.key: c for c in out}
+        return self._choices[q.id]
+
+    def handles(self, char: str | None) -> bool:
+        """Whether this printable character is a shortcut of the current question."""
+        if not char:
+            return False
+        self.choices()
+        return char in self._by_key[self.question.id]
+
+    def is_selected(self, choice: Choice) -> bool:
+        """Marked in the UI: the stored answer, or a toggle currently switched on."""
+        q = self.question
+        if self.toggles is not None and self.toggles.question.id == q.id:
+            if choice.role == "toggle":
+                return choice.code in self.toggles.codes
+            return choice.code == self.toggles.value
+        answer = self.item.answers.get(q.id)
+        if answer is None:
+            return False
+        if choice.role == "toggle":
+            return choice.code in answer.codes
+        return choice.code == answer.value
+
+    @property
+    def highlighted(self) -> Choice:
+        choices = self.choices()
+        return choices[min(self.highlight, len(choices) - 1)]
+
+    def move_highlight(self, delta: int) -> None:
+        self.highlight = (self.highlight + delta) % len(self.choices())
+
+    # -- answering --------------------------------------------------------------------
+
+    def press(self, char: str) -> Feedback | None:
+        """The coder pressed a shortcut of the current question (see :meth:`handles`)."""
+        self.choices()
+        choice = self._by_key[self.question.id].get(char)
+        if choice is None:
+            return None
+        self.highlight = self.choices().index(choice)
+        return self._choose(choice)
+
+    def _choose(self, choice: Choice) -> Feedback | None:
+        q = self.question
+        if choice.role == "toggle":
+            if self.toggles is None:
+                answer = self.item.answers.get(q.id)
+                keep = answer is not None and answer.value in (NO, None)
+                start = set(answer.codes) if answer is not None and keep else set()
+                self.toggles = Toggles(q, NO if q.kind == "yes_no_reasons" else None, start)
+            self.toggles.codes ^= {choice.code}
+            return None
+        if choice.code == NO and q.kind == "yes_no_reasons":
+            if self.toggles is None:
+                answer = self.item.answers.get(q.id)
+                start = set(answer.codes) if answer and answer.value == NO else set()
+                self.toggles = Toggles(q, NO, start)
+            return Feedback("info", "Choose every reason that applies, then press Enter.")
+        self.toggles = None
+        if choice.code == OTHER:
+            return Feedback("need_text", f"{q.id}: describe the 'other' answer")
+        return self._store(Answer(choice.code))
+
+    def choose_highlighted(self) -> Feedback | None:
+        """Enter: confirm the reasons being put together, else choose the highlighted option."""
+        if self.toggles is not None:
+            return self.confirm()
+        return self._choose(self.highlighted)
+
+    def toggle_highlighted(self) -> Feedback | None:
+        """Space: toggle the highlighted reason (or choose the highlighted option)."""
+        return self._choose(self.highlighted)
+
+    def confirm(self) -> Feedback | None:
+        t = self.toggles
+        if t is None:
+            return None
+        if not t.codes:
+            what = "reason" if t.value == NO else "option"
+            return Feedback("warning", f"Choose at least one {what} first (or Escape).")
+        if OTHER in t.codes:
+            return Feedback("need_text", f"{t.question.id}: describe the 'other' reason")
+        self.toggles = None
+        return self._store(Answer(t.value, tuple(sorted(t.codes))))
+
+    def cancel(self) -> None:
+        """Escape: drop the reasons being put together (nothing was stored yet)."""
+        self.toggles = None
+
+    def answer_other(self, text: str) -> Feedback | None:
+        """The free text of an "other" answer (after a ``need_text`` feedback)."""
+        text = text.strip()
+        if not text:
+            return Feedback("warning", "'Other' needs a short description.")
+        t = self.toggles
+        if t is not None:
+            self.toggles = None
+            return self._store(Answer(t.value, tuple(sorted(t.codes)), text))
+        return self._store(Answer(OTHER, other_text=text))
+
+    def _store(self, answer: Answer) -> Feedback | None:
+        item, q = self.item, self.question
+        answer.check(q)
+        previous = item.answers.get(q.id)
+        seconds = self._lap()
+        self.store.save_answer(
+            item.action.id, self.codebook, q.id, self.coder, answer, seconds=seconds
+        )
+        was_skipped = item.skipped
+        item.answers[q.id] = answer
+        item.seconds += seconds
+        if was_skipped:  # an answered item is no longer skipped
+            self.store.set_skipped(
+                item.action.id, self.codebook, self.coder, [x.id for x in item.questions], False
+            )
+            item.skipped = False
+        self.undo_stack.append(_Undo("answer", self.index, self.q_index, previous, was_skipped))
+        if self.q_index + 1 < len(item.questions):
+            self._set_question(self.q_index + 1)
+            return None
+        return self._advance()
+
+    def _advance(self) -> Feedback | None:
+        """After an item is done: the next item still to do, after this one if any."""
+        target = self._next_open()
+        if target is None:
+            self.finished = True
+            return Feedback("done", f"All {self.n} items are coded. Press q to quit.")
+        wrapped = target.position <= self.index
+        self._enter(target.position)
+        if wrapped:
+            return Feedback(
+                "info", f"Back to the first item still to code, #{target.position + 1}."
+            )
+        return None
+
+    def _next_open(self) -> Item | None:
+        """The next item neither coded nor skipped (wrapping round), else the next skipped."""
+        order = self.items[self.index + 1 :] + self.items[: self.index + 1]
+        return next((it for it in order if it.todo), None) or next(
+            (it for it in order if not it.coded), None
+        )
+
+    # -- moving -----------------------------------------------------------------------
+
+    def _lap(self) -> float:
+        now = self.clock()
+        spent = min(max(now - self._shown_at, 0.0), IDLE_CAP_S)
+        self._shown_at = now
+        return spent
+
+    def _leave(self) -> None:
+        """Count the time spent on the current item without answering (if it has a row)."""
+        spent = self._lap()
+        item = self.item
+        if spent <= 0 or not (item.answers or item.skipped or item.flagged or item.note):
+            return
+        q = self.question.id if self.question.id in item.answers else None
+        q = q or next(iter(item.answers), None) or item.questions[0].id
+        self.store.add_seconds(item.action.id, self.codebook, self.coder, q, spent)
+        item.seconds += spent
+
+    def _enter(self, index: int, question: int | None = None) -> None:
+        self.index = index
+        self.toggles = None
+        self._set_question(self.item.first_open() if question is None else question)
+
+    def _set_question(self, q_index: int) -> None:
+        self.q_index = q_index
+        self.toggles = None
+        answer = self.item.answers.get(self.question.id)
+        self.highlight = 0
+        if answer is not None:
+            for i, c in enumerate(self.choices()):
+                if c.role == "value" and c.code == answer.value:
+                    self.highlight = i
+                    break
+
+    def go(self, delta: int) -> Feedback | None:
+        target = self.index + delta
+        if not 0 <= target < self.n:
+            return Feedback("info", "First item." if target < 0 else "Last item.")
+        self._leave()
+        self._enter(target)
+        return None
+
+    def goto(self, number: int) -> Feedback | None:
+        """Go to item ``number`` (1-based, as shown)."""
+        if not 1 <= number <= self.n:
+            return Feedback("warning", f"No item #{number}: items are numbered 1 to {self.n}.")
+        self._leave()
+        self._enter(number - 1)
+        return None
+
+    def next_uncoded(self) -> Feedback | None:
+        target = self._next_open()
+        if target is None:
+            return Feedback("info", f"All {self.n} items are coded.")
+        if target.position != self.index:
+            self._leave()
+            self._enter(target.position)
+        return None
+
+    def step_question(self, delta: int) -> None:
+        """Move among the questions of the current item (multi-question codebooks)."""
+        n = len(self.item.questions)
+        if n > 1:
+            self._set_question((self.q_index + delta) % n)
+
+    def close(self) -> None:
+        """Count the time spent on the current item (called when the coder quits)."""
+        self._leave()
+
+    # -- marks ------------------------------------------------------------------------
+
+    def skip(self) -> Feedback | None:
+        item = self.item
+        if item.coded:
+            return Feedback("info", "This item is coded; nothing to skip.")
+        ids = [q.id for q in item.questions]
+        self.store.set_skipped(item.action.id, self.codebook, self.coder, ids, True)
+        was = item.skipped
+        item.skipped = True
+        self._leave()
+        self.undo_stack.append(_Undo("skip", self.index, self.q_index, None, was))
+        return self._advance()
+
+    def toggle_flag(self) -> Feedback:
+        item = self.item
+        item.flagged = not item.flagged
+        self.store.set_flag(
+            item.action.id, self.codebook, self.coder, [q.id for q in item.questions], item.flagged
+        )
+        return Feedback("info", "Flagged for discussion." if item.flagged else "Flag removed.")
+
+    def set_note(self, text: str) -> Feedback:
+        item = self.item
+        item.note = text.strip() or None
+        self.store.set_note(
+            item.action.id, self.codebook, self.coder, [q.id for q in item.questions], item.note
+        )
+        return Feedback("info", "Note saved." if item.note else "Note removed.")
+
+    # -- undo -------------------------------------------------------------------------
+
+    def undo(self) -> Feedback | None:
+        """Take back the last answer (or skip) of this run and go back to it."""
+        if not self.undo_stack:
+            return Feedback("info", "Nothing to undo.")
+        entry = self.undo_stack.pop()
+        self._lap()
+        item = self.items[entry.index]
+        ids = [q.id for q in item.questions]
+        if entry.kind == "skip":
+            item.skipped = entry.was_skipped
+            self.store.set_skipped(item.action.id, self.codebook, self.coder, ids, item.skipped)
+            self._enter(entry.index, entry.question)
+            return Feedback("info", f"Skip of item #{entry.index + 1} undone.")
+        q = item.questions[entry.question]
+        if entry.previous is None:
+            self.store.clear_answer(item.action.id, self.codebook.name, q.id, self.coder)
+            item.answers.pop(q.id, None)
+        else:
+            self.store.save_answer(item.action.id, self.codebook, q.id, self.coder, entry.previous)
+            item.answers[q.id] = entry.previous
+        if entry.was_skipped:
+            item.skipped = True
+            self.store.set_skipped(item.action.id, self.codebook, self.coder, ids, True)
+        self.finished = False
+        self._enter(entry.index, entry.question)
+        return Feedback("info", f"Answer to {q.id} of item #{entry.index + 1} undone.")
+
+    # -- what is shown ----------------------------------------------------------------
+
+    def context_rows(self, more: int = 0) -> list[ContextRow]:
+        """The item among its preceding (``context + more``) and following turns."""
+        action = self.item.action
+        around = self.store.context(action, before=self.context + more, after=self.lookahead)
+        start = self.queries.session_start(action.session)
+        t0 = _time_of(action, start)
+        rows: list[ContextRow] = []
+        placed = False
+        for a in around:
+            if not placed and a.seq > action.seq:
+                rows.append(
+                    ContextRow(
+                        action, describe(action), 0.0 if t0 is not None else None, True, False
+                    )
+                )
+                placed = True
+            t = _time_of(a, start)
+            offset = t - t0 if t is not None and t0 is not None else None
+            rows.append(ContextRow(a, describe(a), offset, False, placed))
+        if not placed:
+            rows.append(
+                ContextRow(action, describe(action), 0.0 if t0 is not None else None, True, False)
+            )
+        return rows
+
+    def item_time(self) -> float | None:
+        """Seconds into its session at which the current item happened."""
+        action = self.item.action
+        return _time_of(action, self.queries.session_start(action.session))
+
+    def answer_summary(self, item: Item | None = None) -> list[tuple[str, str | None]]:
+        """(question id, short answer or None) for each question of an item."""
+        item = item or self.item
+        out: list[tuple[str, str | None]] = []
+        for q in item.questions:
+            a = item.answers.get(q.id)
+            if a is None:
+                out.append((q.id, None))
+                continue
+            text = a.value or ""
+            if a.codes:
+                text = (text + ": " if text else "") + "+".join(a.codes)
+            if a.other_text:
+                text += f" ({a.other_text})"
+            out.append((q.id, text))
+        return out

@@ -1,0 +1,76 @@
+"""Queries the coding screen needs beyond the shared mixins.
+
+Kept as a small helper over an open :class:`~annotate.store.Store` (composition, not a
+mixin) so that adding it changes nothing for the other parts of the store. All SQL of the
+coding session lives here or in the mixins it calls.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from annotate.store.base import StoreBase
+
+
+@dataclass(frozen=True)
+class CoderVersion:
+    """One codebook version a coder has labels under."""
+
+    version_hash: str
+    version: str | None
+    labels: int
+    first_at: str
+
+
+class CodingQueries:
+    def __init__(self, store: StoreBase):
+        self.store = store
+        self._session_start: dict[str, datetime | None] = {}
+
+    def coder_versions(self, codebook: str, coder: str) -> list[CoderVersion]:
+        """The codebook versions this coder's answers were made under, oldest first."""
+        rows = self.store.conn.execute(
+            "SELECT l.codebook_hash AS h, c.version AS version, "
+            "sum(l.value IS NOT NULL OR l.codes IS NOT NULL) AS n, min(l.created_at) AS first_at "
+            "FROM labels l LEFT JOIN codebooks c "
+            "ON c.name = l.codebook AND c.version_hash = l.codebook_hash "
+            "WHERE l.codebook = ? AND l.coder = ? GROUP BY l.codebook_hash ORDER BY first_at",
+            (codebook, coder),
+        ).fetchall()
+        return [CoderVersion(r["h"], r["version"], r["n"] or 0, r["first_at"]) for r in rows]
+
+    def session_start(self, session: str) -> datetime | None:
+        """When the session's first action happened (None if it has no timestamps)."""
+        if session not in self._session_start:
+            row = self.store.conn.execute(
+                "SELECT timestamp FROM actions WHERE session = ? AND timestamp IS NOT NULL "
+                "ORDER BY seq LIMIT 1",
+                (session,),
+            ).fetchone()
+            self._session_start[session] = parse_time(row[0]) if row else None
+        return self._session_start[session]
+
+    def sample_exists(self, name: str) -> bool:
+        return (
+            self.store.conn.execute("SELECT 1 FROM samples WHERE name = ?", (name,)).fetchone()
+            is not None
+        )
+
+    def sample_names(self) -> list[str]:
+        return [r[0] for r in self.store.conn.execute("SELECT name FROM samples ORDER BY name")]
+
+    def stored_codebook_names(self) -> list[str]:
+        return [
+            r[0] for r in self.store.conn.execute("SELECT DISTINCT name FROM codebooks ORDER BY 1")
+        ]
+
+
+def parse_time(value: Any) -> datetime | None:
+    if not value:
+        return None
+    try:
+        return datetime.fromisoformat(str(value).replace("Z", "+00:00"))
+    except ValueError:
+        return None

@@ -1,0 +1,1 @@
+"""The Textual coding app (`annotate code`): a thin layer over :mod:`annotate.coding_session`."""

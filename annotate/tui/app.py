@@ -1,0 +1,119 @@
+"""The coding app: ``make_app()`` builds it for the CLI, the tests and the benchmark.
+
+``make_app`` opens the project file and the :class:`~annotate.coding_session.CodingSession`
+before any UI exists, so a wrong codebook, coder or sample is a domain error the CLI
+prints as one line. The app then only pushes the coding screen.
+"""
+
+from __future__ import annotations
+
+import shlex
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+from textual.app import App
+
+from annotate.coding_session import COMMANDS, CodingSession, resolve_codebook
+from annotate.store import Store
+from annotate.tui.screens.coding import BINDING_PREFIX, CodingScreen
+
+
+class CodingApp(App[None]):
+    CSS_PATH = "app.tcss"
+    TITLE = "annotate"
+    ENABLE_COMMAND_PALETTE = False
+
+    def __init__(self, session: CodingSession, *, own_store: bool = True) -> None:
+        super().__init__()
+        self.session = session
+        self.own_store = own_store
+        self._closed = False
+        self.sub_title = f"{session.codebook.name} · {session.coder} · {session.sample}"
+
+    def on_mount(self) -> None:
+        defaults = {c.id: c.key for c in COMMANDS}
+        moved = {
+            BINDING_PREFIX + cid: key
+            for cid, key in self.session.keys.items()
+            if key != defaults[cid]
+        }
+        if moved:
+            self.set_keymap(moved)
+        self.push_screen(CodingScreen(self.session))
+
+    def on_unmount(self) -> None:
+        self.close_session()
+
+    def close_session(self) -> None:
+        """Count the time on the current item, then close the project file (once)."""
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            self.session.close()
+        finally:
+            if self.own_store:
+                self.session.store.close()
+
+
+def make_app(
+    db: Path | str,
+    codebook: str,
+    coder: str,
+    sample: str | None = None,
+    *,
+    context: int = 8,
+    lookahead: int = 0,
+    clock: Callable[[], float] | None = None,
+) -> CodingApp:
+    """Open ``db`` and a coding session; raise a domain error if it cannot start."""
+    store = Store(db, create=False)
+    try:
+        loaded = resolve_codebook(store, codebook)
+        kwargs = {"clock": clock} if clock is not None else {}
+        session = CodingSession(
+            store, loaded, coder, sample, context=context, lookahead=lookahead, **kwargs
+        )
+    except BaseException:
+        store.close()
+        raise
+    return CodingApp(session)
+
+
+def web_command(
+    db: Path | str,
+    codebook: str,
+    coder: str,
+    sample: str | None,
+    *,
+    context: int,
+    lookahead: int,
+) -> str:
+    """The shell command textual-serve runs for each browser that connects."""
+    argv = [
+        sys.executable,
+        "-m",
+        "annotate",
+        "code",
+        "--codebook",
+        str(Path(codebook).resolve()) if Path(codebook).is_file() else codebook,
+        "--coder",
+        coder,
+        "--context",
+        str(context),
+        "--lookahead",
+        str(lookahead),
+        "--db",
+        str(Path(db).resolve()),
+    ]
+    if sample:
+        argv += ["--sample", sample]
+    return shlex.join(argv)
+
+
+def serve_web(command: str, *, port: int, title: str) -> None:
+    """Serve ``command`` to browsers on 127.0.0.1:``port`` until Ctrl+C."""
+    from textual_serve.server import Server
+
+    Server(command, host="127.0.0.1", port=port, title=title).serve()

@@ -1,0 +1,1 @@
+"""Screens of the coding app: the main coding screen and its modal helpers."""

@@ -1,0 +1,274 @@
+"""The coding screen: draws the session and forwards every key to it."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable
+from typing import ClassVar
+
+from textual import events
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.screen import Screen
+
+from annotate.coding_session import COMMANDS, CodingSession, Feedback
+from annotate.errors import AnnotateError
+from annotate.tui.screens.help import DefinitionScreen, HelpScreen
+from annotate.tui.screens.prompt import TextPrompt
+from annotate.tui.widgets.context import ContextView
+from annotate.tui.widgets.keybar import KeyBar, key_label
+from annotate.tui.widgets.question import QuestionPanel
+from annotate.tui.widgets.status import StatusBar
+
+BINDING_PREFIX = "annotate."
+
+
+class CodingScreen(Screen[None]):
+    """Status, context, question, keys. Option keys go to the session before any binding."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        *(Binding(c.key, c.id, c.label, id=BINDING_PREFIX + c.id) for c in COMMANDS),
+        Binding("up", "highlight(-1)", "highlight", show=False),
+        Binding("down", "highlight(1)", "highlight", show=False),
+        Binding("enter", "enter", "choose", show=False),
+        Binding("space", "space", "toggle", show=False),
+        Binding("escape", "cancel", "cancel", show=False),
+        Binding("tab", "question(1)", "next question", show=False),
+        Binding("shift+tab", "question(-1)", "previous question", show=False),
+        Binding("pageup", "context_up", "earlier", show=False),
+        Binding("pagedown", "context_down", "later", show=False),
+    ]
+
+    def __init__(self, session: CodingSession) -> None:
+        super().__init__()
+        self.session = session
+        self._shown: tuple[int, int] | None = None
+        self._more = 0  # earlier turns asked for with PgUp (this item only)
+        self._fill = 0  # earlier turns that fit in a tall terminal anyway
+
+    def compose(self) -> ComposeResult:
+        yield StatusBar(self.session, id="status")
+        yield ContextView(id="context")
+        yield QuestionPanel(self.session, id="question")
+        yield KeyBar(self._key_entries(), id="keys")
+
+    def _key_entries(self) -> list[tuple[str, str, str]]:
+        k = {cid: key_label(key) for cid, key in self.session.keys.items()}
+        entries = [
+            (f"{k['prev']}/{k['next']}", "back/next", "screen.prev"),
+            (k["undo"], "undo", "screen.undo"),
+            (k["skip"], "skip", "screen.skip"),
+            (k["flag"], "flag", "screen.flag"),
+            (k["note"], "note", "screen.note"),
+            (k["goto"], "go to #", "screen.goto"),
+            (k["uncoded"], "next uncoded", "screen.uncoded"),
+            ("↑↓ Enter", "choose", "screen.enter"),
+        ]
+        if len(self.session.codebook.questions) > 1:
+            entries.append(("Tab", "question", "screen.question(1)"))
+        entries += [
+            (k["define"], "define", "screen.define"),
+            (k["help"], "keys", "screen.help"),
+            (k["quit"], "quit", "screen.quit"),
+        ]
+        return entries
+
+    def on_mount(self) -> None:
+        self.refresh_view()
+        self.call_after_refresh(self._fit_context)
+        s = self.session
+        if s.version_warning:
+            self.notify(s.version_warning, title="Codebook changed", severity="warning", timeout=15)
+        if s.not_applicable:
+            self.notify(
+                f"{s.not_applicable} action(s) of the sample are not coded with "
+                f"'{s.codebook.name}' (it applies to: {', '.join(s.codebook.applies_to or [])}).",
+                timeout=6,
+            )
+
+    # -- drawing ----------------------------------------------------------------------
+
+    def refresh_view(self) -> None:
+        s = self.session
+        context = self.query_one(ContextView)
+        if self._shown is not None and self._shown[0] != s.index:
+            self._more = 0
+        where = (s.index, self._more + self._fill)
+        if where != self._shown:
+            self._shown = where
+            context.show(s.context_rows(self._more + self._fill))
+        context.border_title = self._context_title()
+        context.border_subtitle = "PgUp: earlier turns"
+        self.query_one(StatusBar).refresh()
+        panel = self.query_one(QuestionPanel)
+        panel.border_title = panel.title()
+        panel.refresh(layout=True)
+
+    def _context_title(self) -> str:
+        s = self.session
+        action = s.item.action
+        bits = [f"session {action.meta.get('session_name') or action.session[:12]}"]
+        if action.condition:
+            bits.append(action.condition)
+        at = s.item_time()
+        bits.append(f"item #{s.index + 1}" + (f" at {_clock(at)}" if at is not None else ""))
+        if s.item.flagged:
+            bits.append("⚑ flagged")
+        if s.item.skipped:
+            bits.append("skipped")
+        return " · ".join(bits)
+
+    def on_resize(self) -> None:
+        self.call_after_refresh(self._fit_context)
+
+    def _fit_context(self) -> None:
+        """Fill a tall terminal with earlier turns rather than blank lines."""
+        height = self.query_one(ContextView).size.height
+        fill = max(0, height - self.session.context - self.session.lookahead - 1)
+        if fill != self._fill:
+            self._fill = fill
+            self.refresh_view()
+
+    # -- the one error boundary ---------------------------------------------------------
+
+    def run_step(self, step: Callable[..., Feedback | None], *args: object) -> None:
+        """Run one session step; show its feedback or error, then redraw."""
+        try:
+            feedback = step(*args)
+        except AnnotateError as exc:
+            self.notify(exc.message, title="Not saved", severity="error", timeout=8)
+            feedback = None
+        except sqlite3.Error as exc:
+            self.notify(
+                f"the project file could not be written ({exc}); try again",
+                title="Not saved",
+                severity="error",
+                timeout=8,
+            )
+            feedback = None
+        self.refresh_view()
+        if feedback is not None:
+            self._react(feedback)
+
+    def _react(self, fb: Feedback) -> None:
+        if fb.kind == "need_text":
+            self.app.push_screen(
+                TextPrompt(
+                    fb.message,
+                    placeholder="a short description",
+                    required=True,
+                ),
+                self._other_text,
+            )
+        elif fb.kind == "warning":
+            self.notify(fb.message, severity="warning", timeout=4)
+        elif fb.kind == "done":
+            self.notify(fb.message, title="Done", timeout=8)
+        else:
+            self.notify(fb.message, timeout=2.5)
+
+    def _other_text(self, text: str | None) -> None:
+        if text is not None:
+            self.run_step(self.session.answer_other, text)
+
+    # -- keys -------------------------------------------------------------------------
+
+    def on_key(self, event: events.Key) -> None:
+        if self.session.handles(event.character):
+            event.stop()
+            event.prevent_default()
+            self.run_step(self.session.press, event.character)
+
+    def action_choose(self, key: str) -> None:
+        """A click on a choice."""
+        if self.session.handles(key):
+            self.run_step(self.session.press, key)
+
+    def action_prev(self) -> None:
+        self.run_step(self.session.go, -1)
+
+    def action_next(self) -> None:
+        self.run_step(self.session.go, 1)
+
+    def action_undo(self) -> None:
+        self.run_step(self.session.undo)
+
+    def action_skip(self) -> None:
+        self.run_step(self.session.skip)
+
+    def action_flag(self) -> None:
+        self.run_step(self.session.toggle_flag)
+
+    def action_uncoded(self) -> None:
+        self.run_step(self.session.next_uncoded)
+
+    def action_highlight(self, delta: int) -> None:
+        self.session.move_highlight(delta)
+        self.refresh_view()
+
+    def action_enter(self) -> None:
+        self.run_step(self.session.choose_highlighted)
+
+    def action_space(self) -> None:
+        self.run_step(self.session.toggle_highlighted)
+
+    def action_cancel(self) -> None:
+        self.session.cancel()
+        self.refresh_view()
+
+    def action_question(self, delta: int) -> None:
+        self.session.step_question(delta)
+        self.refresh_view()
+
+    def action_context_up(self) -> None:
+        context = self.query_one(ContextView)
+        if context.scroll_y > 0:
+            context.scroll_page_up(animate=False)
+            return
+        self._more += max(self.session.context, 8)
+        self.refresh_view()
+        self.call_after_refresh(context.scroll_home, animate=False)
+
+    def action_context_down(self) -> None:
+        self.query_one(ContextView).scroll_page_down(animate=False)
+
+    def action_note(self) -> None:
+        s = self.session
+        self.app.push_screen(
+            TextPrompt(
+                f"Note on item #{s.index + 1} (empty: remove the note)",
+                value=s.item.note or "",
+                placeholder="e.g. unsure between Repair and ReqRepair",
+            ),
+            self._note,
+        )
+
+    def _note(self, text: str | None) -> None:
+        if text is not None:
+            self.run_step(self.session.set_note, text)
+
+    def action_goto(self) -> None:
+        self.app.push_screen(
+            TextPrompt(f"Go to item number (1 to {self.session.n})", integer=True),
+            self._goto,
+        )
+
+    def _goto(self, text: str | None) -> None:
+        if text and text.strip().lstrip("-").isdigit():
+            self.run_step(self.session.goto, int(text))
+
+    def action_define(self) -> None:
+        self.app.push_screen(DefinitionScreen(self.session))
+
+    def action_help(self) -> None:
+        self.app.push_screen(HelpScreen(self.session))
+
+    def action_quit(self) -> None:
+        self.app.exit()
+
+
+def _clock(seconds: float) -> str:
+    s = max(0, round(seconds))
+    h, rest = divmod(s, 3600)
+    m, s = divmod(rest, 60)
+    return f"{h}:{m:02d}:{s:02d}" if h else f"{m}:{s:02d}"

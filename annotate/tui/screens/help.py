@@ -1,0 +1,140 @@
+"""Help screens: every key (F1), and the highlighted option's definition with the
+codebook's instructions (?)."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from rich.console import Group, RenderableType
+from rich.table import Table
+from rich.text import Text
+from textual import events
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import Static
+
+from annotate.coding_session import COMMANDS, QUESTION_KEYS, Choice, CodingSession
+from annotate.tui.widgets.keybar import key_label
+
+
+def keys_table(session: CodingSession) -> RenderableType:
+    table = Table(show_header=True, header_style="bold", box=None, padding=(0, 2))
+    table.add_column("key", no_wrap=True)
+    table.add_column("does")
+    q = session.question
+    for c in session.choices():
+        table.add_row(Text(c.key, style="bold"), f"{q.id}: {c.label}")
+    table.add_row("", "")
+    for key, does in QUESTION_KEYS:
+        table.add_row(Text(key, style="bold"), does)
+    for c in COMMANDS:
+        table.add_row(Text(key_label(session.keys[c.id]), style="bold"), c.description)
+    table.add_row(Text("ctrl+q", style="bold"), "Quit from anywhere")
+    return table
+
+
+class HelpScreen(ModalScreen[None]):
+    """All keys of the coding screen, those of the current question first."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape,f1,q", "close", "close"),
+    ]
+
+    def __init__(self, session: CodingSession) -> None:
+        super().__init__()
+        self.session = session
+
+    def compose(self) -> ComposeResult:
+        with VerticalScroll(id="help-body"):
+            yield Static(
+                Group(
+                    Text("Keys", style="bold underline"),
+                    Text(
+                        "Every answer is saved the moment it is given; quitting loses nothing.",
+                        style="italic",
+                    ),
+                    Text(""),
+                    keys_table(self.session),
+                    Text(""),
+                    Text("Esc: close", style="dim"),
+                )
+            )
+
+    def action_close(self) -> None:
+        self.dismiss(None)
+
+
+class DefinitionScreen(ModalScreen[None]):
+    """The highlighted option's definition and examples, then the codebook's instructions.
+
+    ←/→ or an option's key show another option; Esc or ? closes.
+    """
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape,question_mark,q", "close", "close"),
+        Binding("left", "step(-1)", "previous option"),
+        Binding("right", "step(1)", "next option"),
+    ]
+
+    def __init__(self, session: CodingSession) -> None:
+        super().__init__()
+        self.session = session
+        self.index = session.highlight
+
+    def compose(self) -> ComposeResult:
+        with VerticalScroll(id="definition-body"):
+            yield Static(self._content(), id="definition")
+
+    def _choice(self) -> Choice:
+        choices = self.session.choices()
+        return choices[self.index % len(choices)]
+
+    def _content(self) -> RenderableType:
+        s = self.session
+        c = self._choice()
+        parts: list[RenderableType] = [
+            Text.assemble(
+                (f" {c.key} ", "bold reverse"),
+                " ",
+                (c.label, "bold"),
+                (f"  ({c.code})", "dim"),
+                ("   ←/→ other options · Esc close", "dim italic"),
+            ),
+            Text(s.question.prompt, style="italic"),
+            Text(""),
+            Text(c.definition or "The codebook gives no definition for this choice."),
+        ]
+        if c.examples:
+            parts += [Text(""), Text("Examples", style="bold")]
+            parts += [Text(f"  • {e}") for e in c.examples]
+        if c.counterexamples:
+            parts += [Text(""), Text("Not this (counterexamples)", style="bold")]
+            parts += [Text(f"  • {e}") for e in c.counterexamples]
+        cb = s.codebook
+        parts += [
+            Text(""),
+            Text(f"Instructions: {cb.title} (v{cb.version})", style="bold underline"),
+            Text((cb.instructions or "This codebook has no instructions.").strip()),
+        ]
+        return Group(*parts)
+
+    def _show(self) -> None:
+        self.query_one("#definition", Static).update(self._content())
+        self.query_one("#definition-body", VerticalScroll).scroll_home(animate=False)
+
+    def action_step(self, delta: int) -> None:
+        self.index = (self.index + delta) % len(self.session.choices())
+        self._show()
+
+    def on_key(self, event: events.Key) -> None:
+        for i, c in enumerate(self.session.choices()):
+            if event.character == c.key:
+                event.stop()
+                self.index = i
+                self._show()
+                return
+
+    def action_close(self) -> None:
+        self.dismiss(None)

@@ -1,0 +1,1 @@
+"""Widgets of the coding app; each draws part of a coding session."""

@@ -1,0 +1,331 @@
+"""The coding session core, without any UI: keys, storage, timing, resume, undo."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from annotate.codebook import LoadedCodebook, parse_codebook
+from annotate.coding_session import (
+    IDLE_CAP_S,
+    CodingSession,
+    check_coder,
+    command_keys,
+    format_offset,
+    resolve_codebook,
+)
+from annotate.errors import CodebookError, NotFoundError, UsageError
+from annotate.store import Store
+from tests.test_coding_support import answers, codebook, labels, project, sample_ids
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.t = 1000.0
+
+    def __call__(self) -> float:
+        return self.t
+
+    def tick(self, s: float) -> None:
+        self.t += s
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> Path:
+    return project(tmp_path)
+
+
+@pytest.fixture
+def open_session(db: Path):
+    stores: list[Store] = []
+
+    def make(book: str = "traum", coder: str = "dora", **kw) -> CodingSession:
+        store = Store(db)
+        stores.append(store)
+        return CodingSession(store, codebook(book), coder, kw.pop("sample", "main"), **kw)
+
+    yield make
+    for s in stores:
+        s.close()
+
+
+def test_single_question_key_stores_and_moves_on(db, open_session) -> None:
+    clock = Clock()
+    s = open_session(clock=clock)
+    ids = sample_ids(db)
+    assert s.n == len(ids) and s.index == 0
+    clock.tick(4)
+    assert s.handles("1") and not s.handles("z")
+    assert s.press("1") is None
+    assert s.index == 1
+    clock.tick(6)
+    s.press("3")
+    got = answers(db, "dora", "traum")
+    assert got == {
+        (ids[0], "act"): ("Initiate", None, None),
+        (ids[1], "act"): ("Acknowledge", None, None),
+    }
+    rows = {r["action_id"]: r for r in labels(db, "dora")}
+    assert rows[ids[0]]["seconds"] == pytest.approx(4)
+    assert rows[ids[1]]["seconds"] == pytest.approx(6)
+    assert rows[ids[0]]["codebook_hash"] == codebook("traum").codebook.version_hash
+    assert s.counts().coded == 2
+
+
+def test_other_needs_text(db, open_session) -> None:
+    s = open_session()
+    fb = s.press("o")
+    assert fb is not None and fb.kind == "need_text"
+    assert s.index == 0 and answers(db, "dora", "traum") == {}
+    assert s.answer_other("   ").kind == "warning"
+    s.answer_other("greeting")
+    assert answers(db, "dora", "traum") == {(sample_ids(db)[0], "act"): ("other", None, "greeting")}
+    assert s.index == 1
+
+
+def test_mental_model_questions_in_order_with_reasons(db, open_session) -> None:
+    s = open_session("mental_model")
+    first = s.item.action.id
+    s.press("2")  # Q1 t2
+    assert s.q_index == 1 and s.index == 0
+    s.press("5")  # Q2 p5
+    s.press("o")  # Q3 other -> text
+    s.answer_other("checking the canvas")
+    assert s.question.id == "Q4"
+    fb = s.press("n")
+    assert fb is not None and fb.kind == "info" and s.toggles is not None
+    assert s.confirm().kind == "warning"  # no reason yet
+    s.press("2")
+    s.press("4")
+    s.press("2")  # toggled off again
+    s.press("1")
+    assert s.index == 0  # not stored until confirmed
+    s.confirm()
+    assert s.index == 1 and s.q_index == 0
+    got = answers(db, "dora", "mental_model")
+    assert got == {
+        (first, "Q1"): ("t2", None, None),
+        (first, "Q2"): ("p5", None, None),
+        (first, "Q3"): ("other", None, "checking the canvas"),
+        (first, "Q4"): ("no", json.dumps(["n1", "n4"]), None),
+    }
+
+
+def test_q4_yes_other_reason_and_escape(db, open_session) -> None:
+    s = open_session("mental_model")
+    for key in "111":
+        s.press(key)
+    s.press("n")
+    s.press("o")
+    s.cancel()  # escape: nothing stored, still on Q4
+    assert s.toggles is None and s.question.id == "Q4"
+    s.press("n")
+    s.press("o")
+    fb = s.confirm()
+    assert fb.kind == "need_text"
+    s.answer_other("map glitch")
+    second = s.item.action.id
+    for key in "111":
+        s.press(key)
+    s.press("y")
+    got = answers(db, "dora", "mental_model")
+    first = sample_ids(db)[0]
+    assert got[(first, "Q4")] == ("no", json.dumps(["other"]), "map glitch")
+    assert got[(second, "Q4")] == ("yes", None, None)
+
+
+def test_resume_at_first_uncoded_and_blind(db, open_session) -> None:
+    ids = sample_ids(db)
+    with Store(db) as store:  # another coder's labels must never be read
+        from annotate.codebook import Answer
+
+        cb = codebook("traum").codebook
+        for aid in ids:
+            store.save_answer(aid, cb, "act", "ana", Answer("Cancel"))
+    s = open_session()
+    s.press("1")
+    s.press("2")
+    s.go(1)
+    s.press("3")  # item 4; item 3 stays uncoded
+    s2 = open_session()
+    assert s2.index == 2
+    assert s2.item.answers == {}
+    assert [s2.items[i].answers["act"].value for i in (0, 1, 3)] == [
+        "Initiate",
+        "Continue",
+        "Acknowledge",
+    ]
+    assert not any(it.answers.get("act") and it.answers["act"].value == "Cancel" for it in s2.items)
+
+
+def test_undo_back_and_change(db, open_session) -> None:
+    s = open_session()
+    ids = sample_ids(db)
+    s.press("1")
+    s.press("2")
+    fb = s.undo()
+    assert fb.kind == "info" and s.index == 1
+    assert (ids[1], "act") not in answers(db, "dora", "traum")
+    assert not [r for r in labels(db, "dora") if r["action_id"] == ids[1]]  # row removed
+    s.go(-1)
+    before = labels(db, "dora")[0]
+    s.press("4")  # change item 1
+    after = next(r for r in labels(db, "dora") if r["action_id"] == ids[0])
+    assert after["value"] == "Repair"
+    assert after["created_at"] == before["created_at"]
+    s.undo()  # back to Initiate, the previous answer
+    assert answers(db, "dora", "traum")[(ids[0], "act")][0] == "Initiate"
+    assert s.undo().kind == "info"  # the first answer: back to nothing
+    assert answers(db, "dora", "traum") == {}
+    assert s.undo().message == "Nothing to undo."
+
+
+def test_skip_flag_note_goto_and_next_uncoded(db, open_session) -> None:
+    s = open_session()
+    ids = sample_ids(db)
+    s.skip()
+    assert s.index == 1
+    s.toggle_flag()
+    s.set_note("ask the team")
+    s.press("3")
+    c = s.counts()
+    assert (c.coded, c.skipped, c.flagged) == (1, 1, 1)
+    rows = {r["action_id"]: r for r in labels(db, "dora")}
+    assert rows[ids[0]]["skipped"] == 1 and rows[ids[0]]["value"] is None
+    assert rows[ids[1]]["flagged"] == 1 and rows[ids[1]]["note"] == "ask the team"
+    assert s.goto(99).kind == "warning"
+    s.goto(1)
+    assert s.index == 0
+    s.next_uncoded()
+    assert s.index == 2  # the next item neither coded nor skipped
+    s.goto(1)
+    s.press("5")  # answering a skipped item un-skips it
+    rows = {r["action_id"]: r for r in labels(db, "dora")}
+    assert rows[ids[0]]["skipped"] == 0 and rows[ids[0]]["value"] == "ReqRepair"
+    s.undo()
+    rows = {r["action_id"]: r for r in labels(db, "dora")}
+    assert rows[ids[0]]["skipped"] == 1 and rows[ids[0]]["value"] is None
+
+
+def test_finish_and_wrap_to_uncoded(db, open_session) -> None:
+    s = open_session(sample="other")
+    s.skip()
+    s.press("1")
+    fb = s.press("1")
+    assert fb is not None and "#1" in fb.message
+    fb = s.press("2")
+    assert fb is not None and fb.kind == "done" and s.finished
+
+
+def test_idle_time_is_capped_and_browsing_time_counts(db, open_session) -> None:
+    clock = Clock()
+    s = open_session(clock=clock)
+    clock.tick(10_000)
+    s.press("1")
+    clock.tick(5)
+    s.go(-1)  # 5 s on item 2 without answering: nothing to attach it to
+    clock.tick(7)
+    s.go(1)  # 7 s reviewing item 1: added to its row
+    row = labels(db, "dora")[0]
+    assert row["seconds"] == pytest.approx(IDLE_CAP_S + 7)
+
+
+def test_pace_and_eta(db, open_session) -> None:
+    clock = Clock()
+    s = open_session(clock=clock)
+    assert s.eta_seconds() is None
+    for spent in (10, 20, 30):
+        clock.tick(spent)
+        s.press("1")
+    assert s.pace_seconds() == 20
+    assert s.eta_seconds() == 20 * (s.n - 3)
+
+
+def test_codebook_change_warns_and_labels_keep_version(db, open_session, tmp_path) -> None:
+    s = open_session()
+    s.press("1")
+    old_hash = s.codebook.version_hash
+    text = codebook("traum").text.replace('version: "1.0"', 'version: "1.1"')
+    changed = LoadedCodebook(parse_codebook(text, "traum.yaml"), text, "traum.yaml")
+    store = Store(db)
+    try:
+        s2 = CodingSession(store, changed, "dora", "main")
+        assert s2.version_warning and "v1.0" in s2.version_warning and "v1.1" in s2.version_warning
+        s2.press("2")
+    finally:
+        store.close()
+    hashes = [r["codebook_hash"] for r in labels(db, "dora")]
+    assert set(hashes) == {old_hash, changed.codebook.version_hash}
+    assert open_session(coder="erin").version_warning is None
+
+
+def test_coder_names(db) -> None:
+    with Store(db) as store:
+        assert check_coder(store, "traum", "dora") is True
+        from annotate.codebook import Answer
+
+        store.save_answer(
+            sample_ids(db)[0], codebook("traum").codebook, "act", "Ana", Answer("Cancel")
+        )
+        assert check_coder(store, "traum", "Ana") is False
+        for bad, words in [
+            ("ana", "only in case"),
+            ("gold", "reserved"),
+            ("llm:gpt", "reserved"),
+            ("two words", "not allowed"),
+        ]:
+            with pytest.raises(UsageError) as exc:
+                check_coder(store, "traum", bad)
+            assert words in exc.value.message
+            assert "Ana" in (exc.value.hint or "")
+
+
+def test_missing_sample_and_codebook(db, tmp_path) -> None:
+    with Store(db) as store:
+        store.conn.execute("DELETE FROM sample_items")
+        store.conn.execute("DELETE FROM samples WHERE name = 'main'")
+        with pytest.raises(NotFoundError) as exc:
+            CodingSession(store, codebook("traum"), "dora")
+        assert "no sample named 'main'" in exc.value.message
+        assert "annotate sample" in exc.value.hint and "other" in exc.value.hint
+        with pytest.raises(CodebookError) as exc:
+            resolve_codebook(store, "traumm")
+        assert "traum" in exc.value.hint
+    empty = tmp_path / "empty.db"
+    with Store(empty) as store:
+        with pytest.raises(NotFoundError) as exc:
+            CodingSession(store, codebook("traum"), "dora")
+        assert exc.value.hint.startswith("draw one first")
+
+
+def test_codebook_not_applying_is_left_out(db, tmp_path) -> None:
+    text = codebook("traum").text.replace(
+        "applies_to: [message, draw, erase, undo, reset]", "applies_to: [message]"
+    )
+    loaded = LoadedCodebook(parse_codebook(text, "x.yaml"), text, "x.yaml")
+    with Store(db) as store:
+        s = CodingSession(store, loaded, "dora", "main")
+        assert s.n + s.not_applicable == len(sample_ids(db))
+        assert {it.action.action_type for it in s.items} == {"message"}
+
+
+def test_context_rows_and_offsets(db, open_session) -> None:
+    s = open_session(context=3, lookahead=2)
+    rows = s.context_rows()
+    items = [r for r in rows if r.is_item]
+    assert len(items) == 1 and items[0].offset_s == 0.0
+    before = [r for r in rows if not r.is_item and not r.after]
+    assert len(before) <= 3 and all((r.offset_s or 0) <= 0 for r in before)
+    assert len(s.context_rows(more=5)) >= len(rows)
+    assert format_offset(-65) == "-1:05" and format_offset(8) == "+0:08"
+    assert format_offset(0) == "now" and format_offset(None) == ""
+
+
+def test_command_keys_move_off_codebook_letters() -> None:
+    keys = command_keys(codebook("traum").codebook)
+    assert keys["skip"] == "s" and keys["define"] == "question_mark"
+    text = codebook("traum").text.replace('key: "7"', 'key: "s"')
+    clashing = parse_codebook(text, "x.yaml")
+    assert command_keys(clashing)["skip"] == "ctrl+s"

@@ -1,0 +1,238 @@
+"""Pilot tests: complete coding sessions driven by keys, checked in the SQLite file."""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from annotate.codebook import Answer
+from annotate.store import Store
+from annotate.tui.app import CodingApp, make_app
+from annotate.tui.screens.prompt import TextPrompt
+from tests.test_coding_support import answers, codebook, labels, project, sample_ids
+
+SIZE = (80, 24)
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> Path:
+    return project(tmp_path)
+
+
+async def keys(pilot, *presses: str) -> None:
+    """Press keys one by one; a string longer than one key name is typed as text."""
+    for p in presses:
+        if len(p) > 1 and p not in KEY_NAMES and "+" not in p:
+            for ch in p:
+                await pilot.press("space" if ch == " " else ch)
+        else:
+            await pilot.press(p)
+    await pilot.pause()
+
+
+KEY_NAMES = {
+    "enter",
+    "escape",
+    "backspace",
+    "left",
+    "right",
+    "up",
+    "down",
+    "tab",
+    "shift+tab",
+    "space",
+    "question_mark",
+    "f1",
+    "pageup",
+    "pagedown",
+}
+
+
+def screen_text(app: CodingApp) -> str:
+    """The text on screen (tags of the SVG screenshot stripped)."""
+    svg = app.export_screenshot()
+    return html.unescape(re.sub(r"<[^>]+>", "", svg)).replace("\xa0", " ")
+
+
+async def test_traum_complete_session(db) -> None:
+    ids = sample_ids(db)
+    app = make_app(db, "traum", "dora")
+    async with app.run_test(size=SIZE) as pilot:
+        s = app.session
+        await keys(pilot, "1")  # 1 Initiate
+        await keys(pilot, "o")  # 2 Other: a text field opens
+        assert isinstance(app.screen, TextPrompt)
+        await keys(pilot, "enter")  # empty text is refused, the field stays
+        assert isinstance(app.screen, TextPrompt)
+        await keys(pilot, "hello", "enter")
+        await keys(pilot, "s")  # 3 skipped
+        await keys(pilot, "f", "3")  # 4 flagged, Acknowledge
+        await keys(pilot, "m", "unsure", "enter", "down", "down", "enter")  # 5 note, Acknowledge
+        await keys(pilot, "7")  # 6 Cancel
+        await keys(pilot, "2", "backspace", "4")  # 7 Continue, undone, Repair
+        await keys(pilot, "5", "6")  # 8 ReqRepair, 9 ReqAck
+        await keys(pilot, "1", "left", "2")  # 10 Initiate, back, changed to Continue
+        await keys(pilot, "g", "12", "enter")  # jump over 11 to 12
+        assert s.index == 11
+        await keys(pilot, "3")  # 12 Acknowledge -> back to 11, the first still to code
+        assert s.index == 10
+        await keys(pilot, "4")  # 11 Repair -> the skipped item 3
+        assert s.index == 2
+        await keys(pilot, "1")  # 3 Initiate: all coded
+        assert s.finished
+        assert "All 12 items are coded" in screen_text(app)
+        await keys(pilot, "q")
+    expected = [
+        "Initiate",
+        "other",
+        "Initiate",
+        "Acknowledge",
+        "Acknowledge",
+        "Cancel",
+        "Repair",
+        "ReqRepair",
+        "ReqAck",
+        "Continue",
+        "Repair",
+        "Acknowledge",
+    ]
+    got = answers(db, "dora", "traum")
+    assert {k[0]: v[0] for k, v in got.items()} == dict(zip(ids, expected, strict=True))
+    assert got[(ids[1], "act")] == ("other", None, "hello")
+    rows = {r["action_id"]: r for r in labels(db, "dora")}
+    assert [rows[i]["flagged"] for i in ids] == [0, 0, 0, 1] + [0] * 8
+    assert [rows[i]["note"] for i in ids] == [None] * 4 + ["unsure"] + [None] * 7
+    assert all(rows[i]["skipped"] == 0 for i in ids)
+    assert rows[ids[9]]["created_at"] < rows[ids[9]]["updated_at"]  # changed later
+    assert all(rows[i]["source"] == "tui" for i in ids)
+    assert all(rows[i]["seconds"] is not None and rows[i]["seconds"] >= 0 for i in ids)
+
+
+async def test_mental_model_complete_session(db) -> None:
+    ids = sample_ids(db, "six")
+    app = make_app(db, "mental_model", "dora", "six")
+    async with app.run_test(size=SIZE) as pilot:
+        s = app.session
+        await keys(pilot, "1", "2", "3", "y")  # item 1
+        await keys(pilot, "o", "test", "enter", "2", "3")  # item 2, Q1 other
+        await keys(pilot, "n", "1", "3", "enter")  # Q4 no: n1 + n3
+        await keys(pilot, "1", "1", "1", "n", "o", "enter")  # item 3: Q4 no, reason other
+        assert isinstance(app.screen, TextPrompt)
+        await keys(pilot, "lag", "enter")
+        await keys(pilot, "1", "2", "backspace")  # item 4: Q2 undone
+        assert (s.index, s.q_index) == (3, 1)
+        await keys(pilot, "3", "3", "y")
+        await keys(pilot, "2", "2", "2", "n", "escape", "y")  # item 5: reasons dropped, yes
+        await keys(pilot, "n", "5")  # item 6: neither is a key of Q1
+        assert s.index == 5 and s.q_index == 0
+        await keys(pilot, "4", "4", "4", "y")  # item 6, the last
+        assert s.finished
+    got = answers(db, "dora", "mental_model")
+    q = {(ids.index(a), qid): v for (a, qid), v in got.items()}
+    assert q[(0, "Q1")] == ("t1", None, None) and q[(0, "Q4")] == ("yes", None, None)
+    assert q[(1, "Q1")] == ("other", None, "test")
+    assert q[(1, "Q4")] == ("no", json.dumps(["n1", "n3"]), None)
+    assert q[(2, "Q4")] == ("no", json.dumps(["other"]), "lag")
+    assert q[(3, "Q2")] == ("p3", None, None) and q[(3, "Q3")] == ("r3", None, None)
+    assert q[(4, "Q4")] == ("yes", None, None)
+    assert q[(5, "Q1")] == ("t4", None, None)  # the '5' went unanswered, then 4 4 4 y
+    assert len(got) == 6 * 4
+
+
+async def test_resume_at_first_uncoded_and_kept_answers(db) -> None:
+    app = make_app(db, "traum", "dora")
+    async with app.run_test(size=SIZE) as pilot:
+        await keys(pilot, "1", "2", "right", "3", "q")
+    app = make_app(db, "traum", "dora")
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        assert app.session.index == 2  # item 3 was passed over, not coded
+        assert "item #3" in (app.screen.query_one("#context").border_title or "")
+        await keys(pilot, "left")
+        assert app.session.is_selected(app.session.choices()[1])  # own answer shown: Continue
+
+
+async def test_blind_never_shows_other_coders(db) -> None:
+    ids = sample_ids(db)
+    cb = codebook("traum").codebook
+    with Store(db) as store:
+        for aid in ids:
+            store.save_answer(aid, cb, "act", "zzsecret", Answer("other", other_text="SECRETLABEL"))
+            store.set_note(aid, cb, "zzsecret", ["act"], "SECRETNOTE")
+    app = make_app(db, "traum", "dora")
+    async with app.run_test(size=SIZE) as pilot:
+        shots = []
+        for _ in range(len(ids)):
+            await pilot.pause()
+            shots.append(screen_text(app))
+            assert not any(app.session.is_selected(c) for c in app.session.choices())
+            await keys(pilot, "right")
+        await keys(pilot, "question_mark")
+        shots.append(screen_text(app))
+        await keys(pilot, "escape", "f1")
+        shots.append(screen_text(app))
+    assert not any("SECRET" in s or "zzsecret" in s for s in shots)
+
+
+async def test_two_coders_at_once_on_one_file(db) -> None:
+    ids = sample_ids(db)
+    a = make_app(db, "traum", "dora")
+    b = make_app(db, "traum", "erin")
+    async with a.run_test(size=SIZE) as pa, b.run_test(size=SIZE) as pb:
+        for _ in range(4):
+            await keys(pa, "1")
+            await keys(pb, "2")
+        await keys(pb, "3")
+    got_a, got_b = answers(db, "dora", "traum"), answers(db, "erin", "traum")
+    assert {k[0] for k in got_a} == set(ids[:4])
+    assert {v[0] for v in got_a.values()} == {"Initiate"}
+    assert {k[0] for k in got_b} == set(ids[:5])
+    assert [got_b[(i, "act")][0] for i in ids[:5]] == ["Continue"] * 4 + ["Acknowledge"]
+
+
+async def test_goto_next_uncoded_help_and_definition(db) -> None:
+    app = make_app(db, "traum", "dora", lookahead=2)
+    async with app.run_test(size=SIZE) as pilot:
+        s = app.session
+        await keys(pilot, "g", "99", "enter")  # out of range: stays
+        assert s.index == 0
+        await keys(pilot, "g", "5", "enter", "1")
+        assert s.index == 5
+        await keys(pilot, "j")
+        assert s.index == 6  # the next item still to code
+        await keys(pilot, "down", "down", "question_mark")
+        assert type(app.screen).__name__ == "DefinitionScreen"
+        assert "Shows that the actor understood" in screen_text(app)  # Acknowledge
+        await keys(pilot, "right")
+        assert "Corrects the content" in screen_text(app)  # Repair
+        await keys(pilot, "escape", "f1")
+        assert type(app.screen).__name__ == "HelpScreen"
+        assert "act: Initiate" in screen_text(app)
+        await keys(pilot, "escape", "pageup", "pageup")
+        assert type(app.screen).__name__ == "CodingScreen"
+
+
+async def test_click_chooses_an_option(db) -> None:
+    app = make_app(db, "traum", "dora")
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        app.screen.action_choose("4")  # what a click on "4 Repair" runs
+        await pilot.pause()
+    assert list(answers(db, "dora", "traum").values()) == [("Repair", None, None)]
+
+
+async def test_codebook_key_clash_moves_the_command(db, tmp_path, monkeypatch) -> None:
+    text = codebook("traum").text.replace('key: "7"', 'key: "s"')
+    (tmp_path / "codebooks").mkdir()
+    (tmp_path / "codebooks" / "traum.yaml").write_text(text)
+    monkeypatch.chdir(tmp_path)
+    app = make_app(db, "traum", "dora")
+    async with app.run_test(size=SIZE) as pilot:
+        await keys(pilot, "s")  # the option, not skip
+        await keys(pilot, "ctrl+s")  # skip moved here
+        assert app.session.items[1].skipped
+    assert list(answers(db, "dora", "traum").values()) == [("Cancel", None, None)]
