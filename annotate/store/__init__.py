@@ -6,6 +6,7 @@ Each mixin owns the tables of one area; :class:`Store` is all of them over one c
 from __future__ import annotations
 
 from annotate.store.actions import ActionsMixin
+from annotate.store.agreement_runs import AgreementRunsMixin
 from annotate.store.analysis import AnalysisMixin
 from annotate.store.base import DEFAULT_DB, StoreBase, default_db_path
 from annotate.store.codebooks import CodebooksMixin
@@ -21,6 +22,7 @@ class Store(
     LabelsMixin,
     LLMStoreMixin,
     AnalysisMixin,
+    AgreementRunsMixin,
     StoreBase,
 ):
     """An open project file. ``Store(path)`` creates or upgrades it."""

@@ -230,8 +230,40 @@ def m004_session_splits(conn: sqlite3.Connection) -> None:
     )
 
 
+def m003_agreement_runs(conn: sqlite3.Connection) -> None:
+    """`annotate agree` runs: inputs, settings and results, and the exact labels used."""
+    run_script(
+        conn,
+        """
+        CREATE TABLE agreement_runs (
+            id INTEGER PRIMARY KEY,
+            created_at TEXT NOT NULL,
+            annotate_version TEXT NOT NULL,
+            codebook TEXT NOT NULL,
+            codebook_hash TEXT NOT NULL,
+            label_codebook_hashes TEXT NOT NULL DEFAULT '[]',
+            sample TEXT,
+            sample_hash TEXT,
+            coders TEXT NOT NULL,
+            questions TEXT NOT NULL,
+            n_labels INTEGER NOT NULL,
+            labels_hash TEXT NOT NULL,
+            settings TEXT NOT NULL DEFAULT '{}',
+            results TEXT NOT NULL
+        );
+        CREATE TABLE agreement_run_labels (
+            run_id INTEGER NOT NULL REFERENCES agreement_runs(id) ON DELETE CASCADE,
+            label_id INTEGER NOT NULL,
+            PRIMARY KEY (run_id, label_id)
+        ) WITHOUT ROWID;
+        CREATE INDEX agreement_run_labels_label ON agreement_run_labels(label_id);
+        """,
+    )
+
+
 MIGRATIONS: list[tuple[int, Migration]] = [
     (1, m001_initial),
     (2, m002_llm),
+    (3, m003_agreement_runs),
     (4, m004_session_splits),
 ]

@@ -1,0 +1,425 @@
+"""Adjudication to gold, without any UI: majority vote, the cases left to decide, decisions.
+
+For every item and question that two or more of the selected coders answered:
+
+- a **strict majority** (more than half of the selected coders gave the same answer) makes
+  gold at once (method ``majority``), unless a coder flagged the item;
+- a **tie**, an item answered by too few coders for a majority, and a **flagged** item is
+  a *case* for the adjudicator, who sees every coder's answer and note and decides
+  (method ``decided``).
+
+Answers are compared whole: the code, and for multi-select and yes/no questions the set of
+codes (reasons). The text of an "Other" does not split a majority; the gold keeps the text
+most of the majority wrote. Gold is stored as coder ``gold`` with ``source='adjudicate'`` and
+its provenance in ``meta``: ``method``, ``adjudicator``, the ``coders`` and their ``votes``.
+A decided gold is never overwritten by a later majority vote.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from annotate.agreement_data import Selection
+from annotate.codebook import NO, OTHER, YES, Answer, Codebook, Question
+from annotate.errors import AnnotateError, UsageError
+from annotate.models import Action
+from annotate.store import LabelWrite, Store
+from annotate.store.agreement_runs import GOLD_CODER, GOLD_SOURCE
+
+Method = Literal["majority", "decided"]
+
+
+@dataclass(frozen=True)
+class CoderAnswer:
+    """One coder's row for a case: the answer (None if not given), note and flag."""
+
+    coder: str
+    answer: Answer | None
+    note: str | None = None
+    flagged: bool = False
+    skipped: bool = False
+
+    @property
+    def text(self) -> str:
+        if self.answer is None:
+            return "(skipped)" if self.skipped else "-"
+        return answer_text(self.answer)
+
+
+def answer_text(answer: Answer) -> str:
+    text = answer.value or ""
+    if answer.codes:
+        text = (text + ": " if text else "") + "+".join(answer.codes)
+    if answer.other_text:
+        text += f" ({answer.other_text})"
+    return text
+
+
+def _key(answer: Answer) -> tuple[str | None, frozenset[str]]:
+    return answer.value, frozenset(answer.codes)
+
+
+@dataclass
+class Case:
+    """One item and question, with every selected coder's answer and the vote."""
+
+    action: Action
+    question: Question
+    answers: tuple[CoderAnswer, ...]
+    majority: Answer | None
+    votes: int
+    flagged_by: tuple[str, ...]
+    gold: Answer | None = None
+    gold_meta: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def n_answers(self) -> int:
+        return sum(a.answer is not None for a in self.answers)
+
+    @property
+    def decided(self) -> bool:
+        return self.gold is not None and self.gold_meta.get("method") == "decided"
+
+    @property
+    def kept_gold(self) -> bool:
+        """Gold that adjudication leaves alone: decided, or not made by adjudication."""
+        return self.gold is not None and (
+            self.decided or self.gold_meta.get("source") != GOLD_SOURCE
+        )
+
+    @property
+    def reason(self) -> str:
+        """Why this case needs a person (or how the majority decided it)."""
+        if self.flagged_by:
+            return "flagged by " + ", ".join(self.flagged_by)
+        if self.majority is not None:
+            return f"majority {self.votes} of {len(self.answers)}"
+        counts = Counter(_key(a.answer) for a in self.answers if a.answer is not None)
+        top = max(counts.values())
+        if top * 2 > self.n_answers and self.n_answers < len(self.answers):
+            return (
+                f"{top} of {self.n_answers} answers agree, but {len(self.answers)} coders "
+                "were selected (no strict majority)"
+            )
+        return "tie: " + " vs ".join(
+            f"{answer_text(Answer(v, tuple(sorted(c))))} ({n})" for (v, c), n in counts.items()
+        )
+
+    def votes_meta(self) -> dict[str, str | None]:
+        return {a.coder: (answer_text(a.answer) if a.answer else None) for a in self.answers}
+
+
+def majority_answer(answers: Sequence[Answer | None], n_coders: int) -> tuple[Answer | None, int]:
+    """The answer more than half of ``n_coders`` gave (and its votes), else (None, top votes).
+
+    The "Other" text of the majority answer is the one most of its voters wrote (the first
+    of them on a tie).
+    """
+    given = [a for a in answers if a is not None]
+    if not given:
+        return None, 0
+    counts = Counter(_key(a) for a in given)
+    (value, codes), votes = counts.most_common(1)[0]
+    if votes * 2 <= n_coders:
+        return None, votes
+    texts = Counter(a.other_text for a in given if _key(a) == (value, codes) and a.other_text)
+    other_text = texts.most_common(1)[0][0] if texts else None
+    uses_other = value == OTHER or OTHER in codes
+    return Answer(value, tuple(sorted(codes)), other_text if uses_other else None), votes
+
+
+@dataclass(frozen=True)
+class GoldPlan:
+    """What adjudication will do for the selected codebook, sample and coders."""
+
+    codebook: Codebook
+    sample: str | None
+    coders: tuple[str, ...]
+    majority: tuple[Case, ...]
+    """Cases a strict majority decides (not flagged, no decided gold yet)."""
+    to_decide: tuple[Case, ...]
+    """Ties, too few answers for a majority, flagged items: for the adjudicator."""
+    kept: tuple[Case, ...]
+    """Cases whose gold is already decided (or was not made here): left alone."""
+    too_few: int
+    """Items and questions answered by fewer than two of the coders: left for later."""
+
+    @property
+    def undecided(self) -> list[Case]:
+        return [c for c in self.to_decide if not c.decided]
+
+
+def _note(row: dict[str, Any]) -> str | None:
+    return row.get("note") or (row.get("meta") or {}).get("note") or None
+
+
+def _answer(row: dict[str, Any]) -> Answer | None:
+    if row["value"] is None and not row["codes"]:
+        return None
+    return Answer(row["value"], tuple(row["codes"]), row["other_text"])
+
+
+def plan_gold(store: Store, selection: Selection) -> GoldPlan:
+    """Read the labels and gold of the selection and sort every item into a plan."""
+    cb = selection.codebook
+    coders = selection.coders
+    ids = list(selection.action_ids) if selection.action_ids is not None else None
+    majority: list[Case] = []
+    to_decide: list[Case] = []
+    kept: list[Case] = []
+    too_few = 0
+    with store.read_snapshot():
+        for q in selection.questions:
+            rows = store.label_rows(cb.name, coders=coders, action_ids=ids, question=q.id)
+            golds = {
+                r["action_id"]: r
+                for r in store.label_rows(
+                    cb.name, coders=[GOLD_CODER], action_ids=ids, question=q.id
+                )
+                if _answer(r) is not None
+            }
+            by_item: dict[str, dict[str, dict[str, Any]]] = {}
+            for r in rows:
+                by_item.setdefault(r["action_id"], {})[r["coder"]] = r
+            order = [i for i in ids if i in by_item] if ids is not None else sorted(by_item)
+            wanted: list[tuple[str, tuple[CoderAnswer, ...]]] = []
+            for item in order:
+                cells = by_item[item]
+                answers = tuple(
+                    CoderAnswer(
+                        c,
+                        _answer(cells[c]) if c in cells else None,
+                        _note(cells[c]) if c in cells else None,
+                        bool(cells[c]["flagged"]) if c in cells else False,
+                        bool(cells[c]["skipped"]) if c in cells else False,
+                    )
+                    for c in coders
+                )
+                n_answers = sum(a.answer is not None for a in answers)
+                flagged = any(a.flagged for a in answers)
+                if n_answers < 2 and not flagged:
+                    too_few += n_answers == 1
+                    continue
+                wanted.append((item, answers))
+            actions = {a.id: a for a in store.actions_by_ids([i for i, _ in wanted])}
+            for item, answers in wanted:
+                best, votes = majority_answer([a.answer for a in answers], len(coders))
+                gold_row = golds.get(item)
+                case = Case(
+                    action=actions[item],
+                    question=q,
+                    answers=answers,
+                    majority=best,
+                    votes=votes,
+                    flagged_by=tuple(a.coder for a in answers if a.flagged),
+                    gold=_answer(gold_row) if gold_row else None,
+                    gold_meta=(
+                        (gold_row["meta"] or {}) | {"source": gold_row["source"]}
+                        if gold_row
+                        else {}
+                    ),
+                )
+                if case.kept_gold:
+                    kept.append(case)
+                elif best is not None and not case.flagged_by:
+                    majority.append(case)
+                else:
+                    to_decide.append(case)
+    return GoldPlan(
+        cb, selection.sample, coders, tuple(majority), tuple(to_decide), tuple(kept), too_few
+    )
+
+
+def gold_meta(case: Case, method: Method, adjudicator: str, coders: Sequence[str]) -> dict:
+    return {
+        "method": method,
+        "adjudicator": adjudicator,
+        "coders": list(coders),
+        "votes": case.votes_meta(),
+        "reason": case.reason,
+    }
+
+
+def write_majority(store: Store, plan: GoldPlan, adjudicator: str) -> int:
+    """Store the majority gold of the plan in one transaction; return how many cases."""
+    writes = [
+        LabelWrite(
+            c.action.id,
+            c.question.id,
+            GOLD_CODER,
+            c.majority,
+            source=GOLD_SOURCE,
+            meta=gold_meta(c, "majority", adjudicator, plan.coders),
+        )
+        for c in plan.majority
+        if c.majority is not None
+    ]
+    if writes:
+        store.save_gold(plan.codebook, writes)
+    return len(writes)
+
+
+def decide(store: Store, plan: GoldPlan, case: Case, answer: Answer, adjudicator: str) -> None:
+    """Store the adjudicator's answer for one case as gold (method ``decided``)."""
+    answer.check(case.question)
+    meta = gold_meta(case, "decided", adjudicator, plan.coders)
+    store.save_gold(
+        plan.codebook,
+        [LabelWrite(case.action.id, case.question.id, GOLD_CODER, answer, GOLD_SOURCE, meta)],
+    )
+    case.gold = answer
+    case.gold_meta = meta | {"source": GOLD_SOURCE}
+
+
+# -- the adjudicator's keys (the screen forwards keys here) ----------------------------------
+
+
+@dataclass(frozen=True)
+class Choice:
+    key: str
+    code: str
+    label: str
+    role: Literal["value", "toggle"]
+
+
+@dataclass(frozen=True)
+class Feedback:
+    kind: Literal["info", "warning", "need_text", "saved", "done"]
+    message: str
+
+
+def choices(question: Question) -> tuple[Choice, ...]:
+    """What each key does for a question: the codebook's own shortcuts."""
+    out: list[Choice] = []
+    if question.kind == "yes_no_reasons":
+        out += [
+            Choice(question.yes_key, YES, "Yes", "value"),
+            Choice(question.no_key, NO, "No (then the reasons, Enter)", "value"),
+        ]
+    role: Literal["value", "toggle"] = "value" if question.kind == "single" else "toggle"
+    out += [Choice(o.key, o.code, o.label, role) for o in question.options]
+    if question.allow_other:
+        out.append(Choice(question.other_key, OTHER, "Other (describe it)", role))
+    return tuple(out)
+
+
+class AdjudicationSession:
+    """The adjudicator going through the cases of a plan, one key per decision."""
+
+    def __init__(self, store: Store, plan: GoldPlan, adjudicator: str):
+        if not plan.to_decide:
+            raise UsageError("nothing to adjudicate: every case has a majority or a decision")
+        self.store = store
+        self.plan = plan
+        self.adjudicator = adjudicator
+        self.cases = list(plan.to_decide)
+        self.index = next((i for i, c in enumerate(self.cases) if not c.decided), 0)
+        self.toggles: set[str] | None = None
+        """Codes switched on while putting together a set (reasons of a 'no', multi)."""
+        self.pending_other: Answer | None = None
+
+    @property
+    def case(self) -> Case:
+        return self.cases[self.index]
+
+    @property
+    def n(self) -> int:
+        return len(self.cases)
+
+    @property
+    def n_decided(self) -> int:
+        return sum(c.decided for c in self.cases)
+
+    @property
+    def finished(self) -> bool:
+        return self.n_decided == self.n
+
+    def choices(self) -> tuple[Choice, ...]:
+        return choices(self.case.question)
+
+    def is_on(self, choice: Choice) -> bool:
+        if self.toggles is not None:
+            return choice.code in self.toggles or (
+                choice.code == NO and self.case.question.kind == "yes_no_reasons"
+            )
+        gold = self.case.gold
+        if gold is None:
+            return False
+        return choice.code in gold.codes if choice.role == "toggle" else choice.code == gold.value
+
+    def handles(self, char: str | None) -> bool:
+        return bool(char) and any(c.key == char for c in self.choices())
+
+    def press(self, char: str) -> Feedback | None:
+        choice = next((c for c in self.choices() if c.key == char), None)
+        if choice is None:
+            return None
+        q = self.case.question
+        if choice.role == "toggle":
+            if self.toggles is None:
+                gold = self.case.gold
+                self.toggles = set(gold.codes) if gold is not None and gold.codes else set()
+            self.toggles ^= {choice.code}
+            return None
+        if choice.code == NO and q.kind == "yes_no_reasons":
+            gold = self.case.gold
+            self.toggles = set(gold.codes) if gold is not None and gold.value == NO else set()
+            return Feedback("info", "Choose every reason that applies, then press Enter.")
+        self.toggles = None
+        if choice.code == OTHER:
+            self.pending_other = Answer(OTHER)
+            return Feedback("need_text", "Describe the 'other' answer.")
+        return self._save(Answer(choice.code))
+
+    def confirm(self) -> Feedback | None:
+        """Enter: store the set being put together."""
+        if self.toggles is None:
+            return None
+        q = self.case.question
+        if not self.toggles:
+            what = "reason" if q.kind == "yes_no_reasons" else "option"
+            return Feedback("warning", f"Choose at least one {what} first (or Escape).")
+        value = NO if q.kind == "yes_no_reasons" else None
+        answer = Answer(value, tuple(sorted(self.toggles)))
+        self.toggles = None
+        if OTHER in answer.codes:
+            self.pending_other = answer
+            return Feedback("need_text", "Describe the 'other' reason.")
+        return self._save(answer)
+
+    def cancel(self) -> None:
+        self.toggles = None
+        self.pending_other = None
+
+    def answer_other(self, text: str) -> Feedback | None:
+        text = text.strip()
+        base = self.pending_other
+        if base is None:
+            return None
+        if not text:
+            return Feedback("warning", "'Other' needs a short description.")
+        self.pending_other = None
+        return self._save(Answer(base.value, base.codes, text))
+
+    def _save(self, answer: Answer) -> Feedback:
+        case = self.case
+        try:
+            decide(self.store, self.plan, case, answer, self.adjudicator)
+        except AnnotateError as exc:
+            return Feedback("warning", exc.message)
+        saved = f"Gold for #{self.index + 1}: {answer_text(answer)}."
+        if self.finished:
+            return Feedback("done", f"{saved} All {self.n} cases are decided.")
+        self._next_undecided()
+        return Feedback("saved", saved)
+
+    def _next_undecided(self) -> None:
+        order = list(range(self.index + 1, self.n)) + list(range(0, self.index + 1))
+        self.index = next((i for i in order if not self.cases[i].decided), self.index)
+
+    def go(self, delta: int) -> None:
+        self.cancel()
+        self.index = (self.index + delta) % self.n

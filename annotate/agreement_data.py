@@ -1,0 +1,622 @@
+"""From the project file to agreement figures: what `annotate agree` measures and keeps.
+
+:func:`select` resolves the codebook, sample, coders and questions (with the defaults the
+CLI documents); :func:`question_data` reads one question's labels into an item x coder
+matrix; :func:`run_agreement` computes every figure with :mod:`agreement` (which stays pure:
+no I/O) and stores the run with the ids and a hash of the exact labels it used.
+
+Left-out items are explained here, where the store is known: an item is left out of
+Fleiss' kappa when not every selected coder answered it (skipped, not reached yet, or the
+question does not apply to the action), and a sample item nobody answered is listed too.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from annotate import __version__
+from annotate.codebook import NO, Codebook, Question, find_codebook
+from annotate.errors import AnnotateError, CodebookError, NotFoundError, UsageError
+from annotate.models import describe
+from annotate.store.agreement_runs import GOLD_CODER, AgreementRunRecord
+
+if TYPE_CHECKING:
+    from agreement import AgreementReport, LabelMatrix, MultiSelectReport, SetLabelMatrix
+    from annotate.store import Store
+
+DEFAULT_SAMPLE = "main"
+DEFAULT_N_BOOT = 1000
+DEFAULT_SEED = 0
+MIN_CODERS = 2
+
+
+def is_human(coder: str) -> bool:
+    """Coders counted by default: not the adjudicated gold, not an LLM."""
+    return coder != GOLD_CODER and not coder.startswith("llm:")
+
+
+# -- what to measure --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Selection:
+    """The inputs of one agreement run, resolved."""
+
+    codebook: Codebook
+    sample: str | None
+    action_ids: tuple[str, ...] | None
+    coders: tuple[str, ...]
+    questions: tuple[Question, ...]
+    defaults: tuple[str, ...] = ()
+    """How each default was chosen, e.g. "codebook traum (the only one with labels)"."""
+
+
+def _choices(names: Sequence[str] | dict[str, int]) -> str:
+    if isinstance(names, dict):
+        return ", ".join(f"{n} ({c} labels)" for n, c in names.items()) or "none"
+    return ", ".join(names) or "none"
+
+
+def _resolve_codebook(store: Store, name: str | None, notes: list[str]) -> Codebook:
+    counts = store.answered_label_counts()
+    if not counts:
+        raise UsageError(
+            "this file has no labels yet",
+            hint="code some with `annotate code`, or bring them with `annotate import-labels`",
+        )
+    if name is None:
+        most = max(counts.values())
+        top = sorted(n for n, c in counts.items() if c == most)
+        if len(counts) > 1 and len(top) > 1:
+            raise UsageError(
+                "several codebooks have the same number of labels: name one with --codebook",
+                hint="choices: " + _choices(counts),
+            )
+        name = top[0]
+        why = "the only one with labels" if len(counts) == 1 else "the most labelled"
+        notes.append(f"codebook {name} ({why})")
+    elif name not in counts:
+        path = Path(name)
+        if path.suffix in {".yaml", ".yml"} and path.is_file():
+            cb = find_codebook(name).codebook
+            if cb.name in counts:
+                return _codebook_version(store, cb.name, fallback=cb)
+            name = cb.name
+        from annotate.codebook import available_codebooks
+
+        known = name in available_codebooks() or name in store.codebook_names()
+        raise CodebookError(
+            f"codebook '{name}' has no labels in this file"
+            if known
+            else f"unknown codebook '{name}'",
+            hint="choices: " + _choices(counts),
+        )
+    return _codebook_version(store, name)
+
+
+def _codebook_version(store: Store, name: str, fallback: Codebook | None = None) -> Codebook:
+    """The newest version of the codebook stored with the labels (its codes are the categories)."""
+    try:
+        return store.stored_codebook(name)
+    except NotFoundError:
+        if fallback is not None:
+            return fallback
+        return find_codebook(name).codebook
+
+
+def select(
+    store: Store,
+    *,
+    codebook: str | None = None,
+    sample: str | None = None,
+    coders: Sequence[str] | None = None,
+    question: str | None = None,
+    min_coders: int = MIN_CODERS,
+) -> Selection:
+    """Resolve the inputs of a run; every mistake is a one-line error naming the choices.
+
+    Defaults: the only (else the most) labelled codebook; sample ``main`` if it exists, else
+    every labelled item; every human coder with answers (``gold`` and ``llm:*`` count only
+    when named in ``coders``); every question of the codebook.
+    """
+    notes: list[str] = []
+    cb = _resolve_codebook(store, codebook, notes)
+    action_ids: tuple[str, ...] | None = None
+    if sample is not None:
+        action_ids = tuple(store.sample_ids(sample))  # NotFoundError names the samples
+    elif any(s["name"] == DEFAULT_SAMPLE for s in store.samples()):
+        sample = DEFAULT_SAMPLE
+        action_ids = tuple(store.sample_ids(sample))
+        notes.append(f"sample {sample}")
+    else:
+        notes.append("every labelled item (there is no sample 'main')")
+    where = f"codebook '{cb.name}'" + (f" in sample '{sample}'" if sample else "")
+    available = store.coders_with_answers(cb.name, action_ids)
+    if coders:
+        named = list(dict.fromkeys(coders))
+        unknown = [c for c in named if c not in available]
+        if unknown:
+            raise UsageError(
+                f"unknown coder '{unknown[0]}': no labels on {where}",
+                hint="coders: " + _choices(available),
+            )
+        chosen = tuple(named)
+    else:
+        chosen = tuple(c for c in available if is_human(c))
+        if len(chosen) >= min_coders:
+            notes.append("coders " + ", ".join(chosen))
+    if len(chosen) < min_coders:
+        found = f" ({', '.join(chosen)})" if chosen else ""
+        raise UsageError(
+            f"agreement needs at least {min_coders} coders; got {len(chosen)}{found} on {where}",
+            hint=(
+                "name them with --coders A,B (gold and llm:* count only when named); coders: "
+                + _choices(available)
+            ),
+        )
+    questions = (cb.question(question),) if question else tuple(cb.questions)
+    return Selection(cb, sample, action_ids, chosen, questions, tuple(notes))
+
+
+# -- one question's labels --------------------------------------------------------------------
+
+
+def answer_text(value: str | None, codes: Sequence[str], other_text: str | None) -> str:
+    """A label as a person reads it: ``Initiate``, ``other (greeting)``, ``no: n1+n3``."""
+    text = value or ""
+    if codes:
+        text = (text + ": " if text else "") + "+".join(codes)
+    if other_text:
+        text += f" ({other_text})"
+    return text
+
+
+@dataclass(frozen=True)
+class QuestionData:
+    """One question's answers by the selected coders, as item x coder tables."""
+
+    question: Question
+    coders: tuple[str, ...]
+    items: tuple[str, ...]
+    """Items answered by at least one selected coder, in sample (else id) order."""
+    values: tuple[tuple[str | None, ...], ...]
+    """``values[i][j]``: coder j's code for item i (``yes``/``no`` for yes/no questions)."""
+    sets: tuple[tuple[frozenset[str] | None, ...], ...]
+    """The chosen set (multi) or the reasons of a ``no``; None when there is none."""
+    texts: tuple[tuple[str | None, ...], ...]
+    """Each answer as read by a person (with Other's text)."""
+    rows: tuple[dict[str, Any], ...]
+    """The label rows used (answered, by the selected coders)."""
+    label_ids: tuple[int, ...]
+    skipped: dict[str, tuple[str, ...]]
+    """Item -> coders who skipped it."""
+    not_coded: tuple[tuple[str, str], ...]
+    """Sample items no selected coder answered, with the reason."""
+
+    @property
+    def kind(self) -> str:
+        return self.question.kind
+
+
+def _hash_rows(rows: Sequence[dict[str, Any]]) -> str:
+    canonical = sorted(
+        (
+            r["action_id"],
+            r["question"],
+            r["coder"],
+            r["value"],
+            list(r["codes"]),
+            r["other_text"],
+            r["codebook_hash"],
+        )
+        for r in rows
+    )
+    text = json.dumps(canonical, ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def labels_hash(rows: Sequence[dict[str, Any]]) -> str:
+    """SHA-256 of the labels' content (item, question, coder, answer, codebook version)."""
+    return _hash_rows(rows)
+
+
+def question_data(store: Store, selection: Selection, question: Question) -> QuestionData:
+    cb = selection.codebook
+    coders = selection.coders
+    ids = list(selection.action_ids) if selection.action_ids is not None else None
+    rows = store.label_rows(cb.name, coders=coders, action_ids=ids, question=question.id)
+    by_id = store.label_ids(cb.name, question.id, coders, ids)
+    answered = [r for r in rows if r["value"] is not None or r["codes"]]
+    skipped: dict[str, list[str]] = {}
+    for r in rows:
+        if r["skipped"] and r["value"] is None and not r["codes"]:
+            skipped.setdefault(r["action_id"], []).append(r["coder"])
+    cell: dict[tuple[str, str], dict[str, Any]] = {
+        (r["action_id"], r["coder"]): r for r in answered
+    }
+    rated = {r["action_id"] for r in answered}
+    order = [i for i in ids if i in rated] if ids is not None else sorted(rated)
+    column = {c: j for j, c in enumerate(coders)}
+    values: list[tuple[str | None, ...]] = []
+    sets: list[tuple[frozenset[str] | None, ...]] = []
+    texts: list[tuple[str | None, ...]] = []
+    for item in order:
+        v: list[str | None] = [None] * len(coders)
+        s: list[frozenset[str] | None] = [None] * len(coders)
+        t: list[str | None] = [None] * len(coders)
+        for coder, j in column.items():
+            r = cell.get((item, coder))
+            if r is None:
+                continue
+            v[j] = r["value"]
+            if question.kind == "multi" or (question.kind == "yes_no_reasons" and r["value"] == NO):
+                s[j] = frozenset(r["codes"])
+            t[j] = answer_text(r["value"], r["codes"], r["other_text"])
+        values.append(tuple(v))
+        sets.append(tuple(s))
+        texts.append(tuple(t))
+    not_coded: list[tuple[str, str]] = []
+    if ids is not None:
+        missing = [i for i in ids if i not in rated]
+        if missing:
+            actions = {a.id: a for a in store.actions_by_ids(missing)}
+            for i in missing:
+                action = actions[i]
+                if not question.applies(action.action_type) or not cb.applies(action.action_type):
+                    reason = f"The question does not apply to {action.action_type} actions."
+                elif skipped.get(i):
+                    who = ", ".join(repr(c) for c in skipped[i])
+                    reason = f"Skipped by {who}; answered by no coder."
+                else:
+                    reason = "Answered by no coder yet."
+                not_coded.append((i, reason))
+    label_ids = tuple(sorted(by_id[(r["action_id"], r["coder"])] for r in answered))
+    return QuestionData(
+        question=question,
+        coders=coders,
+        items=tuple(order),
+        values=tuple(values),
+        sets=tuple(sets),
+        texts=tuple(texts),
+        rows=tuple(answered),
+        label_ids=label_ids,
+        skipped={k: tuple(v) for k, v in skipped.items()},
+        not_coded=tuple(not_coded),
+    )
+
+
+def value_matrix(data: QuestionData) -> LabelMatrix:
+    """The codes (yes/no for yes/no questions) as an :class:`agreement.LabelMatrix`."""
+    from agreement import from_wide
+
+    try:
+        return from_wide(
+            [list(row) for row in data.values] or _empty(data),
+            coders=data.coders,
+            items=list(data.items),
+            categories=data.question.codes,
+        )
+    except ValueError as exc:
+        raise _outside(data.question, exc) from None
+
+
+def set_matrix(data: QuestionData) -> SetLabelMatrix:
+    """The chosen sets (multi) or the reasons of a ``no`` as a :class:`SetLabelMatrix`.
+
+    For yes/no questions only items with at least one ``no`` are rows, and a ``yes`` counts
+    as no rating: the reasons are compared among the coders who answered ``no``.
+    """
+    from agreement import sets_from_wide
+
+    rows = [
+        (item, list(s))
+        for item, s in zip(data.items, data.sets, strict=True)
+        if any(x is not None for x in s)
+    ]
+    try:
+        return sets_from_wide(
+            [s for _, s in rows] or _empty(data),
+            coders=data.coders,
+            items=[i for i, _ in rows],
+            categories=data.question.set_codes,
+        )
+    except ValueError as exc:
+        raise _outside(data.question, exc) from None
+
+
+def _empty(data: QuestionData) -> Any:
+    import numpy as np
+
+    return np.empty((0, len(data.coders)), dtype=object)
+
+
+def _outside(question: Question, exc: ValueError) -> CodebookError:
+    return CodebookError(
+        f"question {question.id}: {str(exc).rstrip('.')}",
+        hint="the labels do not fit the stored codebook version; "
+        "see `annotate status` for the versions in this file",
+    )
+
+
+# -- the run ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class LeftOut:
+    item: str
+    part: str
+    """``value``, ``reasons`` or ``codes``: which figure the item is left out of."""
+    reason: str
+
+    def to_dict(self) -> dict[str, str]:
+        return {"item": self.item, "part": self.part, "reason": self.reason}
+
+
+@dataclass(frozen=True)
+class Disagreement:
+    item: str
+    session: str
+    seq: int
+    text: str
+    answers: dict[str, str | None]
+    flagged: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "item": self.item,
+            "session": self.session,
+            "seq": self.seq,
+            "text": self.text,
+            "answers": self.answers,
+        }
+
+
+@dataclass(frozen=True)
+class QuestionResult:
+    question: Question
+    data: QuestionData
+    report: AgreementReport | None
+    """Single-choice and yes/no questions: agreement on the code (yes/no)."""
+    sets: MultiSelectReport | None
+    """Multi-select questions: the sets; yes/no questions: the reasons of a ``no``."""
+    left_out: tuple[LeftOut, ...]
+    n_disagreements: int
+    disagreements: tuple[Disagreement, ...] = ()
+    """Filled only when asked for (``--disagreements``)."""
+
+    @property
+    def sets_name(self) -> str:
+        return "reasons" if self.question.kind == "yes_no_reasons" else "codes"
+
+    def to_dict(self) -> dict[str, Any]:
+        q = self.question
+        report = self.report or self.sets
+        return {
+            "question": q.id,
+            "kind": q.kind,
+            "prompt": q.prompt,
+            "n_items": report.n_items if report else 0,
+            "n_coders": len(self.data.coders),
+            "value": self.report.to_dict() if self.report else None,
+            self.sets_name: self.sets.to_dict() if self.sets else None,
+            "left_out": [x.to_dict() for x in self.left_out],
+            "not_coded": [{"item": i, "reason": r} for i, r in self.data.not_coded],
+            "n_disagreements": self.n_disagreements,
+        }
+
+
+@dataclass(frozen=True)
+class AgreementRun:
+    selection: Selection
+    settings: dict[str, Any]
+    questions: tuple[QuestionResult, ...]
+    n_labels: int
+    labels_hash: str
+    label_codebook_hashes: tuple[str, ...]
+    run_id: int | None = None
+    with_disagreements: bool = False
+    results: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        out = {"run_id": self.run_id, **self.results}
+        if self.with_disagreements:
+            out["disagreements"] = {
+                q.question.id: [d.to_dict() for d in q.disagreements] for q in self.questions
+            }
+        return out
+
+
+def _left_out(data: QuestionData, report: Any, part: str) -> list[LeftOut]:
+    out = []
+    for x in report.items_left_out:
+        reason = x.reason
+        skippers = [c for c in data.skipped.get(str(x.item), ()) if c in x.missing_coders]
+        if skippers:
+            reason = reason.rstrip(".") + "; skipped by " + ", ".join(map(repr, skippers)) + "."
+        out.append(LeftOut(str(x.item), part, reason))
+    return out
+
+
+def _differing(data: QuestionData) -> list[int]:
+    """Rows where the coders who answered did not all give the same answer."""
+    out: list[int] = []
+    for i, (values, sets) in enumerate(zip(data.values, data.sets, strict=True)):
+        answers = {(v, s) for v, s in zip(values, sets, strict=True) if v is not None or s}
+        if len(answers) > 1:
+            out.append(i)
+    return out
+
+
+def _disagreements(
+    store: Store, data: QuestionData, differing: list[int]
+) -> tuple[Disagreement, ...]:
+    if not differing:
+        return ()
+    ids = [data.items[i] for i in differing]
+    actions = {a.id: a for a in store.actions_by_ids(ids)}
+    out = []
+    for i in differing:
+        a = actions[data.items[i]]
+        out.append(
+            Disagreement(
+                a.id,
+                a.session,
+                a.seq,
+                describe(a),
+                dict(zip(data.coders, data.texts[i], strict=True)),
+            )
+        )
+    return tuple(out)
+
+
+def _check_settings(ci: float, n_boot: int) -> None:
+    if not 0 < ci < 1:
+        raise UsageError(f"--ci must be a level between 0 and 1 (e.g. 0.95); got {ci}")
+    if n_boot < 1:
+        raise UsageError(f"--n-boot must be at least 1; got {n_boot}")
+
+
+def run_agreement(
+    store: Store,
+    selection: Selection,
+    *,
+    ci: float = 0.95,
+    n_boot: int = DEFAULT_N_BOOT,
+    seed: int = DEFAULT_SEED,
+    disagreements: bool = False,
+    save: bool = True,
+) -> AgreementRun:
+    """Every agreement figure of the selected questions; the run is stored unless ``save``
+    is False. The labels of all questions are read in one consistent snapshot."""
+    _check_settings(ci, n_boot)
+    from agreement import agreement_report, multi_select_report
+
+    with store.read_snapshot():
+        datas = [question_data(store, selection, q) for q in selection.questions]
+    results: list[QuestionResult] = []
+    for data in datas:
+        q = data.question
+        report = sets_report = None
+        left_out: list[LeftOut] = []
+        try:
+            if q.kind != "multi":
+                report = agreement_report(
+                    value_matrix(data), q.codes, ci=ci, n_boot=n_boot, seed=seed
+                )
+                left_out += _left_out(data, report, "value")
+            if q.kind != "single":
+                sets_report = multi_select_report(set_matrix(data), q.set_codes)
+                part = "reasons" if q.kind == "yes_no_reasons" else "codes"
+                left_out += _left_out(data, sets_report, part)
+        except AnnotateError:
+            raise
+        except ValueError as exc:  # a case the statistics refuse, with their sentence
+            raise UsageError(f"question {q.id}: {exc}") from None
+        differing = _differing(data)
+        found = _disagreements(store, data, differing) if disagreements else ()
+        results.append(
+            QuestionResult(q, data, report, sets_report, tuple(left_out), len(differing), found)
+        )
+    rows = [r for d in datas for r in d.rows]
+    label_ids = sorted({i for d in datas for i in d.label_ids})
+    hashes = tuple(sorted({r["codebook_hash"] for r in rows}))
+    sel = selection
+    settings = {"ci": ci, "n_boot": n_boot, "seed": seed}
+    digest = labels_hash(rows)
+    inputs = {
+        "codebook": sel.codebook.name,
+        "codebook_hash": sel.codebook.version_hash,
+        "label_codebook_hashes": list(hashes),
+        "sample": sel.sample,
+        "sample_items": len(sel.action_ids) if sel.action_ids is not None else None,
+        "sample_hash": _sample_hash(sel.action_ids),
+        "coders": list(sel.coders),
+        "questions": [q.id for q in sel.questions],
+        "n_labels": len(rows),
+        "labels_sha256": digest,
+        "settings": settings,
+        "annotate_version": __version__,
+    }
+    payload = inputs | {"results": [r.to_dict() for r in results]}
+    run_id = None
+    if save:
+        run_id = store.save_agreement_run(
+            AgreementRunRecord(
+                codebook=sel.codebook.name,
+                codebook_hash=sel.codebook.version_hash,
+                label_codebook_hashes=hashes,
+                sample=sel.sample,
+                sample_hash=inputs["sample_hash"],
+                coders=sel.coders,
+                questions=inputs["questions"],
+                label_ids=label_ids,
+                labels_hash=digest,
+                settings=settings,
+                results=payload,
+                annotate_version=__version__,
+            )
+        )
+    return AgreementRun(
+        selection=sel,
+        settings=settings,
+        questions=tuple(results),
+        n_labels=len(rows),
+        labels_hash=digest,
+        label_codebook_hashes=hashes,
+        run_id=run_id,
+        with_disagreements=disagreements,
+        results=payload,
+    )
+
+
+def _sample_hash(action_ids: Sequence[str] | None) -> str | None:
+    if action_ids is None:
+        return None
+    return hashlib.sha256("\n".join(action_ids).encode()).hexdigest()
+
+
+def agree(
+    store: Store,
+    *,
+    codebook: str | None = None,
+    sample: str | None = None,
+    coders: Sequence[str] | None = None,
+    question: str | None = None,
+    ci: float = 0.95,
+    n_boot: int = DEFAULT_N_BOOT,
+    seed: int = DEFAULT_SEED,
+    disagreements: bool = False,
+) -> AgreementRun:
+    """`annotate agree` in one call: resolve the inputs, measure, store the run."""
+    selection = select(store, codebook=codebook, sample=sample, coders=coders, question=question)
+    return run_agreement(
+        store, selection, ci=ci, n_boot=n_boot, seed=seed, disagreements=disagreements
+    )
+
+
+@dataclass(frozen=True)
+class StoredRun:
+    """A stored run, and whether the labels it used are still the same."""
+
+    run: dict[str, Any]
+    missing: int
+    """Labels of the run that are no longer stored."""
+    unchanged: bool
+    """Whether the labels still hash to the run's ``labels_hash``."""
+
+    @property
+    def results(self) -> dict[str, Any]:
+        return {"run_id": self.run["id"], **self.run["results"]}
+
+
+def stored_run(store: Store, run_id: int) -> StoredRun:
+    """A stored run with a check of its labels against the file as it is now."""
+    run = store.agreement_run(run_id)
+    rows = store.labels_by_id(run["label_ids"])
+    missing = len(run["label_ids"]) - len(rows)
+    return StoredRun(run, missing, not missing and labels_hash(rows) == run["labels_hash"])

@@ -1,0 +1,853 @@
+"""`annotate agree` (inter-coder agreement report) and `annotate adjudicate` (gold)."""
+
+from __future__ import annotations
+
+import getpass
+from collections.abc import Sequence
+from typing import Annotated, Any
+
+import typer
+from rich import box
+from rich.console import Group
+from rich.table import Table
+from rich.text import Text
+
+from annotate.commands.common import (
+    DEFAULT_DB_PATH,
+    DbOption,
+    FormatOption,
+    console,
+    err_console,
+    open_store,
+    split_list,
+)
+from annotate.errors import UsageError
+from annotate.render import OutputFormat, csv_text, markdown_table, to_json
+
+CodebookOption = Annotated[
+    str | None,
+    typer.Option(help="Codebook name (default: the only, else the most labelled one)."),
+]
+SampleOption = Annotated[
+    str | None,
+    typer.Option(help="Sample name (default: 'main' if it exists, else every labelled item)."),
+]
+CodersOption = Annotated[
+    str | None,
+    typer.Option(
+        help="Coders to compare, comma-separated (default: every human coder with labels; "
+        "'gold' and 'llm:*' count only when named)."
+    ),
+]
+QuestionOption = Annotated[
+    str | None, typer.Option(help="Only this question (default: every question).")
+]
+
+ITEMS_SHOWN = 6
+REFERENCES = (
+    "Cohen, J. (1960). A coefficient of agreement for nominal scales. Educational and "
+    "Psychological Measurement, 20(1), 37-46.",
+    "Fleiss, J. L. (1971). Measuring nominal scale agreement among many raters. "
+    "Psychological Bulletin, 76(5), 378-382.",
+    "Fleiss, J. L., Cohen, J., & Everitt, B. S. (1969). Large sample standard errors of kappa "
+    "and weighted kappa. Psychological Bulletin, 72(5), 323-327.",
+    "Fleiss, J. L., Nee, J. C. M., & Landis, J. R. (1979). Large sample variance of kappa in "
+    "the case of different sets of raters. Psychological Bulletin, 86(5), 974-977.",
+    "Gwet, K. L. (2008). Computing inter-rater reliability and its variance in the presence "
+    "of high agreement. British Journal of Mathematical and Statistical Psychology, 61(1), "
+    "29-48.",
+    "Krippendorff, K. (2011). Computing Krippendorff's alpha-reliability. Departmental "
+    "Papers (ASC), University of Pennsylvania.",
+    "Landis, J. R., & Koch, G. G. (1977). The measurement of observer agreement for "
+    "categorical data. Biometrics, 33(1), 159-174.",
+    "Passonneau, R. J. (2006). Measuring agreement on set-valued items (MASI) for semantic "
+    "and pragmatic annotation. Proceedings of LREC 2006, 831-836.",
+)
+
+
+# -- numbers as text ----------------------------------------------------------------------------
+
+
+def _num(value: float | None, digits: int = 3) -> str:
+    return "-" if value is None else f"{value:.{digits}f}"
+
+
+def _pct(value: float | None) -> str:
+    return "-" if value is None else f"{100 * value:.1f}%"
+
+
+def _p(value: float | None) -> str:
+    if value is None:
+        return "-"
+    return "p < 0.001" if value < 0.001 else f"p = {value:.3f}"
+
+
+def _ci(interval: dict[str, Any] | None) -> str:
+    if not interval or interval.get("low") is None:
+        return "-"
+    return f"{interval['low']:.3f} to {interval['high']:.3f}"
+
+
+def _level(results: dict[str, Any]) -> str:
+    return f"{100 * results['settings']['ci']:g}% CI"
+
+
+def _items(n: int) -> str:
+    return f"{n} item" + ("" if n == 1 else "s")
+
+
+# -- rows of the report (one source for every format) -------------------------------------------
+
+
+def summary_rows(q: dict[str, Any]) -> list[dict[str, Any]]:
+    """The headline figures of one question: statistic, value, CI, notes."""
+    rows: list[dict[str, Any]] = []
+    v = q["value"]
+    if v is not None:
+        f = v["fleiss"]
+        notes = [f["band"]] if f["band"] else []
+        notes.append(f"{_items(f['n_items'])}")
+        if f["kappa"] is None and f["undefined_reason"]:
+            notes = [f["undefined_reason"]]
+        ci = v["fleiss_ci"]
+        rows.append(
+            {
+                "statistic": "Fleiss' kappa",
+                "value": _num(f["kappa"]),
+                "ci": _ci(ci) if f["kappa"] is not None else "-",
+                "notes": "; ".join(notes),
+            }
+        )
+        if f["kappa"] is not None:
+            rows.append(
+                {
+                    "statistic": "  z (H0: kappa = 0)",
+                    "value": _num(f["z"], 2),
+                    "ci": "",
+                    "notes": f"SE0 {_num(f['se0'], 4)}; {_p(f['p_value'])}"
+                    if f["z"] is not None
+                    else f["undefined_reason"] or "",
+                }
+            )
+        a = v["alpha"]
+        rows.append(
+            {
+                "statistic": "Krippendorff's alpha",
+                "value": _num(a["alpha"]),
+                "ci": "",
+                "notes": a["undefined_reason"] or f"nominal; {_items(a['n_items'])}",
+            }
+        )
+        g = v["ac1"]
+        rows.append(
+            {
+                "statistic": "Gwet's AC1",
+                "value": _num(g["ac1"]),
+                "ci": "",
+                "notes": g["undefined_reason"] or _items(g["n_items"]),
+            }
+        )
+        pa = v["percent_agreement"]
+        rows.append(
+            {
+                "statistic": "Percent agreement",
+                "value": _pct(pa["proportion"]),
+                "ci": "",
+                "notes": pa["undefined_reason"]
+                or f"all coders agree on {_pct(pa['unanimous'])} of items",
+            }
+        )
+    s = q.get("reasons") or q.get("codes")
+    if s is not None:
+        what = "Reasons" if q["kind"] == "yes_no_reasons" else "Sets"
+        m = s["alpha_masi"]
+        scope = "items with a 'no'" if q["kind"] == "yes_no_reasons" else "items"
+        rows.append(
+            {
+                "statistic": f"{what}: MASI alpha",
+                "value": _num(m["alpha"]),
+                "ci": "",
+                "notes": m["undefined_reason"] or f"{m['n_items']} {scope} with 2+ answers",
+            }
+        )
+        e = s["exact_agreement"]
+        rows.append(
+            {
+                "statistic": f"{what}: same set",
+                "value": _pct(e["proportion"]),
+                "ci": "",
+                "notes": e["undefined_reason"] or "share of coder pairs with identical sets",
+            }
+        )
+    return rows
+
+
+def category_rows(q: dict[str, Any]) -> list[dict[str, Any]]:
+    v = q["value"]
+    if v is None:
+        return []
+    return [
+        {
+            "category": c["category"],
+            "share": _pct(c["proportion"]),
+            "kappa": _num(c["kappa"]),
+            "z": _num(c["z"], 2),
+            "notes": c["undefined_reason"] or "",
+        }
+        for c in v["fleiss"]["per_category"]
+    ]
+
+
+def code_rows(q: dict[str, Any]) -> list[dict[str, Any]]:
+    s = q.get("reasons") or q.get("codes")
+    if s is None:
+        return []
+    return [
+        {
+            "code": c["code"],
+            "chosen": _pct(c["prevalence"]),
+            "kappa": _num(c["fleiss"]["kappa"]),
+            "alpha": _num(c["alpha"]["alpha"]),
+            "notes": c["fleiss"]["undefined_reason"] or "",
+        }
+        for c in s["per_code"]
+    ]
+
+
+def pair_rows(q: dict[str, Any]) -> list[dict[str, Any]]:
+    v = q["value"]
+    if v is None:
+        return []
+    return [
+        {
+            "pair": f"{p['coder_a']} / {p['coder_b']}",
+            "items": p["n_items"],
+            "kappa": _num(p["kappa"]),
+            "ci": _ci(p["ci"]),
+            "agree": _pct(p["observed_agreement"]),
+            "band": p["undefined_reason"] or p["band"] or "",
+        }
+        for p in v["pairwise"]
+    ]
+
+
+def _title(results: dict[str, Any], q: dict[str, Any]) -> str:
+    kind = {"single": "single choice", "multi": "multi-select", "yes_no_reasons": "yes/no"}
+    return (
+        f"{results['codebook']} {q['question']} ({kind[q['kind']]}): {_items(q['n_items'])}, "
+        f"{q['n_coders']} coders"
+    )
+
+
+def _scope(results: dict[str, Any]) -> str:
+    sample = (
+        f"sample '{results['sample']}' ({results['sample_items']} items)"
+        if results["sample"]
+        else "every labelled item"
+    )
+    return (
+        f"Codebook {results['codebook']} {results['codebook_hash']}, {sample}, coders "
+        f"{', '.join(results['coders'])}."
+    )
+
+
+def short_id(item: str) -> str:
+    """UUID-like ids shortened to 8 characters for reading (JSON and CSV keep them whole)."""
+    return item[:8] if len(item) >= 32 else item
+
+
+def _grouped(entries: list[dict[str, str]], bullet: str) -> list[str]:
+    groups: dict[str, list[str]] = {}
+    for x in entries:
+        groups.setdefault(x["reason"].rstrip("."), []).append(x["item"])
+    lines = []
+    for reason, items in sorted(groups.items(), key=lambda g: -len(g[1])):
+        shown = ", ".join(short_id(i) for i in items[:ITEMS_SHOWN])
+        more = f" and {len(items) - ITEMS_SHOWN} more" if len(items) > ITEMS_SHOWN else ""
+        lines.append(f"{bullet}{reason}: {_items(len(items))} ({shown}{more})")
+    return lines
+
+
+def _left_out_lines(q: dict[str, Any], bullet: str = "  ") -> list[str]:
+    """Which items each figure left out and why, grouped by reason."""
+    lines = []
+    value = [x for x in q["left_out"] if x["part"] == "value"]
+    sets = [x for x in q["left_out"] if x["part"] != "value"]
+    if q["value"] is not None:
+        if value:
+            lines.append(
+                f"Left out of Fleiss' kappa: {_items(len(value))} not answered by every coder "
+                "(alpha, AC1 and percent agreement use every item with two or more answers):"
+            )
+            lines += _grouped(value, bullet)
+        else:
+            lines.append("Left out of Fleiss' kappa: none (every coder answered every item).")
+    if sets:
+        why = (
+            "reasons are compared among the coders who answered 'no'"
+            if q["kind"] == "yes_no_reasons"
+            else "MASI alpha uses every item with two or more answers"
+        )
+        lines.append(f"Left out of the per-code kappas: {_items(len(sets))} ({why}):")
+        lines += _grouped(sets, bullet)
+    not_coded = q["not_coded"]
+    if not_coded:
+        lines.append(f"Not in any figure: {_items(len(not_coded))} of the sample:")
+        lines += _grouped(not_coded, bullet)
+    return lines
+
+
+# -- table ----------------------------------------------------------------------------------------
+
+
+def _longest_word(rows: list[dict], key: str, cap: int = 14) -> int:
+    words = (w for r in rows for w in str(r.get(key, "")).split())
+    return min(max((len(w) for w in words), default=1), cap)
+
+
+def _table(
+    title: str | None,
+    columns: Sequence[tuple[str, str, str]],
+    rows: list[dict],
+    wrap: frozenset[str] = frozenset({"notes", "band"}),
+) -> Any:
+    """columns: (key, header, justify); a notes column nobody needs is left out. The title
+    is a line of its own, so a narrow table does not squeeze it."""
+    columns = [
+        c for c in columns if c[0] not in {"notes", "band"} or any(r.get(c[0]) for r in rows)
+    ]
+    flexible = [c[0] for c in columns if c[0] in wrap]
+    table = Table(box=box.SIMPLE_HEAD, header_style="bold", pad_edge=False)
+    if len(flexible) > 1:  # share the width out by ratio (text twice a label's)
+        table.expand = True
+    for key, header, justify in columns:
+        table.add_column(
+            header,
+            justify=justify,  # type: ignore[arg-type]
+            overflow="fold",
+            no_wrap=key not in wrap,
+            ratio=(3 if key == "text" else 2) if len(flexible) > 1 and key in wrap else None,
+            min_width=_longest_word(rows, key) if key in wrap else None,
+        )
+    for row in rows:
+        table.add_row(*(Text(str(row.get(key, ""))) for key, _, _ in columns))
+    if not title:
+        return table
+    return Group(Text(title, style="bold"), table)
+
+
+def render_table(results: dict[str, Any]) -> None:
+    console.print(_scope(results), markup=False)
+    for q in results["results"]:
+        console.print()
+        level = _level(results)
+        if not q["n_items"]:
+            console.print(_title(results, q) + ": no answers by these coders.", markup=False)
+            continue
+        console.print(
+            _table(
+                _title(results, q),
+                [
+                    ("statistic", "Statistic", "left"),
+                    ("value", "Value", "right"),
+                    ("ci", level, "left"),
+                    ("notes", "Notes", "left"),
+                ],
+                summary_rows(q),
+            )
+        )
+        cats = category_rows(q)
+        if cats:
+            console.print(
+                _table(
+                    "Per category (Fleiss' kappa, one category against the rest)",
+                    [
+                        ("category", "Category", "left"),
+                        ("share", "Share", "right"),
+                        ("kappa", "Kappa", "right"),
+                        ("z", "z", "right"),
+                        ("notes", "Notes", "left"),
+                    ],
+                    cats,
+                )
+            )
+        codes = code_rows(q)
+        if codes:
+            what = "reason" if q["kind"] == "yes_no_reasons" else "code"
+            console.print(
+                _table(
+                    f"Per {what} (chosen or not: Fleiss' kappa and nominal alpha)",
+                    [
+                        ("code", what.capitalize(), "left"),
+                        ("chosen", "Chosen", "right"),
+                        ("kappa", "Kappa", "right"),
+                        ("alpha", "Alpha", "right"),
+                        ("notes", "Notes", "left"),
+                    ],
+                    codes,
+                )
+            )
+        pairs = pair_rows(q)
+        if pairs:
+            console.print(
+                _table(
+                    "Pairwise Cohen's kappa",
+                    [
+                        ("pair", "Coders", "left"),
+                        ("items", "Items", "right"),
+                        ("kappa", "Kappa", "right"),
+                        ("ci", level, "left"),
+                        ("agree", "Agree", "right"),
+                        ("band", "Band", "left"),
+                    ],
+                    pairs,
+                )
+            )
+        for line in _left_out_lines(q):
+            console.print(line, markup=False)
+        console.print(
+            f"Coders differ on {_items(q['n_disagreements'])} (--disagreements lists them).",
+            markup=False,
+        )
+
+
+# -- markdown -------------------------------------------------------------------------------------
+
+
+def methods_sentence(results: dict[str, Any]) -> str:
+    s = results["settings"]
+    qs = results["results"]
+    n_items = sorted({q["n_items"] for q in qs})
+    items = " to ".join(str(n) for n in (n_items[0], n_items[-1])) if n_items else "0"
+    if len(n_items) == 1:
+        items = str(n_items[0])
+    coders = results["coders"]
+    sentence = (
+        f"Agreement among {len(coders)} coders on {items} items "
+        f"({results['codebook']} codebook"
+        + (f", sample '{results['sample']}'" if results["sample"] else "")
+        + ") was measured with Fleiss' kappa (Fleiss, 1971), with a "
+        f"{100 * s['ci']:g}% percentile bootstrap confidence interval over items "
+        f"({s['n_boot']:,} resamples, seed {s['seed']}) and a z-test using the asymptotic "
+        "standard error under the null (Fleiss, Nee & Landis, 1979); Krippendorff's alpha for "
+        "nominal data (Krippendorff, 2011); Gwet's AC1 (Gwet, 2008); percent agreement; "
+        "per-category kappas (Fleiss, 1971); and Cohen's kappa for every pair of coders "
+        "(Cohen, 1960) with asymptotic confidence intervals (Fleiss, Cohen & Everitt, 1969). "
+        "Kappa values are described with the bands of Landis and Koch (1977). Fleiss' kappa "
+        "uses the items every coder answered; the other figures use every item with two or "
+        "more answers."
+    )
+    if any(q["kind"] != "single" for q in qs):
+        sentence += (
+            " Multi-code answers (sets) were compared with Krippendorff's alpha using the "
+            "MASI distance (Passonneau, 2006) and, code by code, with binary Fleiss' kappa."
+        )
+    return sentence
+
+
+def _md(
+    rows: list[dict[str, Any]], columns: list[tuple[str, str]], title: str | None = None
+) -> str:
+    """A Markdown table; a notes column nobody needs is left out."""
+    keep = [(k, h) for k, h in columns if k not in {"notes", "band"} or any(r.get(k) for r in rows)]
+    text = markdown_table(
+        [{**r, "statistic": str(r.get("statistic", "")).strip()} for r in rows],
+        [k for k, _ in keep],
+        title=title,
+    )
+    header = "| " + " | ".join(k for k, _ in keep) + " |"
+    return text.replace(header, "| " + " | ".join(h for _, h in keep) + " |", 1)
+
+
+def render_markdown(results: dict[str, Any]) -> None:
+    out = [f"## Inter-coder agreement: {results['codebook']}", "", methods_sentence(results), ""]
+    level = _level(results)
+    for q in results["results"]:
+        out.append(
+            _md(
+                summary_rows(q),
+                [("statistic", "Statistic"), ("value", "Value"), ("ci", level), ("notes", "Notes")],
+                title=_title(results, q),
+            )
+        )
+        cats = category_rows(q)
+        if cats:
+            columns = [("category", "Category"), ("share", "Share"), ("kappa", "Kappa"),
+                       ("z", "z"), ("notes", "Notes")]  # fmt: skip
+            out.append(_md(cats, columns))
+        codes = code_rows(q)
+        if codes:
+            what = "Reason" if q["kind"] == "yes_no_reasons" else "Code"
+            columns = [("code", what), ("chosen", "Chosen"), ("kappa", "Kappa"),
+                       ("alpha", "Alpha"), ("notes", "Notes")]  # fmt: skip
+            out.append(_md(codes, columns))
+        pairs = pair_rows(q)
+        if pairs:
+            columns = [("pair", "Coders"), ("items", "Items"), ("kappa", "Cohen's kappa"),
+                       ("ci", level), ("agree", "Agreement"), ("band", "Band")]  # fmt: skip
+            out.append(_md(pairs, columns))
+        out += _left_out_lines(q, bullet="- ")
+        out.append("")
+    out.append("References")
+    out.append("")
+    out += [f"- {ref}" for ref in REFERENCES]
+    out.append("")
+    out.append(
+        f"<!-- annotate agree run {results.get('run_id')}: {results['n_labels']} labels, "
+        f"sha256 {results['labels_sha256']} -->"
+    )
+    console.print("\n".join(out), markup=False, highlight=False, soft_wrap=True)
+
+
+# -- csv ---------------------------------------------------------------------------------------
+
+CSV_COLUMNS = (
+    "question",
+    "part",
+    "statistic",
+    "subject",
+    "estimate",
+    "ci_low",
+    "ci_high",
+    "se",
+    "z",
+    "p_value",
+    "n_items",
+    "band",
+    "note",
+)
+
+
+def _adder(rows: list[dict[str, Any]], question: str) -> Any:
+    def add(part: str, statistic: str, subject: str = "", **values: Any) -> None:
+        rows.append(
+            {"question": question, "part": part, "statistic": statistic, "subject": subject}
+            | values
+        )
+
+    return add
+
+
+def _csv_value(value: Any) -> Any:
+    """Full precision in CSV: scripts read the numbers back."""
+    return repr(value) if isinstance(value, float) else value
+
+
+def csv_rows(results: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every figure as one tidy row (for R or pandas)."""
+    rows: list[dict[str, Any]] = []
+    for q in results["results"]:
+        add = _adder(rows, q["question"])
+        v = q["value"]
+        if v is not None:
+            f, ci = v["fleiss"], v["fleiss_ci"]
+            add("value", "fleiss_kappa", estimate=f["kappa"], ci_low=ci["low"],
+                ci_high=ci["high"], se=f["se0"], z=f["z"], p_value=f["p_value"],
+                n_items=f["n_items"], band=f["band"], note=f["undefined_reason"])  # fmt: skip
+            for c in f["per_category"]:
+                add("value", "category_kappa", c["category"], estimate=c["kappa"], se=c["se0"],
+                    z=c["z"], p_value=c["p_value"], n_items=f["n_items"],
+                    note=c["undefined_reason"])  # fmt: skip
+            a = v["alpha"]
+            add("value", "krippendorff_alpha", estimate=a["alpha"], n_items=a["n_items"],
+                note=a["undefined_reason"])  # fmt: skip
+            g = v["ac1"]
+            add("value", "gwet_ac1", estimate=g["ac1"], n_items=g["n_items"],
+                note=g["undefined_reason"])  # fmt: skip
+            pa = v["percent_agreement"]
+            add("value", "percent_agreement", estimate=pa["proportion"], n_items=pa["n_items"],
+                note=pa["undefined_reason"])  # fmt: skip
+            add("value", "unanimous", estimate=pa["unanimous"], n_items=pa["n_items"])
+            for p in v["pairwise"]:
+                add("value", "cohen_kappa", f"{p['coder_a']}|{p['coder_b']}",
+                    estimate=p["kappa"], ci_low=p["ci"]["low"], ci_high=p["ci"]["high"],
+                    se=p["se"], z=p["z"], p_value=p["p_value"], n_items=p["n_items"],
+                    band=p["band"], note=p["undefined_reason"])  # fmt: skip
+        part = "reasons" if q["kind"] == "yes_no_reasons" else "codes"
+        s = q.get(part)
+        if s is not None:
+            m = s["alpha_masi"]
+            add(part, "masi_alpha", estimate=m["alpha"], n_items=m["n_items"],
+                note=m["undefined_reason"])  # fmt: skip
+            e = s["exact_agreement"]
+            add(part, "same_set", estimate=e["proportion"], n_items=e["n_items"],
+                note=e["undefined_reason"])  # fmt: skip
+            for c in s["per_code"]:
+                add(part, "code_kappa", c["code"], estimate=c["fleiss"]["kappa"],
+                    n_items=c["fleiss"]["n_items"], band=c["fleiss"]["band"],
+                    note=c["fleiss"]["undefined_reason"])  # fmt: skip
+                add(part, "code_alpha", c["code"], estimate=c["alpha"]["alpha"],
+                    n_items=c["alpha"]["n_items"], note=c["alpha"]["undefined_reason"])  # fmt: skip
+        for x in q["left_out"]:
+            add(x["part"], "left_out", x["item"], note=x["reason"])
+        for x in q["not_coded"]:
+            add("value" if q["value"] else part, "not_coded", x["item"], note=x["reason"])
+    return [{k: _csv_value(v) for k, v in r.items()} for r in rows]
+
+
+# -- disagreements ----------------------------------------------------------------------------
+
+
+def render_disagreements(run: Any, fmt: OutputFormat) -> None:
+    """Every item where the coders differ: its text and each coder's label."""
+    coders = list(run.selection.coders)
+    if fmt is OutputFormat.csv:
+        rows = [
+            {"question": q.question.id, **d.to_dict(), **{c: d.answers.get(c) for c in coders}}
+            for q in run.questions
+            for d in q.disagreements
+        ]
+        columns = ["question", "item", "session", "seq", "text", *coders]
+        console.print(csv_text(rows, columns), end="", markup=False, highlight=False,
+                      soft_wrap=True)  # fmt: skip
+        return
+    for q in run.questions:
+        title = f"Coders differ on {q.question.id}: {_items(len(q.disagreements))}"
+        rows = [
+            {
+                "n": k + 1,
+                "item": d.item,
+                "text": d.text,
+                **{c: d.answers.get(c) or "-" for c in coders},
+            }
+            for k, d in enumerate(q.disagreements)
+        ]
+        if fmt is OutputFormat.markdown:
+            columns = [("n", "#"), ("item", "Item"), ("text", "Text"), *((c, c) for c in coders)]
+            console.print(_md(rows, columns, title=title), markup=False, highlight=False,
+                          soft_wrap=True)  # fmt: skip
+            continue
+        for r in rows:
+            r["item"] = short_id(r["item"])
+        columns = [("n", "#", "right"), ("item", "Item", "left"), ("text", "Text", "left")]
+        columns += [(c, c, "left") for c in coders]
+        console.print(_table(title, columns, rows, wrap=frozenset({"text", *coders})))
+
+
+# -- the commands -----------------------------------------------------------------------------
+
+
+def agree_command(
+    codebook: CodebookOption = None,
+    sample: SampleOption = None,
+    coders: CodersOption = None,
+    question: QuestionOption = None,
+    fmt: FormatOption = OutputFormat.table,
+    ci: Annotated[float, typer.Option(help="Confidence level of the intervals.")] = 0.95,
+    n_boot: Annotated[
+        int, typer.Option(help="Bootstrap resamples for the CI of Fleiss' kappa.")
+    ] = 1000,
+    seed: Annotated[int, typer.Option(help="Seed of the bootstrap.")] = 0,
+    disagreements: Annotated[
+        bool,
+        typer.Option(
+            "--disagreements",
+            help="Also list every item where the coders differ, with its text and each "
+            "coder's label (with --format csv: only that list).",
+        ),
+    ] = False,
+    run: Annotated[
+        int | None,
+        typer.Option(help="Show a stored run again, and whether its labels changed since."),
+    ] = None,
+    runs: Annotated[bool, typer.Option("--runs", help="List the stored runs.")] = False,
+    db: DbOption = DEFAULT_DB_PATH,
+) -> None:
+    """Inter-coder agreement per question: Fleiss' kappa with a bootstrap CI and the Landis &
+    Koch band, Krippendorff's alpha, Gwet's AC1, percent agreement, per-category and pairwise
+    Cohen's kappas, and the items left out with the reason.
+
+    Yes/no questions with reasons (mental_model Q4) also get the reasons' MASI alpha and a
+    kappa per reason. Every run is stored with the ids and a hash of the exact labels used;
+    its id is printed.
+    """
+    from annotate.agreement_data import agree, stored_run
+
+    with open_store(db) as store:
+        if runs:
+            _print_runs(store.agreement_runs(), fmt)
+            return
+        if run is not None:
+            stored = stored_run(store, run)
+            _render(stored.results, fmt)
+            state = (
+                "unchanged since"
+                if stored.unchanged
+                else (
+                    f"{stored.missing} of them deleted since"
+                    if stored.missing
+                    else "changed since (labels_sha256 differs)"
+                )
+            )
+            _run_line(
+                f"run {run} ({stored.run['created_at']}): {stored.run['n_labels']} labels, "
+                f"{state}.",
+                fmt,
+            )
+            return
+        result = agree(
+            store,
+            codebook=codebook,
+            sample=sample,
+            coders=split_list(coders) or None,
+            question=question,
+            ci=ci,
+            n_boot=n_boot,
+            seed=seed,
+            disagreements=disagreements,
+        )
+        if result.selection.defaults and fmt is OutputFormat.table:
+            err_console.print(
+                "defaults: " + "; ".join(result.selection.defaults), markup=False, soft_wrap=True
+            )
+        if disagreements and fmt is OutputFormat.csv:
+            render_disagreements(result, fmt)
+        else:
+            _render(result.to_dict(), fmt)
+            if disagreements and fmt is not OutputFormat.json:
+                console.print()
+                render_disagreements(result, fmt)
+    _run_line(
+        f"run {result.run_id} stored: {result.n_labels} labels, sha256 "
+        f"{result.labels_hash[:12]} (`annotate agree --run {result.run_id}` shows it).",
+        fmt,
+    )
+
+
+def _render(results: dict[str, Any], fmt: OutputFormat) -> None:
+    if fmt is OutputFormat.json:
+        console.print(to_json(results), markup=False, highlight=False, soft_wrap=True)
+    elif fmt is OutputFormat.csv:
+        console.print(csv_text(csv_rows(results), CSV_COLUMNS), end="", markup=False,
+                      highlight=False, soft_wrap=True)  # fmt: skip
+    elif fmt is OutputFormat.markdown:
+        render_markdown(results)
+    else:
+        render_table(results)
+
+
+def _run_line(text: str, fmt: OutputFormat) -> None:
+    """Where the run id goes: after the table; to stderr when stdout is data."""
+    if fmt is OutputFormat.table:
+        console.print(text, markup=False)
+    elif fmt is not OutputFormat.markdown:
+        err_console.print(text, markup=False, soft_wrap=True)
+
+
+def _print_runs(rows: list[dict[str, Any]], fmt: OutputFormat) -> None:
+    if fmt is OutputFormat.json:
+        console.print(to_json(rows), markup=False, highlight=False, soft_wrap=True)
+        return
+    shown = [
+        r
+        | {
+            "created_at": r["created_at"][5:16].replace("T", " "),
+            "sample": r["sample"] or "-",
+            "coders": ", ".join(r["coders"]),
+            "questions": ", ".join(r["questions"]),
+            "labels_hash": r["labels_hash"][:8],
+        }
+        for r in rows
+    ]
+    columns = [("id", "Run", "right"), ("created_at", "When", "left"),
+               ("codebook", "Codebook", "left"), ("sample", "Sample", "left"),
+               ("coders", "Coders", "left"), ("questions", "Questions", "left"),
+               ("n_labels", "Labels", "right"), ("labels_hash", "sha256", "left")]  # fmt: skip
+    if fmt is OutputFormat.table:
+        table = Table(box=box.SIMPLE_HEAD, header_style="bold", pad_edge=False)
+        for key, header, justify in columns:
+            table.add_column(header, justify=justify, no_wrap=key in {"id", "labels_hash"})  # type: ignore[arg-type]
+        for r in shown:
+            table.add_row(
+                *(Text(str(r[key] if r[key] is not None else "-")) for key, _, _ in columns)
+            )
+        console.print(Group(Text("Agreement runs (UTC)", style="bold"), table))
+    elif fmt is OutputFormat.markdown:
+        console.print(_md(shown, [(k, h) for k, h, _ in columns]), markup=False, soft_wrap=True)
+    else:
+        keys = [k for k, _, _ in columns]
+        console.print(csv_text(rows, keys), end="", markup=False, soft_wrap=True)
+
+
+def adjudicate_command(
+    codebook: CodebookOption = None,
+    sample: SampleOption = None,
+    coders: CodersOption = None,
+    question: QuestionOption = None,
+    adjudicator: Annotated[
+        str | None,
+        typer.Option(help="Who adjudicates (stored with every gold label; default: your login)."),
+    ] = None,
+    majority_only: Annotated[
+        bool,
+        typer.Option(
+            "--majority-only",
+            help="Write the majority gold and stop: no screen (prints how many cases remain).",
+        ),
+    ] = False,
+    db: DbOption = DEFAULT_DB_PATH,
+) -> None:
+    """Make gold labels: a strict majority of the coders decides; ties and flagged items go to
+    a screen that shows the item in its context, every coder's answer and note, and takes one
+    key (the codebook's shortcuts) for the final label.
+
+    Gold is stored as coder 'gold', with who adjudicated and how (majority or decided).
+    """
+    from annotate.adjudication import plan_gold, write_majority
+    from annotate.agreement_data import select
+
+    name = adjudicator or _login()
+    with open_store(db) as store:
+        selection = select(
+            store,
+            codebook=codebook,
+            sample=sample,
+            coders=split_list(coders) or None,
+            question=question,
+        )
+        plan = plan_gold(store, selection)
+        written = write_majority(store, plan, name)
+        undecided = plan.undecided
+        where = f"{plan.codebook.name}" + (f", sample '{plan.sample}'" if plan.sample else "")
+        console.print(
+            f"{where}, coders {', '.join(plan.coders)}: majority gold for {written} "
+            f"(item, question) cases; {len(undecided)} to decide (ties and flagged)"
+            + (f"; {len(plan.kept)} already decided, kept" if plan.kept else "")
+            + (
+                f"; {plan.too_few} answered by only one coder, left for later"
+                if plan.too_few
+                else ""
+            )
+            + ".",
+            markup=False,
+            soft_wrap=True,
+        )
+        if majority_only or not undecided:
+            if undecided:
+                console.print(
+                    f"{len(undecided)} cases remain undecided: run `annotate adjudicate` "
+                    "without --majority-only to decide them.",
+                    markup=False,
+                )
+            return
+        from annotate.tui.adjudicate import run_adjudication
+
+        decided = run_adjudication(store, plan, name)
+        left = len(plan.undecided)
+        console.print(
+            f"{decided} decided by {name}; "
+            + (f"{left} still undecided (run the command again)." if left else "all decided."),
+            markup=False,
+        )
+
+
+def _login() -> str:
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):  # no login name in some containers
+        raise UsageError("who adjudicates? pass --adjudicator NAME") from None
+
+
+def register(app: typer.Typer) -> None:
+    app.command("agree")(agree_command)
+    app.command("adjudicate")(adjudicate_command)
