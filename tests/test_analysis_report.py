@@ -145,6 +145,12 @@ def test_report_needs_gold_or_llm_or_coders(cli, tmp_path) -> None:
     table = pd.read_csv(tmp_path / "r" / "traum_act_by_action_type.csv")
     assert {"message", "draw", "reset"} <= set(table.columns)
     assert "Mental model" not in (tmp_path / "r" / "report.html").read_text()
+    r = cli("report", "--codebook", "traum", "--coders", "ana", "--by", "role",
+            "--out", str(tmp_path / "role"))  # fmt: skip
+    assert r.exit_code == 0, r.output
+    assert sorted(p.name for p in (tmp_path / "role").glob("traum_*.csv")) == [
+        "traum_act_by_role.csv"
+    ]
     r = cli("report", "--codebook", "traum", "--coders", "zoe", "--out", str(tmp_path / "z"))
     assert r.exit_code == 1 and "--coders: 'zoe' has no labels for codebook 'traum'" in r.stderr
     r = cli("report", "--codebook", "traum", "--by", "colour", "--coders", "ana")
