@@ -20,6 +20,22 @@ from annotate.store import Store
 from tests.test_analysis_support import DEMO_LABELS, demo_with_gold, import_demo
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+# the shape `annotate agree` stores its results in (annotate/agreement_data.py)
+AGREE_RESULTS = {
+    "codebook": "traum",
+    "results": [
+        {
+            "question": "act",
+            "kind": "single",
+            "value": {
+                "fleiss": {"kappa": 0.58, "per_category": [{"category": "Initiate", "kappa": 0.7}]},
+                "alpha": {"alpha": 0.581},
+                "ac1": {"ac1": 0.629},
+                "pairwise": [{"kappa": 0.5}],
+            },
+        }
+    ],
+}
 IMG = re.compile(r'<img alt="([^"]*)" src="data:image/png;base64,([A-Za-z0-9+/=]+)">')
 
 
@@ -229,7 +245,7 @@ def test_report_lists_stored_agreement_runs(cli, gold_db, tmp_path) -> None:
                 continue
             values[c["name"]] = 1 if c["type"].upper() == "INTEGER" else "[]"
         values |= {"codebook": "traum", "coders": '["ana", "ben", "caro"]',
-                   "results": json.dumps({"act": {"fleiss": {"kappa": 0.58, "n": 3}}})}  # fmt: skip
+                   "results": json.dumps(AGREE_RESULTS)}  # fmt: skip
         marks = ", ".join("?" * len(values))
         with s.transaction() as conn:
             conn.execute(
@@ -240,14 +256,17 @@ def test_report_lists_stored_agreement_runs(cli, gold_db, tmp_path) -> None:
     assert cli("report", "--codebook", "traum", "--out", str(out)).exit_code == 0
     html = (out / "report.html").read_text()
     assert ">Stored agreement runs (annotate agree)</h3>" in html
-    assert "<td>act.fleiss.kappa=0.580</td>" in html and "<td>ana, ben, caro</td>" in html
+    assert "<td>act: kappa 0.580, alpha 0.581, AC1 0.629</td>" in html
+    assert "<td>ana, ben, caro</td>" in html
 
 
 def test_headline_figures() -> None:
     from annotate.analysis.report import headline_figures
 
-    results = {"questions": [{"id": "Q1", "fleiss": {"kappa": 0.5}, "alpha": {"alpha": 0.25}}]}
-    assert (
-        headline_figures(results) == "questions.0.fleiss.kappa=0.500, questions.0.alpha.alpha=0.250"
-    )
+    assert headline_figures(AGREE_RESULTS) == "act: kappa 0.580, alpha 0.581, AC1 0.629"
+    mixed = {"results": [{"question": "Q4", "value": {"fleiss": {"kappa": 0.5}},
+                          "reasons": {"alpha_masi": {"alpha": 0.25}}}]}  # fmt: skip
+    assert headline_figures(mixed) == "Q4: kappa 0.500, reasons MASI alpha 0.250"
+    other = {"q": {"fleiss": {"kappa": 0.5, "per_category": [{"kappa": 0.1}]}}}
+    assert headline_figures(other) == "q.fleiss.kappa=0.500"
     assert headline_figures(None) == "" and headline_figures("text") == ""

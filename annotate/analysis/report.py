@@ -586,8 +586,40 @@ def _unjson(value: Any) -> Any:
     return value
 
 
+SKIPPED_KEYS = {"per_category", "per_code", "pairwise", "left_out", "items_left_out"}
+
+
+def _number(value: Any, *path: str) -> float | None:
+    for key in path:
+        value = value.get(key) if isinstance(value, dict) else None
+    return value if isinstance(value, int | float) else None
+
+
 def headline_figures(results: Any, limit: int = 8) -> str:
-    """``path=value`` for the kappa/alpha/AC1 numbers in a stored result (depth-first)."""
+    """The headline kappa/alpha/AC1 of a stored agreement run's results.
+
+    Runs of `annotate agree` store ``{"results": [{"question", "value": AgreementReport,
+    "codes" | "reasons": MultiSelectReport}, ...]}``: one ``Q: kappa .., alpha .., AC1 ..``
+    per question. Anything else: the first ``path=value`` numbers named kappa, alpha or
+    ac1 (per-category and pairwise figures skipped).
+    """
+    items = results.get("results") if isinstance(results, dict) else None
+    if isinstance(items, list) and items and all(isinstance(i, dict) for i in items):
+        parts = []
+        for item in items:
+            figures = [
+                (name, _number(item, *path))
+                for name, path in (
+                    ("kappa", ("value", "fleiss", "kappa")),
+                    ("alpha", ("value", "alpha", "alpha")),
+                    ("AC1", ("value", "ac1", "ac1")),
+                    ("MASI alpha", ("codes", "alpha_masi", "alpha")),
+                    ("reasons MASI alpha", ("reasons", "alpha_masi", "alpha")),
+                )
+            ]
+            shown = ", ".join(f"{n} {v:.3f}" for n, v in figures if v is not None)
+            parts.append(f"{item.get('question', '?')}: {shown or '-'}")
+        return "; ".join(parts)
     found: list[str] = []
 
     def walk(value: Any, path: tuple[str, ...]) -> None:
@@ -595,6 +627,8 @@ def headline_figures(results: Any, limit: int = 8) -> str:
             return
         if isinstance(value, dict):
             for key, item in value.items():
+                if key in SKIPPED_KEYS:
+                    continue
                 if key in HEADLINE_KEYS and isinstance(item, int | float):
                     found.append(".".join((*path, key)) + f"={item:.3f}")
                 else:
