@@ -117,7 +117,7 @@ def test_two_processes_write_to_one_file_at_once(db_path: Path) -> None:
     for p in procs:
         p.start()
     for p in procs:
-        p.join(60)
+        p.join(180)
         assert p.exitcode == 0
     with Store(db_path) as s:
         counts = dict(s.query("SELECT coder, count(*) FROM labels GROUP BY coder"))
