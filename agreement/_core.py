@@ -7,6 +7,8 @@ from statistics import NormalDist
 
 import numpy as np
 
+MISSING = -1  # the code of a missing rating (as agreement.matrix.MISSING)
+
 # Memory budget (array elements) of one chunk in the chunked code paths.
 CHUNK_ELEMENTS = 1 << 20
 
@@ -68,21 +70,23 @@ def pair_counts(codes: np.ndarray, n_values: int, weights: np.ndarray | None = N
     chunk by chunk and multiplied.
     """
     n_items, n_coders = codes.shape
-    size = n_values * n_values
     if n_items == 0 or n_coders < 2 or n_values == 0:
         return np.zeros((n_values, n_values))
-    n_pairs = n_coders * (n_coders - 1) // 2
-    if n_pairs <= n_coders + n_values:
-        out = np.zeros(size)
-        columns = [codes[:, j].astype(np.intp) for j in range(n_coders)]
-        missing = [c < 0 for c in columns]
-        for a in range(n_coders):
-            for b in range(a + 1, n_coders):
-                index = columns[a] * n_values
-                index += columns[b]
-                index[missing[a] | missing[b]] = size
-                out += np.bincount(index, weights=weights, minlength=size + 1)[:size]
-        out = out.reshape(n_values, n_values)
+    if n_coders * (n_coders - 1) // 2 <= n_coders + n_values:
+        # Codes shifted by one so that a missing rating is 0: pair (a, b) falls in cell
+        # (a + 1, b + 1) of a (V + 1) x (V + 1) table whose row and column 0 are dropped.
+        side = n_values + 1
+        sums = np.zeros(side * side)
+        step = max(1, CHUNK_ELEMENTS // n_coders)
+        for start in range(0, n_items, step):
+            block = codes[start : start + step]
+            w = None if weights is None else weights[start : start + step]
+            shifted = [block[:, j].astype(np.intp) + 1 for j in range(n_coders)]
+            for a in range(n_coders):
+                rows = shifted[a] * side
+                for b in range(a + 1, n_coders):
+                    sums += np.bincount(rows + shifted[b], weights=w, minlength=side * side)
+        out = sums.reshape(side, side)[1:, 1:]
         return out + out.T
     out = np.zeros((n_values, n_values))
     step = max(1, CHUNK_ELEMENTS // max(n_values, n_coders))
@@ -141,10 +145,62 @@ def agreeing_pairs(codes: np.ndarray, n_values: int) -> np.ndarray:
 
 def mean_pair_agreement(codes: np.ndarray, n_values: int) -> tuple[float | None, int]:
     """Mean share of agreeing coder pairs over items with two or more ratings, and their count."""
-    r = (codes >= 0).sum(axis=1)
+    r = ratings_per_item(codes)
     pairable = r >= 2
     n_items = int(pairable.sum())
     if n_items == 0:
         return None, 0
     pairs = r[pairable] * (r[pairable] - 1) // 2
     return float((agreeing_pairs(codes[pairable], n_values) / pairs).mean()), n_items
+
+
+def agreement_by_category(
+    codes: np.ndarray, n_values: int, weights: np.ndarray | None = None
+) -> np.ndarray:
+    """The diagonal of :func:`pair_counts`, computed without the off-diagonal cells.
+
+    ``out[c] = sum_u w_u * n_uc (n_uc - 1)``: weighted ordered pairs of different coders
+    who both gave item u the label c.
+    """
+    n_items, n_coders = codes.shape
+    out = np.zeros(n_values)
+    if n_items == 0 or n_coders < 2 or n_values == 0:
+        return out
+    if n_coders * (n_coders - 1) // 2 <= n_coders + n_values:
+        return np.diagonal(pair_counts(codes, n_values, weights)).copy()
+    step = max(1, CHUNK_ELEMENTS // max(n_values, n_coders))
+    for start in range(0, n_items, step):
+        block = codes[start : start + step]
+        rows = block.shape[0]
+        present = block >= 0
+        row_index = np.broadcast_to(np.arange(rows)[:, None], block.shape)[present]
+        counts = np.bincount(
+            row_index * n_values + block[present], minlength=rows * n_values
+        ).reshape(rows, n_values)
+        pairs = (counts * (counts - 1)).astype(np.float64)
+        if weights is not None:
+            pairs *= weights[start : start + step, None]
+        out += pairs.sum(axis=0)
+    return out
+
+
+def ratings_per_item(codes: np.ndarray) -> np.ndarray:
+    """Number of ratings (non-negative codes) in each row, as intp.
+
+    Summing boolean columns one by one is several times faster than
+    ``(codes >= 0).sum(axis=1)`` for the few columns a label matrix has.
+    """
+    n_items, n_coders = codes.shape
+    out = np.zeros(n_items, dtype=np.intp)
+    for j in range(n_coders):
+        out += codes[:, j] >= 0
+    return out
+
+
+def category_totals(codes: np.ndarray, n_values: int) -> np.ndarray:
+    """Ratings per category over all items."""
+    out = np.zeros(n_values, dtype=np.int64)
+    for j in range(codes.shape[1]):
+        column = codes[:, j]
+        out += np.bincount(column[column >= 0], minlength=n_values)
+    return out

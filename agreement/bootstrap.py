@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from agreement._core import CHUNK_ELEMENTS, check_level, check_n_boot
+from agreement._core import CHUNK_ELEMENTS, check_level, check_n_boot, ratings_per_item
 from agreement.matrix import as_label_matrix
 from agreement.results import Interval
 
@@ -49,6 +49,25 @@ def resample_weights(n_items: int, n_boot: int, seed: int | None) -> Iterator[np
         counts = np.bincount(draws.ravel(), minlength=size * n_items)
         yield counts.reshape(size, n_items).astype(np.float64)
         done += size
+
+
+# Largest block (rows x inner x columns) multiplied at once: OpenBLAS runs products below
+# about 2**18 multiply-adds on one thread; above, its thread hand-off can cost milliseconds
+# on a busy machine, more than the product itself.
+_SINGLE_THREAD_PRODUCT = 1 << 17
+
+
+def _product(weights: np.ndarray, features: np.ndarray) -> np.ndarray:
+    """``weights @ features`` in row blocks small enough for single-threaded BLAS.
+
+    Both hold whole numbers far below 2**53, so every sum is exact and the result does not
+    depend on the blocking.
+    """
+    rows = max(1, _SINGLE_THREAD_PRODUCT // max(weights.shape[1] * features.shape[1], 1))
+    out = np.empty((weights.shape[0], features.shape[1]))
+    for start in range(0, weights.shape[0], rows):
+        np.matmul(weights[start : start + rows], features, out=out[start : start + rows])
+    return out
 
 
 def _interval(
@@ -87,7 +106,7 @@ def fleiss_bootstrap(counts: np.ndarray, level: float, n_boot: int, seed: int | 
     features[:, k] = (counts * (counts - 1.0)).sum(axis=1)
     stats = []
     for weights in resample_weights(n_items, n_boot, seed):
-        sums = weights @ features
+        sums = _product(weights, features)
         p = sums[:, :k] / (n_items * n)
         observed = sums[:, k] / (n_items * n * (n - 1.0))
         expected = (p * p).sum(axis=1)
@@ -117,7 +136,7 @@ def cohen_bootstrap(
     features[:, 2 * k] = a == b
     stats = []
     for weights in resample_weights(n_items, n_boot, seed):
-        sums = weights @ features / n_items
+        sums = _product(weights, features) / n_items
         first, second = sums[:, :k], sums[:, k : 2 * k]
         expected = (first * second).sum(axis=1)
         single = ((first + second) > 0).sum(axis=1) <= 1
@@ -133,7 +152,7 @@ def cohen_bootstrap(
 
 def complete_counts(codes: np.ndarray, k: int) -> np.ndarray:
     """Items x categories counts of the rows of ``codes`` with no missing rating."""
-    codes = codes[(codes >= 0).all(axis=1)]
+    codes = codes[ratings_per_item(codes) == codes.shape[1]]
     n_items = codes.shape[0]
     rows = np.repeat(np.arange(n_items), codes.shape[1])
     return np.bincount(rows * k + codes.ravel().astype(np.intp), minlength=n_items * k).reshape(

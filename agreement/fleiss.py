@@ -19,7 +19,13 @@ from typing import Any
 
 import numpy as np
 
-from agreement._core import finite, pair_counts, two_sided_p
+from agreement._core import (
+    agreement_by_category,
+    category_totals,
+    finite,
+    ratings_per_item,
+    two_sided_p,
+)
 from agreement.bands import landis_koch
 from agreement.matrix import as_label_matrix, label_name
 from agreement.results import ResultMixin
@@ -176,19 +182,20 @@ def fleiss_from_sums(
     reason = None if se0 else "The standard error under H0 is 0, so the z-test is undefined."
     se0_category = math.sqrt(2.0 / pairs)
     per_category = []
-    for j, name in enumerate(categories):
-        if totals[j] == 0:
+    rows = zip(categories, totals.tolist(), agreeing_pairs.tolist(), p.tolist(), strict=True)
+    for name, total, agreeing, share in rows:
+        if total == 0:
             per_category.append(
                 CategoryKappa(name, None, None, None, None, 0.0,
                               f"Category {name!r} was never used, so its kappa is undefined.")
             )  # fmt: skip
             continue
-        disagreeing = (n - 1) * totals[j] - agreeing_pairs[j]  # sum_i n_ij (n - n_ij)
-        kappa_j = 1.0 - disagreeing / (pairs * pq[j])
+        disagreeing = (n - 1) * total - agreeing  # sum_i n_ij (n - n_ij)
+        kappa_j = 1.0 - disagreeing / (pairs * share * (1.0 - share))
         z_j = kappa_j / se0_category
         per_category.append(
             CategoryKappa(name, finite(kappa_j), se0_category, finite(z_j),
-                          two_sided_p(z_j), float(p[j]))
+                          two_sided_p(z_j), share)
         )  # fmt: skip
     return FleissKappa(
         kappa=finite(kappa),
@@ -255,14 +262,14 @@ def fleiss_kappa(
     if coders is not None:
         matrix = matrix.select(coders)
     codes = matrix.codes
-    complete = (codes >= 0).all(axis=1)
+    complete = ratings_per_item(codes) == matrix.n_coders
     left_out: tuple[Hashable, ...] = ()
     if not complete.all():
         left_out = tuple(matrix.items[~complete].tolist())
         codes = codes[complete]
     k = len(matrix.categories)
-    totals = np.bincount(codes.ravel().astype(np.intp), minlength=k) if codes.size else np.zeros(k)
-    agreeing = np.diagonal(pair_counts(codes, k)) if k else np.zeros(0)
+    totals = category_totals(codes, k)
+    agreeing = agreement_by_category(codes, k)
     return fleiss_from_sums(
         codes.shape[0], matrix.n_coders, totals, agreeing, matrix.categories, left_out
     )

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from agreement._core import finite, mean_pair_agreement
+from agreement._core import finite, mean_pair_agreement, ratings_per_item
 from agreement.matrix import as_label_matrix
 from agreement.results import ResultMixin
 
@@ -83,7 +83,7 @@ def gwet_ac1(data: Any, *, categories: Iterable[Any] | None = None) -> GwetAC1:
         return GwetAC1(
             None, None, None, 0, q, "No item was rated by two or more coders, so AC1 has no data."
         )
-    r = (codes >= 0).sum(axis=1)
+    r = ratings_per_item(codes)
     if q < 2:
         return GwetAC1(
             None, observed, None, n_items, q,

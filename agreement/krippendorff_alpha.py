@@ -22,7 +22,11 @@ from typing import Any
 
 import numpy as np
 
-from agreement._core import finite, pair_counts
+from agreement._core import (
+    finite,
+    pair_counts,
+    ratings_per_item,
+)
 from agreement.matrix import as_label_matrix
 from agreement.results import ResultMixin
 
@@ -61,12 +65,15 @@ class KrippendorffAlpha(ResultMixin):
     undefined_reason: str | None = None
 
 
-def _pairable_weights(codes: np.ndarray) -> tuple[np.ndarray, int, int]:
-    m = (codes >= 0).sum(axis=1)
-    pairable = m >= 2
-    weights = np.zeros(len(m))
-    np.divide(1.0, m - 1, out=weights, where=pairable)
-    return weights, int(pairable.sum()), int((m == 1).sum())
+def _pairable_weights(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray, int, int]:
+    """Per-item weights 1 / (m_u - 1) (0 if unpairable), m, #pairable, #single-rating."""
+    m = ratings_per_item(codes)
+    n_coders = codes.shape[1]
+    by_m = np.zeros(n_coders + 1)
+    by_m[2:] = 1.0 / np.arange(1, n_coders)
+    hist = np.bincount(m, minlength=n_coders + 1)
+    n_single = int(hist[1]) if n_coders >= 1 else 0
+    return by_m[m], m, int(hist[2:].sum()), n_single
 
 
 def coincidence_matrix(data: Any, *, categories: Iterable[Any] | None = None) -> np.ndarray:
@@ -85,7 +92,7 @@ def coincidence_matrix(data: Any, *, categories: Iterable[Any] | None = None) ->
         (m_u - 1)`` over items u with m_u >= 2 ratings, in ``categories`` order.
     """
     matrix = as_label_matrix(data, categories)
-    weights, _, _ = _pairable_weights(matrix.codes)
+    weights, _, _, _ = _pairable_weights(matrix.codes)
     return pair_counts(matrix.codes, len(matrix.categories), weights)
 
 
@@ -161,9 +168,35 @@ def krippendorff_alpha(data: Any, *, categories: Iterable[Any] | None = None) ->
     """
     matrix = as_label_matrix(data, categories)
     k = len(matrix.categories)
-    weights, n_items, n_single = _pairable_weights(matrix.codes)
-    coincidences = pair_counts(matrix.codes, k, weights)
-    distance = 1.0 - np.eye(k)
-    return alpha_from_coincidences(
-        coincidences, distance, "nominal", n_items, n_single, matrix.categories
+    codes = matrix.codes
+    weights, _, n_items, n_single = _pairable_weights(codes)
+    # Nominal distance is 1 off the diagonal, so only the coincidence matrix's diagonal
+    # (o_cc) and margins (n_c) are needed: sum_{c != k} o_ck = n - sum_c o_cc and
+    # sum_{c != k} n_c n_k = n**2 - sum_c n_c**2.
+    coincidences = pair_counts(codes, k, weights)
+    matched = np.diagonal(coincidences)
+    n_c = np.rint(coincidences.sum(axis=0))  # whole numbers, up to rounding
+    n = float(n_c.sum())
+    if n_items == 0:
+        return KrippendorffAlpha(
+            None, "nominal", None, None, 0, n_single, 0,
+            "No item was rated by two or more coders, so alpha has no data.",
+        )  # fmt: skip
+    observed_sum = max(n - float(matched.sum()), 0.0)
+    expected_sum = (n * n - float((n_c * n_c).sum())) / (n - 1.0)
+    if expected_sum <= 0.0:
+        only = matrix.categories[int(np.flatnonzero(n_c)[0])]
+        return KrippendorffAlpha(
+            None, "nominal", 0.0, 0.0, n_items, n_single, int(n),
+            f"Every pairable rating is {only!r}, so expected disagreement is 0 and alpha is "
+            "undefined (0/0); observed agreement is 100%.",
+        )  # fmt: skip
+    return KrippendorffAlpha(
+        alpha=finite(1.0 - observed_sum / expected_sum),
+        metric="nominal",
+        observed_disagreement=observed_sum / n,
+        expected_disagreement=expected_sum / n,
+        n_items=n_items,
+        n_items_unpairable=n_single,
+        n_values=int(n),
     )

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from agreement._core import pair_counts
+from agreement._core import pair_counts, ratings_per_item
 from agreement.fleiss import FleissKappa, fleiss_kappa
 from agreement.krippendorff_alpha import (
     KrippendorffAlpha,
@@ -99,7 +99,7 @@ def masi_alpha(data: Any, *, categories: Iterable[Any] | None = None) -> Krippen
     """
     matrix = as_set_matrix(data, categories)
     codes = matrix.codes
-    m = (codes >= 0).sum(axis=1)
+    m = ratings_per_item(codes)
     pairable = m >= 2
     weights = np.zeros(len(m))
     np.divide(1.0, m - 1, out=weights, where=pairable)

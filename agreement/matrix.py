@@ -16,6 +16,7 @@ the same label ``"1"``. Multi-select answers (sets of codes) use :class:`SetLabe
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import dataclass
@@ -24,9 +25,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from agreement._core import MISSING, ratings_per_item
 from agreement.results import ConfusionMatrix
 
-MISSING = -1
 LONG_COLUMNS = ("item", "coder", "value")
 
 __all__ = [
@@ -44,11 +45,13 @@ __all__ = [
 ]
 
 
+@functools.lru_cache(maxsize=4096)
 def _natural_key(text: str) -> tuple:
     parts = re.split(r"(\d+)", text)
     return tuple((0, int(p), "") if p.isdigit() else (1, 0, p) for p in parts)
 
 
+@functools.lru_cache(maxsize=64)
 def _code_dtype(n_values: int) -> np.dtype:
     for dtype in (np.int8, np.int16, np.int32):
         if n_values < np.iinfo(dtype).max:
@@ -129,30 +132,66 @@ def _resolve_categories(
     return categories
 
 
-def _encode_columns(
-    columns: Sequence[Any], categories: tuple[str, ...] | None
-) -> tuple[np.ndarray, tuple[str, ...]]:
-    """Encode 1-D label columns as category indices (MISSING for missing)."""
+# Labels are factorized in pieces of at most this many cells: pandas sizes its hash table
+# and int64 codes by the input, so pieces keep memory flat however many items there are.
+_PIECE_CELLS = 1 << 16
+
+
+def _factorize(piece: Any) -> tuple[np.ndarray, list[str]]:
+    try:
+        codes, uniques = pd.factorize(piece, use_na_sentinel=True)
+    except TypeError as error:
+        raise ValueError(
+            "Labels must be strings or numbers; found an unhashable value "
+            f"({error}). For multi-select answers use sets_from_long or sets_from_wide."
+        ) from None
+    names = [label_name(u) for u in uniques]
+    return codes.astype(_code_dtype(len(names)), copy=False), names
+
+
+def _encode_blocks(
+    blocks: Sequence[Any], categories: tuple[str, ...] | None
+) -> tuple[list[np.ndarray], tuple[str, ...]]:
+    """Encode 1-D blocks of labels (arrays or Series) as category indices (MISSING = -1)."""
     factorized = []
-    for column in columns:
-        try:
-            codes, uniques = pd.factorize(column, use_na_sentinel=True)
-        except TypeError as error:
-            raise ValueError(
-                "Labels must be strings or numbers; found an unhashable value "
-                f"({error}). For multi-select answers use sets_from_long or sets_from_wide."
-            ) from None
-        factorized.append((codes, [label_name(u) for u in uniques]))
-    found = {name for _, names in factorized for name in names}
+    for block in blocks:
+        slicer = block.iloc if isinstance(block, pd.Series) else block
+        pieces = [
+            _factorize(slicer[start : start + _PIECE_CELLS])
+            for start in range(0, len(block), _PIECE_CELLS)
+        ]
+        factorized.append((len(block), pieces))
+    found = {name for _, pieces in factorized for _, names in pieces for name in names}
     resolved = _resolve_categories(found, categories)
     position = {name: i for i, name in enumerate(resolved)}
     dtype = _code_dtype(len(resolved))
-    n_rows = len(factorized[0][0]) if factorized else 0
-    out = np.empty((n_rows, len(columns)), dtype=dtype)
-    for j, (codes, names) in enumerate(factorized):
-        lookup = np.array([position[n] for n in names] + [MISSING], dtype=dtype)
-        out[:, j] = lookup[codes]
+    out = []
+    for length, pieces in factorized:
+        codes = np.empty(length, dtype=dtype)
+        start = 0
+        for local, names in pieces:
+            # Index -1 (missing) picks the trailing MISSING.
+            lookup = np.array([position[n] for n in names] + [MISSING], dtype=dtype)
+            codes[start : start + len(local)] = lookup[local]
+            start += len(local)
+        out.append(codes)
     return out, resolved
+
+
+def _encode_columns(
+    columns: Sequence[Any], n_rows: int, categories: tuple[str, ...] | None
+) -> tuple[np.ndarray, tuple[str, ...]]:
+    """Encode label columns into an (n_rows, len(columns)) array of category indices."""
+    encoded, resolved = _encode_blocks(columns, categories)
+    out = np.empty((n_rows, len(columns)), dtype=_code_dtype(len(resolved)))
+    for j, codes in enumerate(encoded):
+        out[:, j] = codes
+    return out, resolved
+
+
+# Up to this many cells a 2-D array is factorized in one call (less overhead than one call
+# per column).
+_SINGLE_CALL_CELLS = _PIECE_CELLS
 
 
 @dataclass(frozen=True, eq=False)
@@ -200,7 +239,8 @@ class LabelMatrix:
         object.__setattr__(self, "codes", view)
         object.__setattr__(self, "categories", tuple(self.categories))
         object.__setattr__(self, "coders", tuple(self.coders))
-        object.__setattr__(self, "items", pd.Index(self.items))
+        if not isinstance(self.items, pd.Index):
+            object.__setattr__(self, "items", pd.Index(self.items))
 
     @property
     def n_items(self) -> int:
@@ -214,7 +254,7 @@ class LabelMatrix:
 
     def ratings_per_item(self) -> np.ndarray:
         """Number of coders who rated each item."""
-        return (self.codes >= 0).sum(axis=1)
+        return ratings_per_item(self.codes)
 
     def to_frame(self) -> pd.DataFrame:
         """Wide DataFrame of labels (items x coders), ``None`` where missing."""
@@ -249,7 +289,7 @@ class LabelMatrix:
         if len(set(coders)) != len(coders):
             raise ValueError(f"Each coder may be selected once; got {_quote(coders)}.")
         columns = [self.coders.index(c) for c in coders]
-        return LabelMatrix(self.codes[:, columns], self.categories, tuple(coders), self.items)
+        return _trusted(self.codes[:, columns], self.categories, tuple(coders), self.items)
 
     def with_categories(self, categories: Iterable[Any]) -> LabelMatrix:
         """Re-index onto another category list (e.g. a codebook's allowed codes).
@@ -269,7 +309,24 @@ class LabelMatrix:
         lookup = np.array(
             [position.get(name, MISSING) for name in self.categories] + [MISSING], dtype=dtype
         )
-        return LabelMatrix(lookup[self.codes], resolved, self.coders, self.items)
+        return _trusted(lookup[self.codes], resolved, self.coders, self.items)
+
+
+def _trusted(
+    codes: np.ndarray, categories: tuple[str, ...], coders: tuple[str, ...], items: pd.Index
+) -> LabelMatrix:
+    """A LabelMatrix from parts this module built and checked (skips re-validation)."""
+    if len(set(coders)) != len(coders):
+        raise ValueError(f"Coder names must be unique; got {_quote(coders)}.")
+    if codes.shape != (len(items), len(coders)):
+        return LabelMatrix(codes, categories, coders, items)  # raises with the reason
+    matrix = object.__new__(LabelMatrix)
+    view = codes.view()
+    view.flags.writeable = False
+    for name, value in (("codes", view), ("categories", categories), ("coders", coders),
+                        ("items", items)):  # fmt: skip
+        object.__setattr__(matrix, name, value)
+    return matrix
 
 
 def from_wide(
@@ -306,25 +363,26 @@ def from_wide(
         raise ValueError("from_wide takes a table of labels, not an already built matrix.")
     if isinstance(table, pd.DataFrame):
         columns = [table.iloc[:, j] for j in range(table.shape[1])]
+        codes, resolved = _encode_columns(columns, table.shape[0], checked)
         default_coders = [str(c) for c in table.columns]
         default_items = table.index
-        shape = table.shape
     else:
-        array = np.asarray(table, dtype=object) if not isinstance(table, np.ndarray) else table
+        array = table if isinstance(table, np.ndarray) else np.asarray(table, dtype=object)
         if array.ndim != 2:
             raise ValueError(
                 f"A wide label table must be 2-D (items x coders); got {array.ndim} dimension(s)."
             )
-        columns = [array[:, j] for j in range(array.shape[1])]
+        if array.size <= _SINGLE_CALL_CELLS:
+            encoded, resolved = _encode_blocks([array.ravel()], checked)
+            codes = encoded[0].reshape(array.shape)
+        else:
+            columns = [array[:, j] for j in range(array.shape[1])]
+            codes, resolved = _encode_columns(columns, array.shape[0], checked)
         default_coders = [f"coder{j + 1}" for j in range(array.shape[1])]
         default_items = pd.RangeIndex(array.shape[0])
-        shape = array.shape
-    codes, resolved = _encode_columns(columns, checked)
-    if not columns:
-        codes = np.empty((shape[0], 0), dtype=np.int8)
     coder_names = tuple(str(c) for c in (coders if coders is not None else default_coders))
-    item_ids = pd.Index(items) if items is not None else pd.Index(default_items)
-    return LabelMatrix(codes, resolved, coder_names, item_ids)
+    item_ids = pd.Index(items) if items is not None else default_items
+    return _trusted(codes, resolved, coder_names, item_ids)
 
 
 def _factorize_ids(values: pd.Series, what: str) -> tuple[np.ndarray, pd.Index]:
@@ -399,10 +457,10 @@ def from_long(
     """
     checked = _check_categories(categories)
     item_codes, item_ids, coder_codes, coder_names = _long_index(frame, item, coder, value)
-    values, resolved = _encode_columns([frame[value]], checked)
+    (values,), resolved = _encode_blocks([frame[value]], checked)
     codes = np.full((len(item_ids), len(coder_names)), MISSING, dtype=values.dtype)
-    codes[item_codes, coder_codes] = values[:, 0]
-    return LabelMatrix(codes, resolved, coder_names, item_ids)
+    codes[item_codes, coder_codes] = values
+    return _trusted(codes, resolved, coder_names, item_ids)
 
 
 def as_label_matrix(data: Any, categories: Iterable[Any] | None = None) -> LabelMatrix:

@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from agreement._core import mean_pair_agreement
+from agreement._core import mean_pair_agreement, ratings_per_item
 from agreement.matrix import LabelMatrix, SetLabelMatrix, as_label_matrix
 from agreement.results import ResultMixin
 
@@ -51,7 +51,7 @@ def agreement_of_codes(codes: np.ndarray, n_values: int) -> PercentAgreement:
         return PercentAgreement(
             None, None, 0, "No item was rated by two or more coders, so agreement has no data."
         )
-    pairable = (codes >= 0).sum(axis=1) >= 2
+    pairable = ratings_per_item(codes) >= 2
     high = np.where(codes >= 0, codes, -1).max(axis=1)
     low = np.where(codes >= 0, codes, np.iinfo(codes.dtype).max).min(axis=1)
     unanimous = float(((high == low) & pairable).sum()) / n_items

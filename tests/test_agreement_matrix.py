@@ -151,3 +151,20 @@ def test_agreement_loads_no_peer_and_no_io_library():
         for m in subprocess.check_output([sys.executable, "-c", code], text=True).split()
     }
     assert not loaded & {"statsmodels", "krippendorff", "scipy", "sqlite3", "textual", "annotate"}
+
+
+def test_factorizing_in_pieces_gives_the_same_matrix(monkeypatch):
+    from agreement import matrix as matrix_module
+
+    rng = np.random.default_rng(0)
+    cells = rng.choice(np.array(["b", "a", "nan", "c", None], dtype=object), size=(50, 3))
+    frame = pd.DataFrame(cells, columns=["x", "y", "z"])
+    whole_array, whole_frame = ag.from_wide(cells), ag.from_wide(frame)
+    monkeypatch.setattr(matrix_module, "_PIECE_CELLS", 7)
+    monkeypatch.setattr(matrix_module, "_SINGLE_CALL_CELLS", 7)
+    for whole, data in ((whole_array, cells), (whole_frame, frame)):
+        pieces = ag.from_wide(data)
+        assert pieces.categories == whole.categories == ("a", "b", "c", "nan")
+        assert (pieces.codes == whole.codes).all()
+    long = whole_frame.to_long()
+    assert (ag.from_long(long).codes == ag.from_long(long.iloc[::-1]).codes).all()
