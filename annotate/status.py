@@ -38,6 +38,8 @@ def project_status(store: Store) -> dict[str, Any]:
         "progress": progress,
         "gold": {b: GOLD in c for b, c in coders_by_book.items()},
         "llm_coders": {b: [c for c in cs if is_llm(c)] for b, cs in coders_by_book.items()},
+        "llm_splits": store.splits(),
+        "llm_runs": store.llm_runs(),
     }
     status["next"] = next_step(status, coders_by_book)
     return status
@@ -49,6 +51,12 @@ def next_step(status: dict[str, Any], coders_by_book: dict[str, list[str]]) -> s
     if not status["samples"]:
         return "annotate sample --n 180 --seed 7 --name main"
     sample = status["samples"][0]["name"]
+    with_llm = [b for b, cs in status["llm_coders"].items() if cs]
+    if with_llm:
+        return f"annotate report --codebook {with_llm[0]}"
+    if status["llm_splits"]:
+        book = status["llm_splits"][-1]["codebook"]
+        return f"annotate llm-label --codebook {book} --model MODEL --shots 8"
     humans = {b: [c for c in cs if c != GOLD and not is_llm(c)] for b, cs in coders_by_book.items()}
     if not any(humans.values()):
         return f"annotate code --codebook traum --sample {sample} --coder YOUR_NAME"
@@ -57,9 +65,7 @@ def next_step(status: dict[str, Any], coders_by_book: dict[str, list[str]]) -> s
         return f"annotate code --codebook {book} --sample {sample} --coder ANOTHER_CODER"
     if not status["gold"].get(book):
         return f"annotate agree --codebook {book} --sample {sample}, then annotate adjudicate"
-    if not status["llm_coders"].get(book):
-        return f"annotate split --codebook {book} --shots 8 --seed 7, then annotate llm-label"
-    return f"annotate report --codebook {book}"
+    return f"annotate split --codebook {book} --shots 8 --seed 7, then annotate llm-label"
 
 
 def codebook_is_current(name: str, stored_hash: str) -> bool | None:

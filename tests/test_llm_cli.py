@@ -242,6 +242,11 @@ def test_full_flow_then_a_rerun_sends_nothing(cli, maptask, llm_env, db_path):
     assert llm_env.state.requests == 212  # zero new requests
     assert "0 requests sent, 212 from cache" in r.stdout
 
+    status = json.loads(cli("status", "--format", "json").stdout)
+    assert [run["id"] for run in status["llm_runs"]] == [1, 2]  # the re-run is a run too
+    assert status["llm_coders"]["hcrc_moves"] == [CODER]
+    assert status["next"] == "annotate report --codebook hcrc_moves"
+
 
 def test_target_sample_labels_only_that_sample(cli, maptask, llm_env, db_path):
     llm_env.state.label_for = agreeing(maptask, 0.9)

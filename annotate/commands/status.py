@@ -55,6 +55,25 @@ def status_command(fmt: FormatOption = OutputFormat.table, db: DbOption = DEFAUL
             fmt,
             title="Coding progress",
         )
+    if status["llm_runs"]:
+        print_rows(
+            console,
+            status["llm_runs"],
+            [
+                "id",
+                "coder",
+                "codebook",
+                "split",
+                "status",
+                "gate",
+                "kappa",
+                "sent",
+                "cached",
+                "cost",
+            ],
+            fmt,
+            title="LLM runs",
+        )
     console.print(f"Next: [bold]{status['next']}[/bold]")
 
 
