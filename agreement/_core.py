@@ -12,6 +12,10 @@ MISSING = -1  # the code of a missing rating (as agreement.matrix.MISSING)
 # Memory budget (array elements) of one chunk in the chunked code paths.
 CHUNK_ELEMENTS = 1 << 20
 
+# Largest (V + 1) x (V + 1) table binned at once; with more categories only the diagonal
+# and the margins of the coincidence matrix are computed.
+SMALL_TABLE = 1 << 16
+
 
 def finite(value: float) -> float | None:
     """Return ``value`` as a Python float, or None when it is NaN or infinite."""
@@ -65,9 +69,9 @@ def pair_counts(codes: np.ndarray, n_values: int, weights: np.ndarray | None = N
 
     Notes
     -----
-    Memory is O(n_items), never O(n_items * V * V): with few coders each pair of coder
-    columns is one ``np.bincount``; with many coders the per-item value counts are built
-    chunk by chunk and multiplied.
+    Memory is bounded by blocks of ``CHUNK_ELEMENTS`` rows' worth of cells, never
+    O(n_items * V * V): with few coders each pair of coder columns is one ``np.bincount``
+    per block; with many coders the per-item value counts of a block are multiplied.
     """
     n_items, n_coders = codes.shape
     if n_items == 0 or n_coders < 2 or n_values == 0:
@@ -167,7 +171,22 @@ def agreement_by_category(
     if n_items == 0 or n_coders < 2 or n_values == 0:
         return out
     if n_coders * (n_coders - 1) // 2 <= n_coders + n_values:
-        return np.diagonal(pair_counts(codes, n_values, weights)).copy()
+        if (n_values + 1) ** 2 <= SMALL_TABLE:
+            return np.diagonal(pair_counts(codes, n_values, weights)).copy()
+        # Many categories: bin only the agreeing pairs (V + 1 bins, not (V + 1)**2).
+        if n_values >= np.iinfo(codes.dtype).max:
+            codes = codes.astype(np.int64)
+        sums = np.zeros(n_values + 1)
+        step = max(1, CHUNK_ELEMENTS // n_coders)
+        for start in range(0, n_items, step):
+            block = codes[start : start + step]
+            w = None if weights is None else weights[start : start + step]
+            shifted = [block[:, j] + 1 for j in range(n_coders)]  # 0 = missing
+            for a in range(n_coders):
+                for b in range(a + 1, n_coders):
+                    key = np.where(shifted[a] == shifted[b], shifted[a], 0)
+                    sums += np.bincount(key, weights=w, minlength=n_values + 1)
+        return 2.0 * sums[1:]
     step = max(1, CHUNK_ELEMENTS // max(n_values, n_coders))
     for start in range(0, n_items, step):
         block = codes[start : start + step]
@@ -203,4 +222,14 @@ def category_totals(codes: np.ndarray, n_values: int) -> np.ndarray:
     for j in range(codes.shape[1]):
         column = codes[:, j]
         out += np.bincount(column[column >= 0], minlength=n_values)
+    return out
+
+
+def pairable_totals(codes: np.ndarray, n_values: int, m: np.ndarray) -> np.ndarray:
+    """Ratings per category over items with two or more ratings (``m`` ratings per item)."""
+    pairable = m >= 2
+    out = np.zeros(n_values, dtype=np.int64)
+    for j in range(codes.shape[1]):
+        column = codes[:, j]
+        out += np.bincount(column[(column >= 0) & pairable], minlength=n_values)
     return out

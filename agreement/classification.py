@@ -152,7 +152,8 @@ def _scores(confusion: ConfusionMatrix) -> ClassificationScores:
             f1 = 2.0 * tp / (pred + sup)
         else:
             reasons.append("F1 is undefined")
-        reason = "; ".join(reasons).capitalize() + "." if reasons else None
+        joined = "; ".join(reasons)
+        reason = joined[:1].upper() + joined[1:] + "." if reasons else None
         per_label.append(LabelScores(label, precision, recall, f1, sup, pred, reason))
     f1s = [s.f1 for s in per_label if s.f1 is not None]
     return ClassificationScores(

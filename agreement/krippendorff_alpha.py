@@ -23,8 +23,11 @@ from typing import Any
 import numpy as np
 
 from agreement._core import (
+    SMALL_TABLE,
+    agreement_by_category,
     finite,
     pair_counts,
+    pairable_totals,
     ratings_per_item,
 )
 from agreement.matrix import as_label_matrix
@@ -169,13 +172,17 @@ def krippendorff_alpha(data: Any, *, categories: Iterable[Any] | None = None) ->
     matrix = as_label_matrix(data, categories)
     k = len(matrix.categories)
     codes = matrix.codes
-    weights, _, n_items, n_single = _pairable_weights(codes)
+    weights, m, n_items, n_single = _pairable_weights(codes)
     # Nominal distance is 1 off the diagonal, so only the coincidence matrix's diagonal
     # (o_cc) and margins (n_c) are needed: sum_{c != k} o_ck = n - sum_c o_cc and
     # sum_{c != k} n_c n_k = n**2 - sum_c n_c**2.
-    coincidences = pair_counts(codes, k, weights)
-    matched = np.diagonal(coincidences)
-    n_c = np.rint(coincidences.sum(axis=0))  # whole numbers, up to rounding
+    if (k + 1) ** 2 <= SMALL_TABLE:
+        coincidences = pair_counts(codes, k, weights)
+        matched = np.diagonal(coincidences)
+        n_c = np.rint(coincidences.sum(axis=0))  # whole numbers, up to rounding
+    else:
+        matched = agreement_by_category(codes, k, weights)
+        n_c = pairable_totals(codes, k, m).astype(np.float64)
     n = float(n_c.sum())
     if n_items == 0:
         return KrippendorffAlpha(

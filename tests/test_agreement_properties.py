@@ -261,3 +261,40 @@ def test_cohen_bootstrap_equals_a_loop_over_resampled_items():
         kappas.append(cohens_kappa(table, return_results=False))
     low, high = np.quantile(kappas, [0.025, 0.975])
     assert (result.low, result.high) == pytest.approx((low, high), abs=1e-12)
+
+
+@SETTINGS
+@given(label_codes(missing=True))
+def test_many_category_path_gives_the_same_alpha_and_fleiss(codes):
+    """Above SMALL_TABLE categories only the diagonal and margins are binned: same figures."""
+    import agreement.krippendorff_alpha as alpha_module
+
+    labels = as_labels(codes)
+    small_alpha, small_fleiss = ag.krippendorff_alpha(labels), ag.fleiss_kappa(labels)
+    original = _core.SMALL_TABLE
+    try:
+        _core.SMALL_TABLE, alpha_module.SMALL_TABLE = 0, 0
+        big_alpha, big_fleiss = ag.krippendorff_alpha(labels), ag.fleiss_kappa(labels)
+    finally:
+        _core.SMALL_TABLE = alpha_module.SMALL_TABLE = original
+    assert (big_alpha.alpha is None) == (small_alpha.alpha is None)
+    if small_alpha.alpha is not None:
+        assert big_alpha.alpha == pytest.approx(small_alpha.alpha, abs=1e-12)
+    assert big_alpha.n_values == small_alpha.n_values
+    if small_fleiss.kappa is not None:
+        assert big_fleiss.kappa == pytest.approx(small_fleiss.kappa, abs=1e-12)
+
+
+def test_hundreds_of_categories_match_the_peers():
+    rng = np.random.default_rng(9)
+    codes = rng.integers(0, 300, size=(400, 3))
+    codes[:, 1] = np.where(rng.random(400) < 0.5, codes[:, 0], codes[:, 1])
+    codes[rng.random(codes.shape) < 0.1] = -1
+    labels = np.where(codes >= 0, codes.astype(str).astype(object), None)
+    matrix = ag.from_wide(labels)
+    assert matrix.codes.dtype == np.int16 and (len(matrix.categories) + 1) ** 2 > _core.SMALL_TABLE
+    theirs = krippendorff.alpha(as_floats(codes).T, level_of_measurement="nominal")
+    assert ag.krippendorff_alpha(matrix).alpha == pytest.approx(theirs, abs=1e-9)
+    complete = codes[(codes >= 0).all(axis=1)]
+    expected = sm_fleiss_kappa(aggregate_raters(complete)[0])
+    assert ag.fleiss_kappa(matrix).kappa == pytest.approx(expected, abs=1e-9)
