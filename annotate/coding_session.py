@@ -63,12 +63,12 @@ COMMANDS: tuple[Command, ...] = (
     Command("quit", "q", "quit", "Quit (everything answered is already saved)", "q", "ctrl+q"),
 )
 QUESTION_KEYS = (
-    ("up / down", "highlight an option"),
-    ("enter", "choose the highlighted option; confirm the reasons"),
-    ("space", "toggle the highlighted reason"),
-    ("escape", "leave the reasons of a 'no' unanswered"),
-    ("tab / shift+tab", "next / previous question of this item"),
-    ("pageup / pagedown", "scroll the context (pageup at the top shows earlier turns)"),
+    ("↑ ↓", "highlight an option"),
+    ("Enter", "choose the highlighted option; confirm the reasons"),
+    ("Space", "toggle the highlighted reason"),
+    ("Esc", "leave the reasons of a 'no' unanswered"),
+    ("Tab ⇧Tab", "next / previous question of this item"),
+    ("PgUp PgDn", "scroll the context (PgUp at the top shows earlier turns)"),
 )
 
 
@@ -217,7 +217,8 @@ def check_coder(store: Store, codebook: str, coder: str) -> bool:
     that differs from an existing coder's only in case (almost always a typo).
     """
     existing = store.coders(codebook)
-    choices = "existing coders: " + (", ".join(existing) if existing else "none yet")
+    humans = [c for c in existing if c not in RESERVED_CODERS and not c.startswith("llm:")]
+    choices = "existing coders: " + (", ".join(humans) if humans else "none yet")
     if coder in RESERVED_CODERS:
         raise UsageError(f"coder '{coder}' is reserved for {RESERVED_CODERS[coder]}", hint=choices)
     if coder.startswith("llm:"):
@@ -499,7 +500,7 @@ class CodingSession:
                 answer = self.item.answers.get(q.id)
                 start = set(answer.codes) if answer and answer.value == NO else set()
                 self.toggles = Toggles(q, NO, start)
-            return Feedback("info", "Choose every reason that applies, then press Enter.")
+            return None
         self.toggles = None
         if choice.code == OTHER:
             return Feedback("need_text", f"{q.id}: describe the 'other' answer")

@@ -236,3 +236,31 @@ async def test_codebook_key_clash_moves_the_command(db, tmp_path, monkeypatch) -
         await keys(pilot, "ctrl+s")  # skip moved here
         assert app.session.items[1].skipped
     assert list(answers(db, "dora", "traum").values()) == [("Cancel", None, None)]
+
+
+async def test_changed_codebook_is_flagged_on_screen(db, tmp_path, monkeypatch) -> None:
+    app = make_app(db, "traum", "dora")
+    async with app.run_test(size=SIZE) as pilot:
+        await keys(pilot, "1", "q")
+    text = codebook("traum").text.replace('version: "1.0"', 'version: "1.1"')
+    (tmp_path / "codebooks").mkdir()
+    (tmp_path / "codebooks" / "traum.yaml").write_text(text)
+    monkeypatch.chdir(tmp_path)
+    app = make_app(db, "traum", "dora")
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        assert "codebook changed" in screen_text(app)
+        assert any("changed since you started" in n.message for n in app._notifications)
+        await keys(pilot, "2")
+    hashes = {r["codebook_hash"] for r in labels(db, "dora")}
+    assert len(hashes) == 2  # the first label keeps the version it was made under
+
+
+async def test_pageup_at_the_top_shows_earlier_turns(db) -> None:
+    app = make_app(db, "traum", "dora", context=1)
+    async with app.run_test(size=SIZE) as pilot:
+        await keys(pilot, "g", "3", "enter")
+        before = app.screen.query_one("#before")
+        shown = len(before.rows)
+        await keys(pilot, "pageup", "pageup", "pageup")
+        assert len(before.rows) > shown or before.session_start

@@ -80,10 +80,10 @@ class CodingScreen(Screen[None]):
         if s.version_warning:
             self.notify(s.version_warning, title="Codebook changed", severity="warning", timeout=15)
         if s.not_applicable:
-            self.notify(
-                f"{s.not_applicable} action(s) of the sample are not coded with "
-                f"'{s.codebook.name}' (it applies to: {', '.join(s.codebook.applies_to or [])}).",
-                timeout=6,
+            self.query_one(StatusBar).flash(
+                f"{s.not_applicable} action(s) of the sample are not for '{s.codebook.name}' "
+                f"(it codes: {', '.join(s.codebook.applies_to or [])}).",
+                seconds=8,
             )
 
     # -- drawing ----------------------------------------------------------------------
@@ -96,7 +96,8 @@ class CodingScreen(Screen[None]):
         where = (s.index, self._more + self._fill)
         if where != self._shown:
             self._shown = where
-            context.show(s.context_rows(self._more + self._fill))
+            before = s.context + self._more + self._fill
+            context.show(s.context_rows(self._more + self._fill), wanted_before=before)
         context.border_title = self._context_title()
         context.border_subtitle = "PgUp: earlier turns"
         self.query_one(StatusBar).refresh()
@@ -160,12 +161,8 @@ class CodingScreen(Screen[None]):
                 ),
                 self._other_text,
             )
-        elif fb.kind == "warning":
-            self.notify(fb.message, severity="warning", timeout=4)
-        elif fb.kind == "done":
-            self.notify(fb.message, title="Done", timeout=8)
         else:
-            self.notify(fb.message, timeout=2.5)
+            self.query_one(StatusBar).flash(fb.message, warning=fb.kind == "warning")
 
     def _other_text(self, text: str | None) -> None:
         if text is not None:
@@ -227,7 +224,7 @@ class CodingScreen(Screen[None]):
             return
         self._more += max(self.session.context, 8)
         self.refresh_view()
-        self.call_after_refresh(context.scroll_home, animate=False)
+        self.call_after_refresh(context.scroll_home, animate=False, immediate=True)
 
     def action_context_down(self) -> None:
         self.query_one(ContextView).scroll_page_down(animate=False)

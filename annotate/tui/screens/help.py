@@ -20,9 +20,9 @@ from annotate.tui.widgets.keybar import key_label
 
 
 def keys_table(session: CodingSession) -> RenderableType:
-    table = Table(show_header=True, header_style="bold", box=None, padding=(0, 2))
+    table = Table(show_header=True, header_style="bold", box=None, padding=(0, 2), expand=True)
     table.add_column("key", no_wrap=True)
-    table.add_column("does")
+    table.add_column("does", ratio=1)
     q = session.question
     for c in session.choices():
         table.add_row(Text(c.key, style="bold"), f"{q.id}: {c.label}")

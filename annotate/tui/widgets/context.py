@@ -25,10 +25,12 @@ class ContextRows(Widget):
     def __init__(self, **kwargs: object) -> None:
         super().__init__(**kwargs)  # type: ignore[arg-type]
         self.rows: list[ContextRow] = []
+        self.session_start = False
 
-    def set_rows(self, rows: list[ContextRow]) -> None:
+    def set_rows(self, rows: list[ContextRow], *, session_start: bool = False) -> None:
         self.rows = rows
-        self.display = bool(rows)
+        self.session_start = session_start
+        self.display = bool(rows) or session_start
         self.refresh(layout=True)
 
     def render(self) -> RenderableType:
@@ -37,6 +39,8 @@ class ContextRows(Widget):
         table.add_column(width=8, no_wrap=True, overflow="ellipsis")
         table.add_column(width=7, no_wrap=True)
         table.add_column(ratio=1, overflow="fold")
+        if self.session_start:
+            table.add_row("", "", "", Text("── start of the session ──", style="dim"))
         for row in self.rows:
             who_style = "bold" if row.is_item else ""
             text_style = "bold" if row.is_item else ""
@@ -62,20 +66,24 @@ class ContextView(VerticalScroll, can_focus=False):
         yield ContextRows(id="item")
         yield ContextRows(id="after")
 
-    def show(self, rows: list[ContextRow]) -> None:
+    def show(self, rows: list[ContextRow], *, wanted_before: int) -> None:
+        """Draw ``rows``; fewer than ``wanted_before`` earlier turns means the session starts."""
         before = [r for r in rows if not r.is_item and not r.after]
         item = [r for r in rows if r.is_item]
         after = [r for r in rows if r.after]
-        self.query_one("#before", ContextRows).set_rows(before)
+        start = len(before) < wanted_before
+        self.query_one("#before", ContextRows).set_rows(before, session_start=start)
         self.query_one("#item", ContextRows).set_rows(item)
         self.query_one("#after", ContextRows).set_rows(after)
-        self.call_after_refresh(self.scroll_to_item)
+        self.anchor()  # kept at the bottom (the item and its lookahead) through resizes
+        if after:
+            self.call_after_refresh(self._item_in_view)
 
-    def on_resize(self) -> None:
-        self.call_after_refresh(self.scroll_to_item)
+    def on_mount(self) -> None:
+        self.anchor()
 
-    def scroll_to_item(self) -> None:
-        """Show as many preceding turns as fit, with the item and its lookahead in view."""
-        self.scroll_end(animate=False, immediate=True)
+    def _item_in_view(self) -> None:
+        """A lookahead longer than the view must not push the item out of it."""
         item = self.query_one("#item", ContextRows)
-        self.scroll_to_widget(item, animate=False, immediate=True, top=False)
+        if not self.region.contains_region(item.region):
+            self.scroll_to_widget(item, animate=False, immediate=True, top=False)

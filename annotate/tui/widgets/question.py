@@ -69,9 +69,9 @@ class QuestionPanel(Widget):
         choices = s.choices()
         prompt = Text(q.prompt, style="bold")
         if q.kind == "yes_no_reasons" and s.toggles is not None and s.toggles.value == NO:
-            prompt.append("  No: choose every reason that applies, then Enter", style="italic")
+            prompt.append("  → reasons, then Enter", style="italic")
         elif q.kind == "multi":
-            prompt.append("  choose every option that applies, then Enter", style="italic")
+            prompt.append("  → every option that applies, then Enter", style="italic")
         cols = self._columns(choices)
         grid = Table.grid(expand=True, padding=(0, 1))
         for _ in range(cols):

@@ -6,6 +6,7 @@ from rich.console import Group, RenderableType
 from rich.progress_bar import ProgressBar
 from rich.table import Table
 from rich.text import Text
+from textual.timer import Timer
 from textual.widget import Widget
 
 from annotate.coding_session import CodingSession, format_duration
@@ -19,6 +20,22 @@ class StatusBar(Widget):
     def __init__(self, session: CodingSession, **kwargs: object) -> None:
         super().__init__(**kwargs)  # type: ignore[arg-type]
         self.session = session
+        self.message: Text | None = None
+        self._timer: Timer | None = None
+
+    def flash(self, message: str, *, warning: bool = False, seconds: float = 4.0) -> None:
+        """Show a short message in place of the header line for a few seconds."""
+        style = "bold yellow" if warning else "bold"
+        self.message = Text("» " + message, style=style)
+        if self._timer is not None:
+            self._timer.stop()
+        self._timer = self.set_timer(seconds, self._clear)
+        self.refresh()
+
+    def _clear(self) -> None:
+        self.message = None
+        self._timer = None
+        self.refresh()
 
     def render(self) -> RenderableType:
         s = self.session
@@ -38,7 +55,9 @@ class StatusBar(Widget):
         top = Table.grid(expand=True)
         top.add_column(ratio=1, no_wrap=True, overflow="ellipsis")
         top.add_column(justify="right", no_wrap=True)
-        top.add_row(left, Text.assemble("item ", (str(s.index + 1), "bold"), f" of {s.n}"))
+        top.add_row(
+            self.message or left, Text.assemble("item ", (str(s.index + 1), "bold"), f" of {s.n}")
+        )
 
         eta = s.eta_seconds()
         done = counts.coded / counts.n if counts.n else 1.0
