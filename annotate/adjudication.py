@@ -320,6 +320,8 @@ class AdjudicationSession:
         self.toggles: set[str] | None = None
         """Codes switched on while putting together a set (reasons of a 'no', multi)."""
         self.pending_other: Answer | None = None
+        self.decisions = 0
+        """Cases decided in this sitting."""
 
     @property
     def case(self) -> Case:
@@ -410,6 +412,7 @@ class AdjudicationSession:
             decide(self.store, self.plan, case, answer, self.adjudicator)
         except AnnotateError as exc:
             return Feedback("warning", exc.message)
+        self.decisions += 1
         saved = f"Gold for #{self.index + 1}: {answer_text(answer)}."
         if self.finished:
             return Feedback("done", f"{saved} All {self.n} cases are decided.")

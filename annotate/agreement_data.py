@@ -117,6 +117,7 @@ def select(
     coders: Sequence[str] | None = None,
     question: str | None = None,
     min_coders: int = MIN_CODERS,
+    purpose: str = "agreement",
 ) -> Selection:
     """Resolve the inputs of a run; every mistake is a one-line error naming the choices.
 
@@ -153,7 +154,7 @@ def select(
     if len(chosen) < min_coders:
         found = f" ({', '.join(chosen)})" if chosen else ""
         raise UsageError(
-            f"agreement needs at least {min_coders} coders; got {len(chosen)}{found} on {where}",
+            f"{purpose} needs at least {min_coders} coders; got {len(chosen)}{found} on {where}",
             hint=(
                 "name them with --coders A,B (gold and llm:* count only when named); coders: "
                 + _choices(available)

@@ -804,6 +804,7 @@ def adjudicate_command(
             sample=sample,
             coders=split_list(coders) or None,
             question=question,
+            purpose="adjudication",
         )
         plan = plan_gold(store, selection)
         written = write_majority(store, plan, name)

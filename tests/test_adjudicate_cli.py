@@ -1,0 +1,143 @@
+"""`annotate adjudicate`: strict-majority gold, what is left to decide, provenance."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import pandas as pd
+import pytest
+
+from annotate.adjudication import majority_answer, plan_gold
+from annotate.agreement_data import select
+from annotate.codebook import Answer, find_codebook
+from annotate.store import Store
+from tests.conftest import DEMO, REPO
+
+TRAUM = find_codebook("traum").codebook
+
+
+@pytest.fixture
+def demo(cli, db_path):
+    assert cli("import", str(DEMO)).exit_code == 0
+    r = cli("import-labels", str(REPO / "data" / "demo_labels.csv"), "--codebook", "traum")
+    assert r.exit_code == 0, r.output
+    return db_path
+
+
+def _expected_majority() -> tuple[dict[str, str], set[str]]:
+    labels = pd.read_csv(REPO / "data" / "demo_labels.csv")
+    majority, ties = {}, set()
+    for action_id, group in labels.groupby("action_id"):
+        value, votes = Counter(group["value"]).most_common(1)[0]
+        if votes >= 2:
+            majority[action_id] = value
+        else:
+            ties.add(action_id)
+    return majority, ties
+
+
+def test_majority_only_writes_gold_with_provenance(cli, demo) -> None:
+    majority, ties = _expected_majority()
+    r = cli("adjudicate", "--majority-only", "--adjudicator", "zoe")
+    assert r.exit_code == 0, r.output
+    assert (
+        f"traum, coders ana, ben, caro: majority gold for {len(majority)} (item, question) "
+        f"cases; {len(ties)} to decide (ties and flagged)." in r.stdout
+    )
+    assert f"{len(ties)} cases remain undecided: run `annotate adjudicate` without" in r.stdout
+    with Store(demo) as s:
+        gold = s.label_rows("traum", coders=["gold"])
+    assert {g["action_id"]: g["value"] for g in gold} == majority
+    one = gold[0]
+    assert one["source"] == "adjudicate" and one["codebook_hash"] == TRAUM.version_hash
+    assert one["meta"]["method"] == "majority" and one["meta"]["adjudicator"] == "zoe"
+    assert one["meta"]["coders"] == ["ana", "ben", "caro"]
+    assert set(one["meta"]["votes"]) == {"ana", "ben", "caro"}
+    other = next(g for g in gold if g["value"] == "other")
+    assert other["other_text"]  # the text most of the majority wrote
+    # gold is a coder of its own, and agree leaves it out unless named
+    out = cli("agree", "-f", "json")
+    assert '"coders": [\n    "ana",\n    "ben",\n    "caro"\n  ]' in out.stdout
+    # running again changes nothing
+    before = cli("export", "--what", "gold", db=demo).stdout
+    assert cli("adjudicate", "--majority-only", "--adjudicator", "zoe").exit_code == 0
+    assert cli("export", "--what", "gold", db=demo).stdout == before
+
+
+def test_flagged_items_go_to_the_adjudicator_even_with_a_majority(cli, demo) -> None:
+    majority, ties = _expected_majority()
+    flagged = sorted(majority)[:3]
+    with Store(demo) as s:
+        for action_id in flagged:
+            s.set_flag(action_id, TRAUM, "ben", ["act"])
+            s.set_note(action_id, TRAUM, "ben", ["act"], "not sure: ask the group")
+        plan = plan_gold(s, select(s, codebook="traum"))
+    assert len(plan.majority) == len(majority) - 3
+    cases = {c.action.id: c for c in plan.to_decide}
+    assert set(cases) == ties | set(flagged)
+    case = cases[flagged[0]]
+    assert case.flagged_by == ("ben",) and case.reason == "flagged by ben"
+    ben = next(a for a in case.answers if a.coder == "ben")
+    assert ben.note == "not sure: ask the group" and ben.flagged
+    r = cli("adjudicate", "--majority-only")
+    assert f"{len(ties) + 3} to decide (ties and flagged)" in r.stdout
+    with Store(demo) as s:
+        gold = {g["action_id"] for g in s.label_rows("traum", coders=["gold"])}
+    assert not gold & set(flagged)
+
+
+def test_decided_gold_is_never_overwritten_by_a_majority(cli, demo) -> None:
+    majority, _ = _expected_majority()
+    item = sorted(majority)[0]
+    with Store(demo) as s:
+        plan = plan_gold(s, select(s, codebook="traum"))
+        case = next(c for c in plan.majority if c.action.id == item)
+        from annotate.adjudication import decide
+
+        decide(s, plan, case, Answer("Cancel"), "zoe")
+    cli("adjudicate", "--majority-only", "--adjudicator", "max")
+    with Store(demo) as s:
+        gold = {g["action_id"]: g for g in s.label_rows("traum", coders=["gold"])}
+        again = plan_gold(s, select(s, codebook="traum"))
+    assert gold[item]["value"] == "Cancel"
+    assert gold[item]["meta"]["method"] == "decided" and gold[item]["meta"]["adjudicator"] == "zoe"
+    assert item in {c.action.id for c in again.kept}
+
+
+def test_majority_rule() -> None:
+    a, b = Answer("Initiate"), Answer("Continue")
+    assert majority_answer([a, a, b], 3) == (a, 2)
+    assert majority_answer([a, b, Answer("Repair")], 3) == (None, 1)
+    assert majority_answer([a, a, None], 3) == (a, 2)  # 2 of 3 coders
+    assert majority_answer([a, a, None, None], 4) == (None, 2)  # 2 of 4 is no majority
+    assert majority_answer([a, b], 2) == (None, 1)
+    assert majority_answer([None, None], 2) == (None, 0)
+    # "Other" texts do not split a majority; the most common text is kept
+    o1, o2 = Answer("other", other_text="greeting"), Answer("other", other_text="hello")
+    assert majority_answer([o1, o2, o1], 3) == (o1, 3)
+    # sets are compared whole (yes/no reasons)
+    n1, n12 = Answer("no", ("n1",)), Answer("no", ("n1", "n2"))
+    assert majority_answer([n1, n12, Answer("yes")], 3) == (None, 1)
+    assert majority_answer([n12, Answer("no", ("n2", "n1")), n1], 3)[1] == 2
+
+
+def test_items_answered_by_one_coder_wait(cli, demo, tmp_path) -> None:
+    with Store(demo) as s:
+        ids = [r["id"] for r in s.action_rows()][:4]
+    rows = ["action_id,coder,question,value"]
+    rows += [f"{i},ana,Q1,t1" for i in ids] + [f"{ids[0]},ben,Q1,t1", f"{ids[1]},ben,Q1,t2"]
+    path = tmp_path / "q1.csv"
+    path.write_text("\n".join(rows) + "\n")
+    assert cli("import-labels", str(path), "--codebook", "mental_model").exit_code == 0
+    r = cli("adjudicate", "--codebook", "mental_model", "--majority-only", "--adjudicator", "z")
+    assert r.exit_code == 0, r.output
+    assert "majority gold for 1 (item, question) cases; 1 to decide" in r.stdout
+    assert "; 2 answered by only one coder, left for later." in r.stdout
+
+
+def test_adjudicate_errors(cli, demo) -> None:
+    r = cli("adjudicate", "--coders", "ana", "--majority-only")
+    assert r.exit_code == 1
+    assert "error: adjudication needs at least 2 coders; got 1 (ana)" in r.stderr
+    r = cli("adjudicate", "--codebook", "hcrc_moves", "--majority-only")
+    assert "error: codebook 'hcrc_moves' has no labels in this file" in r.stderr

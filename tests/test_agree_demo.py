@@ -1,0 +1,204 @@
+"""`annotate agree` on the demo data (3 coders on Traum), yes/no questions with reasons
+(mental_model Q4), the store's migration 3, and what the report says on edge cases."""
+
+from __future__ import annotations
+
+import json
+import random
+import sqlite3
+import subprocess
+import sys
+
+import pandas as pd
+import pytest
+
+import agreement
+from annotate.codebook import find_codebook
+from annotate.store import Store
+from annotate.store.migrations import m001_initial, m002_llm
+from tests.conftest import DEMO, REPO
+
+TRAUM = find_codebook("traum").codebook.questions[0].codes
+MENTAL = find_codebook("mental_model").codebook
+
+
+@pytest.fixture
+def demo(cli, db_path):
+    assert cli("import", str(DEMO)).exit_code == 0
+    r = cli("import-labels", str(REPO / "data" / "demo_labels.csv"), "--codebook", "traum")
+    assert r.exit_code == 0, r.output
+    return db_path
+
+
+def test_demo_report_matches_the_published_description(cli, demo) -> None:
+    from statsmodels.stats.inter_rater import aggregate_raters, fleiss_kappa
+
+    out = json.loads(cli("agree", "-f", "json").stdout)
+    assert out["codebook"] == "traum" and out["coders"] == ["ana", "ben", "caro"]
+    assert out["sample"] is None and out["n_labels"] == 1029
+    value = out["results"][0]["value"]
+    labels = pd.read_csv(REPO / "data" / "demo_labels.csv")
+    wide = labels.pivot(index="action_id", columns="coder", values="value")
+    table, _ = aggregate_raters(wide.to_numpy())
+    assert value["fleiss"]["kappa"] == pytest.approx(fleiss_kappa(table), abs=1e-12)
+    # data/README.md: alpha 0.58, pairwise Cohen 0.56-0.60, all three agree on 53%
+    assert round(value["alpha"]["alpha"], 2) == 0.58
+    assert [round(p["kappa"], 2) for p in value["pairwise"]] == [0.60, 0.56, 0.58]
+    assert round(value["percent_agreement"]["unanimous"], 2) == 0.53
+    assert value["fleiss"]["band"] == "moderate" and value["items_left_out"] == []
+
+
+def test_demo_table_reads_in_80_columns(demo) -> None:
+    out = subprocess.run(
+        [sys.executable, "-m", "annotate", "agree", "--db", str(demo)],
+        capture_output=True,
+        text=True,
+        env={"COLUMNS": "80", "NO_COLOR": "1", "PATH": ""},
+        check=True,
+    )
+    lines = out.stdout.splitlines()
+    assert max(map(len, lines)) <= 80
+    assert lines[0] == "Codebook traum 69aaed989bc4, every labelled item, coders ana, ben, caro."
+    assert "Fleiss' kappa          0.580   0.533 to 0.630   moderate; 343 items" in out.stdout
+    assert out.stderr.startswith("defaults: codebook traum (the only one with labels)")
+
+
+def _mental_labels(db_path, tmp_path, n: int = 60) -> list[str]:
+    """Three coders answer Q1 and Q4 of the mental-model survey on n demo actions."""
+    with Store(db_path) as s:
+        ids = [r["id"] for r in s.action_rows()][:n]
+    rng = random.Random(5)
+    reasons = [o.code for o in MENTAL.question("Q4").options]
+    rows = ["action_id,coder,question,value,codes,other_text,note"]
+    for k, i in enumerate(ids):
+        truth = rng.choice(["yes", "no"])
+        why = sorted(rng.sample(reasons, rng.randint(1, 2)))
+        for c in ("ana", "ben", "caro"):
+            if c == "caro" and k % 10 == 0:
+                continue  # caro has not reached these yet
+            q1 = rng.choice(["t1", "t2", "t3", "t4"])
+            rows.append(f"{i},{c},Q1,{q1},,,")
+            yes = truth if rng.random() < 0.8 else ("no" if truth == "yes" else "yes")
+            codes = why if rng.random() < 0.6 else sorted(rng.sample(reasons, 1))
+            if yes == "no" and c == "ben" and k % 7 == 0:
+                codes = [*codes, "other"]
+                rows.append(f"{i},{c},Q4,no,{';'.join(codes)},tool froze,")
+            else:
+                rows.append(f"{i},{c},Q4,{yes},{';'.join(codes) if yes == 'no' else ''},,")
+    path = tmp_path / "mental.csv"
+    path.write_text("\n".join(rows) + "\n")
+    return [str(path), *ids]
+
+
+def test_yes_no_reasons_question_has_value_and_reasons_figures(cli, demo, tmp_path) -> None:
+    path, *_ = _mental_labels(demo, tmp_path)
+    assert cli("import-labels", path, "--codebook", "mental_model").exit_code == 0
+    r = cli("agree", "--codebook", "mental_model", "--question", "Q4", "-f", "json")
+    assert r.exit_code == 0, r.output
+    q = json.loads(r.stdout)["results"][0]
+    assert q["question"] == "Q4" and q["kind"] == "yes_no_reasons" and q["n_items"] == 60
+    labels = pd.read_csv(path, dtype=str, keep_default_na=False)
+    q4 = labels[labels.question == "Q4"]
+    wide = q4.pivot(index="action_id", columns="coder", values="value")
+    ref = agreement.agreement_report(agreement.from_wide(wide), ["yes", "no"])
+    assert q["value"]["fleiss"]["kappa"] == pytest.approx(ref.fleiss.kappa)
+    assert q["value"]["alpha"]["alpha"] == pytest.approx(ref.alpha.alpha)
+    assert q["value"]["items_used"] == 54
+    # reasons: compared among the coders who answered 'no' (a 'yes' has none)
+    sets = q4.assign(
+        value=[
+            frozenset(c.split(";")) if v == "no" else None
+            for v, c in zip(q4.value, q4.codes, strict=True)
+        ]
+    ).pivot(index="action_id", columns="coder", values="value")
+    sets = sets[sets.notna().any(axis=1)]
+    reasons = [o.code for o in MENTAL.question("Q4").options] + ["other"]
+    expected = agreement.multi_select_report(agreement.sets_from_wide(sets), reasons)
+    got = q["reasons"]
+    assert got["alpha_masi"]["alpha"] == pytest.approx(expected.alpha_masi.alpha)
+    assert got["n_items"] == len(sets)
+    assert {c["code"]: c["fleiss"]["kappa"] for c in got["per_code"]} == {
+        c.code: c.fleiss.kappa for c in expected.per_code
+    }
+    assert any(x["part"] == "reasons" for x in q["left_out"])
+    table = cli("agree", "--codebook", "mental_model", "--question", "Q4").stdout
+    assert "Reasons: MASI alpha" in table and "Per reason (chosen or not" in table
+    assert "Left out of the per-code kappas:" in table
+    md = cli("agree", "--codebook", "mental_model", "-f", "markdown").stdout
+    assert "MASI distance (Passonneau, 2006)" in md
+    assert "| Reason | Chosen | Kappa | Alpha |" in md
+
+
+def test_questions_nobody_answered_and_sample_items_not_coded(cli, demo, tmp_path) -> None:
+    path, *ids = _mental_labels(demo, tmp_path, n=30)
+    assert cli("import-labels", path, "--codebook", "mental_model").exit_code == 0
+    with Store(demo) as s:
+        other = [r["id"] for r in s.action_rows()][100:110]
+        s.create_sample("main", ids[:20] + other)
+        s.set_skipped(other[0], MENTAL, "ben", ["Q1", "Q2", "Q3", "Q4"])
+    out = json.loads(cli("agree", "--codebook", "mental_model", "-f", "json").stdout)
+    by_q = {q["question"]: q for q in out["results"]}
+    assert by_q["Q2"]["n_items"] == 0
+    assert by_q["Q2"]["value"]["fleiss"]["undefined_reason"] == (
+        "No item was rated by every coder, so Fleiss' kappa has no data."
+    )
+    not_coded = {x["item"]: x["reason"] for x in by_q["Q1"]["not_coded"]}
+    assert len(not_coded) == 10
+    assert not_coded[other[0]] == "Skipped by 'ben'; answered by no coder."
+    assert not_coded[other[1]] == "Answered by no coder yet."
+    table = cli("agree", "--codebook", "mental_model").stdout
+    assert (
+        "mental_model Q2 (single choice): 0 items, 3 coders: no answers by these coders." in table
+    )
+    assert "Not in any figure: 10 items of the sample:" in table
+    assert "Answered by no coder yet: 9 items" in table
+
+
+def test_one_category_everywhere_is_reported_not_crashed(cli, demo, tmp_path) -> None:
+    with Store(demo) as s:
+        ids = [r["id"] for r in s.action_rows()][:5]
+    rows = ["action_id,coder,value"] + [f"{i},{c},Initiate" for i in ids for c in ("x", "y")]
+    path = tmp_path / "same.csv"
+    path.write_text("\n".join(rows) + "\n")
+    assert cli("import-labels", str(path), "--codebook", "traum").exit_code == 0
+    r = cli("agree", "--coders", "x,y")
+    assert r.exit_code == 0, r.output
+    assert "Every rating is 'Initiate', so chance agreement is 1" in r.stdout
+    assert "Percent agreement      100.0%" in r.stdout
+
+
+def test_migration_3_from_blank_and_from_version_2(tmp_path) -> None:
+    with Store(tmp_path / "blank.db") as blank:
+        names = [r[0] for r in blank.query("SELECT name FROM _migrations ORDER BY id")]
+        assert names[:3] == ["m001_initial", "m002_llm", "m003_agreement_runs"]
+        cols = [r[1] for r in blank.query("PRAGMA table_info(agreement_runs)")]
+        assert cols == [
+            "id", "created_at", "annotate_version", "codebook", "codebook_hash",
+            "label_codebook_hashes", "sample", "sample_hash", "coders", "questions", "n_labels",
+            "labels_hash", "settings", "results",
+        ]  # fmt: skip
+        cols = [r[1] for r in blank.query("PRAGMA table_info(agreement_run_labels)")]
+        assert cols == ["run_id", "label_id"]
+    old = tmp_path / "old.db"
+    conn = sqlite3.connect(old, isolation_level=None)
+    conn.execute("CREATE TABLE _migrations (id INTEGER PRIMARY KEY, name TEXT, applied_at TEXT)")
+    m001_initial(conn)
+    m002_llm(conn)
+    conn.execute(
+        "INSERT INTO _migrations VALUES (1, 'm001_initial', 'then'), (2, 'm002_llm', 'then')"
+    )
+    conn.close()
+    with Store(old) as upgraded:
+        assert upgraded.agreement_runs() == []
+        assert upgraded.query("SELECT name FROM _migrations WHERE id = 3")[0][0] == (
+            "m003_agreement_runs"
+        )
+
+
+def test_agree_core_does_not_load_textual_or_statsmodels() -> None:
+    code = (
+        "import sys, annotate.agreement_data, annotate.adjudication, annotate.commands.agree\n"
+        "print(sorted({m.split('.')[0] for m in sys.modules} & {'textual', 'statsmodels'}))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
