@@ -153,12 +153,18 @@ def select(
             notes.append("coders " + ", ".join(chosen))
     if len(chosen) < min_coders:
         found = f" ({', '.join(chosen)})" if chosen else ""
+        hint = (
+            "name them with --coders A,B (gold and llm:* count only when named); coders: "
+            + _choices(available)
+        )
+        if not available and action_ids is not None:
+            hint = (
+                f"the labels of '{cb.name}' are on items outside sample '{sample}': "
+                "pass --sample NAME, or code this sample"
+            )
         raise UsageError(
             f"{purpose} needs at least {min_coders} coders; got {len(chosen)}{found} on {where}",
-            hint=(
-                "name them with --coders A,B (gold and llm:* count only when named); coders: "
-                + _choices(available)
-            ),
+            hint=hint,
         )
     questions = (cb.question(question),) if question else tuple(cb.questions)
     return Selection(cb, sample, action_ids, chosen, questions, tuple(notes))
@@ -365,7 +371,6 @@ class Disagreement:
     seq: int
     text: str
     answers: dict[str, str | None]
-    flagged: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         return {

@@ -202,3 +202,69 @@ def test_agree_core_does_not_load_textual_or_statsmodels() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+MULTI = """
+name: tactics
+title: Tactics
+version: "1"
+questions:
+  - id: tactics
+    prompt: Which tactics does the action use?
+    kind: multi
+    allow_other: false
+    options:
+      - {code: landmark, label: Landmark, key: "1"}
+      - {code: direction, label: Direction, key: "2"}
+      - {code: distance, label: Distance, key: "3"}
+"""
+
+
+def test_multi_select_question_uses_masi_and_per_code_kappas(cli, demo, tmp_path) -> None:
+    book = tmp_path / "tactics.yaml"
+    book.write_text(MULTI)
+    with Store(demo) as s:
+        ids = [r["id"] for r in s.action_rows()][:40]
+    rng = random.Random(3)
+    codes = ["landmark", "direction", "distance"]
+    rows = ["action_id,coder,codes"]
+    for i in ids:
+        truth = sorted(rng.sample(codes, rng.randint(1, 2)))
+        for c in ("ana", "ben"):
+            answer = truth if rng.random() < 0.7 else sorted(rng.sample(codes, 1))
+            rows.append(f"{i},{c},{';'.join(answer)}")
+    path = tmp_path / "tactics.csv"
+    path.write_text("\n".join(rows) + "\n")
+    r = cli("import-labels", str(path), "--codebook", str(book))
+    assert r.exit_code == 0, r.output
+    r = cli("agree", "--codebook", str(book), "-f", "json")
+    assert r.exit_code == 0, r.output
+    q = json.loads(r.stdout)["results"][0]
+    assert q["kind"] == "multi" and q["value"] is None and q["n_items"] == 40
+    labels = pd.read_csv(path)
+    wide = labels.assign(codes=[frozenset(c.split(";")) for c in labels.codes]).pivot(
+        index="action_id", columns="coder", values="codes"
+    )
+    expected = agreement.multi_select_report(agreement.sets_from_wide(wide), codes)
+    assert q["codes"]["alpha_masi"]["alpha"] == pytest.approx(expected.alpha_masi.alpha)
+    assert [c["fleiss"]["kappa"] for c in q["codes"]["per_code"]] == pytest.approx(
+        [c.fleiss.kappa for c in expected.per_code]
+    )
+    table = cli("agree", "--codebook", "tactics").stdout
+    assert "Sets: MASI alpha" in table and "Per code (chosen or not" in table
+
+
+def test_labels_outside_the_sample_get_a_hint(cli, demo) -> None:
+    with Store(demo) as s:
+        s.create_sample("main", [r["id"] for r in s.action_rows()][:5])
+    r = cli("agree", "--codebook", "mental_model")
+    assert "error: codebook 'mental_model' has no labels in this file" in r.stderr
+    with Store(demo) as s:
+        s.conn.execute("DELETE FROM sample_items WHERE sample = 'main'")
+    r = cli("agree")
+    assert r.exit_code == 1
+    assert (
+        "error: agreement needs at least 2 coders; got 0 on codebook 'traum' in sample 'main'"
+        in (r.stderr)
+    )
+    assert "hint: the labels of 'traum' are on items outside sample 'main'" in r.stderr
