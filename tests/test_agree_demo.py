@@ -268,3 +268,14 @@ def test_labels_outside_the_sample_get_a_hint(cli, demo) -> None:
         in (r.stderr)
     )
     assert "hint: the labels of 'traum' are on items outside sample 'main'" in r.stderr
+
+
+def test_a_single_item_gives_kappa_and_says_why_there_is_no_interval(cli, demo, tmp_path) -> None:
+    with Store(demo) as s:
+        item = s.action_rows()[0]["id"]
+    path = tmp_path / "one.csv"
+    path.write_text(f"action_id,coder,value\n{item},x,Initiate\n{item},y,Continue\n")
+    assert cli("import-labels", str(path), "--codebook", "traum").exit_code == 0
+    r = cli("agree", "--coders", "x,y")
+    assert r.exit_code == 0, r.output
+    assert "no CI: A bootstrap over items needs at least two items; got 1" in r.stdout

@@ -107,9 +107,13 @@ def summary_rows(q: dict[str, Any]) -> list[dict[str, Any]]:
         f = v["fleiss"]
         notes = [f["band"]] if f["band"] else []
         notes.append(f"{_items(f['n_items'])}")
+        ci = v["fleiss_ci"]
+        if ci.get("low") is None and ci.get("undefined_reason"):
+            notes.append("no CI: " + ci["undefined_reason"])
+        elif ci.get("note"):
+            notes.append(ci["note"])
         if f["kappa"] is None and f["undefined_reason"]:
             notes = [f["undefined_reason"]]
-        ci = v["fleiss_ci"]
         rows.append(
             {
                 "statistic": "Fleiss' kappa",
