@@ -21,7 +21,16 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Literal
 
-from annotate.codebook import NO, OTHER, YES, Answer, Codebook, LoadedCodebook, Question
+from annotate.codebook import (
+    NO,
+    OTHER,
+    YES,
+    Answer,
+    Codebook,
+    LoadedCodebook,
+    Question,
+    find_codebook,
+)
 from annotate.errors import CodebookError, NotFoundError, UsageError
 from annotate.models import Action, describe
 from annotate.store import Store
@@ -241,8 +250,6 @@ def check_coder(store: Store, codebook: str, coder: str) -> bool:
 
 def resolve_codebook(store: Store, name: str) -> LoadedCodebook:
     """A codebook file by name or path; else the newest version stored in the project file."""
-    from annotate.codebook import find_codebook
-
     try:
         return find_codebook(name)
     except CodebookError as exc:
@@ -300,7 +307,7 @@ class CodingSession:
         self._by_key: dict[str, dict[str, Choice]] = {}
         self.undo_stack: list[_Undo] = []
         self.toggles: Toggles | None = None
-        self.finished = False
+        self.finished = all(item.coded for item in self.items)
         self.index = 0
         self.q_index = 0
         self.highlight = 0
@@ -672,19 +679,21 @@ class CodingSession:
 
     def toggle_flag(self) -> Feedback:
         item = self.item
-        item.flagged = not item.flagged
+        flagged = not item.flagged
         self.store.set_flag(
-            item.action.id, self.codebook, self.coder, [q.id for q in item.questions], item.flagged
+            item.action.id, self.codebook, self.coder, [q.id for q in item.questions], flagged
         )
-        return Feedback("info", "Flagged for discussion." if item.flagged else "Flag removed.")
+        item.flagged = flagged
+        return Feedback("info", "Flagged for discussion." if flagged else "Flag removed.")
 
     def set_note(self, text: str) -> Feedback:
         item = self.item
-        item.note = text.strip() or None
+        note = text.strip() or None
         self.store.set_note(
-            item.action.id, self.codebook, self.coder, [q.id for q in item.questions], item.note
+            item.action.id, self.codebook, self.coder, [q.id for q in item.questions], note
         )
-        return Feedback("info", "Note saved." if item.note else "Note removed.")
+        item.note = note
+        return Feedback("info", "Note saved." if note else "Note removed.")
 
     # -- undo -------------------------------------------------------------------------
 
@@ -692,13 +701,16 @@ class CodingSession:
         """Take back the last answer (or skip) of this run and go back to it."""
         if not self.undo_stack:
             return Feedback("info", "Nothing to undo.")
-        entry = self.undo_stack.pop()
-        self._lap()
+        entry = self.undo_stack[-1]  # popped once the file has been changed back
         item = self.items[entry.index]
         ids = [q.id for q in item.questions]
         if entry.kind == "skip":
+            self.store.set_skipped(
+                item.action.id, self.codebook, self.coder, ids, entry.was_skipped
+            )
             item.skipped = entry.was_skipped
-            self.store.set_skipped(item.action.id, self.codebook, self.coder, ids, item.skipped)
+            self.undo_stack.pop()
+            self._lap()
             self._enter(entry.index, entry.question)
             return Feedback("info", f"Skip of item #{entry.index + 1} undone.")
         q = item.questions[entry.question]
@@ -709,8 +721,10 @@ class CodingSession:
             self.store.save_answer(item.action.id, self.codebook, q.id, self.coder, entry.previous)
             item.answers[q.id] = entry.previous
         if entry.was_skipped:
-            item.skipped = True
             self.store.set_skipped(item.action.id, self.codebook, self.coder, ids, True)
+            item.skipped = True
+        self.undo_stack.pop()
+        self._lap()
         self.finished = False
         self._enter(entry.index, entry.question)
         return Feedback("info", f"Answer to {q.id} of item #{entry.index + 1} undone.")

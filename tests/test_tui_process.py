@@ -3,7 +3,9 @@ mid-session and reopened; and `annotate code --web` serving a browser page."""
 
 from __future__ import annotations
 
+import asyncio
 import fcntl
+import json
 import os
 import pty
 import signal
@@ -160,6 +162,9 @@ def test_web_serves_the_app_page(tmp_path: Path) -> None:
                 time.sleep(0.2)
         assert "annotate: traum · dora" in page
         assert f"ws://127.0.0.1:{port}/ws" in page
+        shown = asyncio.run(_code_one_item_over_websocket(port, "3"))
+        assert b"item #1" in shown
+        _until(lambda: answers(db, "dora", "traum") != {})
     finally:
         os.killpg(proc.pid, signal.SIGTERM)
         try:
@@ -167,4 +172,30 @@ def test_web_serves_the_app_page(tmp_path: Path) -> None:
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait(10)
-    assert answers(db, "dora", "traum") == {}
+    assert list(answers(db, "dora", "traum").values()) == [("Acknowledge", None, None)]
+
+
+async def _code_one_item_over_websocket(port: int, key: str) -> bytes:
+    """What a browser does: open the app's websocket, wait for the first item, press a key."""
+    import aiohttp
+
+    out = b""
+    url = f"http://127.0.0.1:{port}/ws?width=80&height=24"
+    async with aiohttp.ClientSession() as http, http.ws_connect(url) as ws:
+        await ws.send_str(json.dumps(["resize", {"width": 80, "height": 24}]))
+        deadline = time.monotonic() + 30
+        sent = False
+        while time.monotonic() < deadline:
+            try:
+                msg = await asyncio.wait_for(ws.receive(), 1)
+            except TimeoutError:
+                continue
+            if msg.type not in (aiohttp.WSMsgType.BINARY, aiohttp.WSMsgType.TEXT):
+                break
+            out += msg.data if isinstance(msg.data, bytes) else msg.data.encode()
+            if not sent and b"item #1" in out:
+                await ws.send_str(json.dumps(["stdin", key]))
+                sent = True
+            if sent and b"item #2" in out:
+                break
+    return out

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from typing import Annotated
 
 import typer
@@ -60,6 +61,8 @@ def code_command(
         serve_web(command, port=port, title=f"annotate: {session.codebook.name} · {coder}")
         return
     app.run()
+    if os.environ.get("TEXTUAL_DRIVER"):
+        return  # served by --web: stdout belongs to textual-serve's protocol
     counts = session.counts()
     console.print(
         f"{coder}: {counts.coded} of {counts.n} coded, {counts.skipped} skipped, "

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-from rich.console import Group, RenderableType
+from rich.console import RenderableType
 from rich.style import Style
-from rich.table import Table
 from rich.text import Text
+from textual.geometry import Size
 from textual.widget import Widget
 
 from annotate.codebook import NO
 from annotate.coding_session import Choice, CodingSession
+from annotate.tui.widgets.context import wrap_words
 
 
 class QuestionPanel(Widget):
@@ -32,12 +33,12 @@ class QuestionPanel(Widget):
             parts.append(f"{mark}{qid} {answer if answer is not None else '·'}")
         return " │ ".join(parts)
 
-    def _columns(self, choices: tuple[Choice, ...]) -> int:
-        width = self.size.width or 80
+    def _columns(self, choices: tuple[Choice, ...], width: int) -> int:
         longest = max(len(c.label) for c in choices) + 9
         return max(1, min(4, width // longest, (len(choices) + 1) // 2))
 
-    def _cell(self, choice: Choice, highlighted: bool) -> Text:
+    def _cell(self, choice: Choice, highlighted: bool, width: int) -> list[Text]:
+        """One choice as lines of exactly ``width`` cells (a long label wraps, indented)."""
         s = self.session
         selected = s.is_selected(choice)
         inactive = (
@@ -54,44 +55,71 @@ class QuestionPanel(Widget):
         label_style = "bold green" if selected else ("dim" if inactive else "")
         if highlighted:
             label_style += " reverse"
-        return Text.assemble(
+        key = f" {choice.key} "
+        indent = 1 + len(key) + 1 + len(mark)
+        labels = wrap_words(choice.label, max(width - indent, 4))
+        first = Text.assemble(
             ("▸" if highlighted else " ", "bold"),
-            (f" {choice.key} ", "bold reverse" if not inactive else "reverse dim"),
+            (key, "bold reverse" if not inactive else "reverse dim"),
             " ",
             (mark, "bold green"),
-            (choice.label, label_style.strip()),
+            (labels[0], label_style.strip()),
             style=click,
         )
+        lines = [first] + [
+            Text.assemble(" " * indent, (label, label_style.strip()), style=click)
+            for label in labels[1:]
+        ]
+        for line in lines:
+            line.truncate(width, overflow="ellipsis", pad=True)
+        return lines
 
-    def render(self) -> RenderableType:
+    def _text(self, width: int) -> Text:
         s = self.session
         q = s.question
         choices = s.choices()
-        prompt = Text(q.prompt, style="bold")
+        width = max(width, 20)
+        hint = ""
         if q.kind == "yes_no_reasons" and s.toggles is not None and s.toggles.value == NO:
-            prompt.append("  → reasons, then Enter", style="italic")
+            hint = "  → reasons, then Enter"
         elif q.kind == "multi":
-            prompt.append("  → every option that applies, then Enter", style="italic")
-        cols = self._columns(choices)
-        grid = Table.grid(expand=True, padding=(0, 1))
-        for _ in range(cols):
-            grid.add_column(ratio=1, overflow="fold")
-        rows = -(-len(choices) // cols)
-        cells = [self._cell(c, i == s.highlight) for i, c in enumerate(choices)]
-        for r in range(rows):  # fill column by column: 1 2 3 4 down, then 5 6 7 8
-            grid.add_row(
-                *[cells[c * rows + r] if c * rows + r < len(cells) else "" for c in range(cols)]
-            )
-        parts: list[RenderableType] = [prompt, grid]
+            hint = "  → every option that applies, then Enter"
+        lines: list[Text] = [Text(line, style="bold") for line in wrap_words(q.prompt, width)]
+        if hint and len(lines[-1]) + len(hint) <= width:
+            lines[-1].append(hint, style="italic")
+        elif hint:
+            lines.append(Text(hint.strip(), style="italic"))
+        cols = self._columns(choices, width)
+        col_width = (width - (cols - 1)) // cols
+        per_col = -(-len(choices) // cols)
+        columns = [  # filled column by column: 1 2 3 4 down, then 5 6 7 8
+            [
+                line
+                for i in range(c * per_col, min((c + 1) * per_col, len(choices)))
+                for line in self._cell(choices[i], i == s.highlight, col_width)
+            ]
+            for c in range(cols)
+        ]
+        for r in range(max(len(c) for c in columns)):
+            row = Text()
+            for c, column in enumerate(columns):
+                if c:
+                    row.append(" ")
+                row.append_text(column[r] if r < len(column) else Text(" " * col_width))
+            row.rstrip()
+            lines.append(row)
         if s.item.note:
-            parts.append(
-                Text(f"note: {s.item.note}", style="italic", overflow="ellipsis", no_wrap=True)
-            )
+            note = Text(f"note: {s.item.note}", style="italic")
+            note.truncate(width, overflow="ellipsis")
+            lines.append(note)
         if s.finished:
-            parts.append(
-                Text(
-                    f"✓ All {s.n} items are coded. ←/→ to review, q to quit.",
-                    style="bold green",
-                )
+            lines.append(
+                Text(f"✓ All {s.n} items are coded. ←/→ to review, q to quit.", style="bold green")
             )
-        return Group(*parts)
+        return Text("\n", no_wrap=True, overflow="crop", end="").join(lines)
+
+    def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
+        return len(self._text(width).plain.split("\n"))
+
+    def render(self) -> RenderableType:
+        return self._text(self.size.width)

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-from rich.console import Group, RenderableType
-from rich.progress_bar import ProgressBar
-from rich.table import Table
+from rich.console import RenderableType
 from rich.text import Text
 from textual.timer import Timer
 from textual.widget import Widget
@@ -26,7 +24,7 @@ class StatusBar(Widget):
     def flash(self, message: str, *, warning: bool = False, seconds: float = 4.0) -> None:
         """Show a short message in place of the header line for a few seconds."""
         style = "bold yellow" if warning else "bold"
-        self.message = Text("» " + message, style=style)
+        self.message = Text.assemble(("» " + message, style))
         if self._timer is not None:
             self._timer.stop()
         self._timer = self.set_timer(seconds, self._clear)
@@ -41,6 +39,7 @@ class StatusBar(Widget):
         s = self.session
         cb = s.codebook
         counts = s.counts()
+        width = max(self.size.width, 40)
         left = Text.assemble(
             (cb.name, "bold"),
             f" v{cb.version} │ coder ",
@@ -52,32 +51,35 @@ class StatusBar(Widget):
             left.append(" (new)", "italic")
         if s.version_warning:
             left.append("  ⚠ codebook changed", "bold yellow")
-        top = Table.grid(expand=True)
-        top.add_column(ratio=1, no_wrap=True, overflow="ellipsis")
-        top.add_column(justify="right", no_wrap=True)
-        top.add_row(
-            self.message or left, Text.assemble("item ", (str(s.index + 1), "bold"), f" of {s.n}")
-        )
+        right = Text.assemble("item ", (str(s.index + 1), "bold"), f" of {s.n}")
+        top = (self.message or left).copy()
+        top.truncate(width - len(right) - 1, overflow="ellipsis")
+        top.append(" " * (width - len(top) - len(right)))
+        top.append_text(right)
 
         eta = s.eta_seconds()
         done = counts.coded / counts.n if counts.n else 1.0
-        bottom = Table.grid(expand=True, padding=(0, 1))
-        bottom.add_column(no_wrap=True)
-        bottom.add_column(ratio=1)
-        bottom.add_column(no_wrap=True, justify="right")
-        bottom.add_row(
-            Text.assemble(
-                "coded ",
-                (str(counts.coded), "bold green"),
-                " · skipped ",
-                (str(counts.skipped), "bold"),
-                " · flagged ",
-                (str(counts.flagged), "bold magenta" if counts.flagged else "bold"),
-            ),
-            ProgressBar(total=max(counts.n, 1), completed=counts.coded, width=None),
-            Text(
-                f"{done:4.0%} · "
-                + (f"~{format_duration(eta)} left" if eta is not None else "time left: —")
-            ),
+        tally = Text.assemble(
+            "coded ",
+            (str(counts.coded), "bold green"),
+            " · skipped ",
+            (str(counts.skipped), "bold"),
+            " · flagged ",
+            (str(counts.flagged), "bold magenta" if counts.flagged else "bold"),
         )
-        return Group(top, bottom)
+        tail = Text(
+            f"{done:4.0%} · "
+            + (f"~{format_duration(eta)} left" if eta is not None else "time left: —")
+        )
+        bar_width = width - len(tally) - len(tail) - 2
+        bottom = tally.copy()
+        if bar_width >= 5:
+            filled = round(bar_width * done)
+            bottom.append(" ")
+            bottom.append("━" * filled, style="green")
+            bottom.append("━" * (bar_width - filled), style="dim")
+            bottom.append(" ")
+        else:
+            bottom.append(" " * max(width - len(tally) - len(tail), 1))
+        bottom.append_text(tail)
+        return Text("\n", no_wrap=True, overflow="crop", end="").join([top, bottom])
