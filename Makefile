@@ -14,10 +14,13 @@ $(BIN)/.installed: pyproject.toml
 	touch $@
 
 demo: $(BIN)/.installed
-	rm -f $(DEMO_DB) $(DEMO_DB)-wal $(DEMO_DB)-shm
+	rm -rf $(DEMO_DB) $(DEMO_DB)-wal $(DEMO_DB)-shm demo_report
 	$(BIN)/annotate import data/demo --db $(DEMO_DB)
 	$(BIN)/annotate sample --n 120 --seed 7 --name main --stratify condition --db $(DEMO_DB)
 	$(BIN)/annotate import-labels data/demo_labels.csv --codebook traum --db $(DEMO_DB)
+	$(BIN)/annotate agree --codebook traum --db $(DEMO_DB)
+	$(BIN)/annotate adjudicate --codebook traum --majority-only --db $(DEMO_DB)
+	$(BIN)/annotate report --codebook traum --out demo_report --db $(DEMO_DB)
 	$(BIN)/annotate status --db $(DEMO_DB)
 
 test: $(BIN)/.installed
@@ -28,4 +31,4 @@ bench: $(BIN)/.installed
 	$(BIN)/python benchmarks/run_all.py
 
 clean:
-	rm -rf $(VENV) *.egg-info .pytest_cache .ruff_cache $(DEMO_DB)*
+	rm -rf $(VENV) *.egg-info .pytest_cache .ruff_cache $(DEMO_DB)* demo_report

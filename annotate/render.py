@@ -78,7 +78,9 @@ def print_rows(
     if fmt is OutputFormat.table:
         console.print(rich_table(rows, columns, title))
     elif fmt is OutputFormat.markdown:
-        console.print(markdown_table(rows, columns, title), markup=False, highlight=False)
+        console.print(
+            markdown_table(rows, columns, title), markup=False, highlight=False, soft_wrap=True
+        )
     elif fmt is OutputFormat.csv:
         console.print(
             csv_text(rows, columns), end="", markup=False, highlight=False, soft_wrap=True

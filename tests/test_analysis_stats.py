@@ -7,8 +7,10 @@ import json
 
 import pandas as pd
 import pytest
+from typer.testing import CliRunner
 
 from annotate.analysis.stats import dataset_stats, session_counts
+from annotate.cli import app
 from tests.test_analysis_support import import_demo
 
 
@@ -37,13 +39,17 @@ def test_demo_stats_match_the_demo_readme(cli) -> None:
     assert not any(k[0] != "all" for k in rows)  # no split: one part
 
 
-def test_stats_formats(cli) -> None:
+def test_stats_formats(cli, db_path) -> None:
     import_demo(cli)
     table = cli("stats").stdout
     assert "Per session: mean (SD)" in table and "57.2 (6.2)" in table
     md = cli("stats", "--format", "markdown").stdout
     assert md.startswith("### Per session: mean (SD)")
     assert "| condition | role | sessions | actions | actions/session |" in md
+    narrow = CliRunner().invoke(app, ["stats", "--format", "markdown", "--db", str(db_path)],
+                                env={"COLUMNS": "80"}).stdout  # fmt: skip
+    rows = [line for line in narrow.splitlines() if line and not line.startswith("#")]
+    assert rows and all(r.startswith("|") and r.endswith("|") for r in rows), narrow
     csv = pd.read_csv(io.StringIO(cli("stats", "--format", "csv").stdout))
     assert list(csv.columns[:6]) == [
         "split", "condition", "role", "sessions", "actions", "actions_mean",

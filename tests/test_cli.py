@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import io
 import json
 import subprocess
@@ -114,6 +115,21 @@ def test_every_command_has_complete_help() -> None:
                 and param.param_type_name == "option"
             ):
                 pytest.fail(f"{' '.join(name)} {param.opts[0]} has no help")
+
+
+def test_help_paragraphs_reflow_to_the_terminal_width() -> None:
+    """A docstring's hard line breaks must not reach the screen: each paragraph is one line
+    in a terminal wide enough to hold it."""
+    group = typer.main.get_command(app)
+    for name in _commands(group):
+        cmd = group
+        for part in name:
+            cmd = cmd.commands[part]
+        r = CliRunner().invoke(app, [*name, "--help"], env={"COLUMNS": "1000"})
+        lines = [" ".join(line.split()) for line in r.stdout.splitlines()]
+        for paragraph in inspect.cleandoc(cmd.help or "").split("\n\n"):
+            text = " ".join(paragraph.replace("`", "").split())
+            assert any(text in line for line in lines), (name, text)
 
 
 def test_python_dash_m_runs_the_cli() -> None:

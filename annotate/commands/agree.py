@@ -657,9 +657,11 @@ def agree_command(
     runs: Annotated[bool, typer.Option("--runs", help="List the stored runs.")] = False,
     db: DbOption = DEFAULT_DB_PATH,
 ) -> None:
-    """Inter-coder agreement per question: Fleiss' kappa with a bootstrap CI and the Landis &
-    Koch band, Krippendorff's alpha, Gwet's AC1, percent agreement, per-category and pairwise
-    Cohen's kappas, and the items left out with the reason.
+    """Inter-coder agreement per question, with intervals and the items left out.
+
+    Fleiss' kappa with a bootstrap CI and the Landis & Koch band, Krippendorff's alpha,
+    Gwet's AC1, percent agreement, per-category and pairwise Cohen's kappas, and the items
+    left out with the reason.
 
     Yes/no questions with reasons (mental_model Q4) also get the reasons' MASI alpha and a
     kappa per reason. Every run is stored with the ids and a hash of the exact labels used;
@@ -791,9 +793,11 @@ def adjudicate_command(
     ] = False,
     db: DbOption = DEFAULT_DB_PATH,
 ) -> None:
-    """Make gold labels: a strict majority of the coders decides; ties and flagged items go to
-    a screen that shows the item in its context, every coder's answer and note, and takes one
-    key (the codebook's shortcuts) for the final label.
+    """Make gold labels: majority vote, then a screen for ties and flagged items.
+
+    A strict majority of the coders decides. Ties and flagged items go to a screen that shows
+    the item in its context, every coder's answer and note, and takes one key (the codebook's
+    shortcuts) for the final label.
 
     Gold is stored as coder 'gold', with who adjudicated and how (majority or decided).
     """

@@ -45,8 +45,11 @@ def stats_command(
     fmt: FormatOption = OutputFormat.table,
     db: DbOption = DEFAULT_DB_PATH,
 ) -> None:
-    """Sessions and actions per condition (and split part), per session mean and SD of
-    actions, messages, draws, erases, undos and resets, for each role."""
+    """Describe the dataset: sessions, actions and per-session means and SDs.
+
+    One row per condition (and split part) and role: sessions, actions, and the mean and
+    sample SD per session of actions, messages, draws, erases, undos and resets.
+    """
     with open_store(db) as store:
         rows = stats(store, split)
     keys = [*(["split"] if split else []), "condition", "role", "sessions", "actions"]
@@ -88,8 +91,11 @@ def report_command(
     out: Annotated[Path, typer.Option(help="Folder to write the report into.")] = Path("report"),
     db: DbOption = DEFAULT_DB_PATH,
 ) -> None:
-    """Write the study report: code distributions by condition and role, mental-model
-    alignment, agreement and LLM validation, as PNG charts and one self-contained HTML page."""
+    """Write the study report as PNG charts and one self-contained HTML page.
+
+    Code distributions by condition and role, mental-model alignment, agreement of every
+    codebook and the LLM validation runs. Prints where it wrote them.
+    """
     from annotate.analysis.report import build_report, write_report
 
     with open_store(db) as store:
@@ -129,8 +135,12 @@ def split_sessions_command(
     fmt: FormatOption = OutputFormat.table,
     db: DbOption = DEFAULT_DB_PATH,
 ) -> None:
-    """Split sessions into train and test (no session in both), choosing the test sessions
-    whose feature means and SDs best match the rest (see the README for the objective)."""
+    """Split sessions into train and test, no session in both, matched in distribution.
+
+    Within each condition, the test sessions are those whose feature means and SDs best
+    match the rest (the README gives the objective). Stored by name for stats, report and
+    export.
+    """
     with open_store(db) as store:
         result = split_sessions(
             store,
@@ -177,8 +187,12 @@ def merge_command(
     fmt: FormatOption = OutputFormat.table,
     db: DbOption = DEFAULT_DB_PATH,
 ) -> None:
-    """Merge coders' project files into this one: actions by id, codebook versions, labels
-    with their coder, codebook hash and times, samples. One transaction per file."""
+    """Merge coders' project files into this one.
+
+    Actions are matched by id; codebook versions, samples and labels (with their coder,
+    codebook hash and times) are carried over. One transaction per file; a differing label
+    is a conflict and ours is kept unless --prefer newer.
+    """
     with open_store(db, create=True) as store:
         results = merge_files(store, others, prefer=prefer)
     if fmt is OutputFormat.json:

@@ -35,7 +35,7 @@ def list_command(fmt: FormatOption = OutputFormat.table) -> None:
 
 @app.command("show")
 def show_command(
-    name: Annotated[str, typer.Argument(help="Codebook name or YAML path.")],
+    name: Annotated[str, typer.Argument(help="Codebook name or YAML path.", metavar="NAME")],
     fmt: FormatOption = OutputFormat.table,
 ) -> None:
     """A codebook's questions, options, shortcut keys and definitions."""
@@ -67,7 +67,7 @@ def show_command(
 
 @app.command("validate")
 def validate_command(
-    paths: Annotated[list[Path], typer.Argument(help="YAML files to check.")],
+    paths: Annotated[list[Path], typer.Argument(help="YAML files to check.", metavar="PATH")],
 ) -> None:
     """Check codebook files; each mistake is reported with its path in the YAML."""
     for path in paths:

@@ -18,7 +18,9 @@ from annotate.label_import import import_labels
 
 
 def import_command(
-    paths: Annotated[list[Path], typer.Argument(help="Files or folders to import.")],
+    paths: Annotated[
+        list[Path], typer.Argument(help="Files or folders to import.", metavar="PATH")
+    ],
     fmt: Annotated[
         str | None,
         typer.Option(
@@ -104,7 +106,7 @@ def import_command(
 
 
 def import_labels_command(
-    path: Annotated[Path, typer.Argument(help="CSV or JSONL file of labels.")],
+    path: Annotated[Path, typer.Argument(help="CSV or JSONL file of labels.", metavar="FILE")],
     codebook: Annotated[str, typer.Option(help="Codebook the labels belong to.")],
     db: DbOption = DEFAULT_DB_PATH,
 ) -> None:
