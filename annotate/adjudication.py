@@ -12,7 +12,9 @@ Answers are compared whole: the code, and for multi-select and yes/no questions 
 codes (reasons). The text of an "Other" does not split a majority; the gold keeps the text
 most of the majority wrote. Gold is stored as coder ``gold`` with ``source='adjudicate'`` and
 its provenance in ``meta``: ``method``, ``adjudicator``, the ``coders`` and their ``votes``.
-A decided gold is never overwritten by a later majority vote.
+A decided gold is never overwritten by a later majority vote. A majority gold whose majority
+is gone (a coder changed or flagged an answer, or other coders were selected) is retracted
+when the majority gold is written again; the case then goes to the adjudicator.
 """
 
 from __future__ import annotations
@@ -146,6 +148,8 @@ class GoldPlan:
     """Cases whose gold is already decided (or was not made here): left alone."""
     too_few: int
     """Items and questions answered by fewer than two of the coders: left for later."""
+    stale: tuple[tuple[str, str], ...] = ()
+    """(action id, question) of majority gold that no majority backs any more."""
 
     @property
     def undecided(self) -> list[Case]:
@@ -170,6 +174,7 @@ def plan_gold(store: Store, selection: Selection) -> GoldPlan:
     majority: list[Case] = []
     to_decide: list[Case] = []
     kept: list[Case] = []
+    stale: list[tuple[str, str]] = []
     too_few = 0
     with store.read_snapshot():
         for q in selection.questions:
@@ -228,8 +233,23 @@ def plan_gold(store: Store, selection: Selection) -> GoldPlan:
                     majority.append(case)
                 else:
                     to_decide.append(case)
+            backed = {c.action.id for c in majority if c.question.id == q.id}
+            stale += [
+                (item, q.id)
+                for item, row in golds.items()
+                if row["source"] == GOLD_SOURCE
+                and (row["meta"] or {}).get("method") == "majority"
+                and item not in backed
+            ]
     return GoldPlan(
-        cb, selection.sample, coders, tuple(majority), tuple(to_decide), tuple(kept), too_few
+        cb,
+        selection.sample,
+        coders,
+        tuple(majority),
+        tuple(to_decide),
+        tuple(kept),
+        too_few,
+        tuple(stale),
     )
 
 
@@ -244,7 +264,8 @@ def gold_meta(case: Case, method: Method, adjudicator: str, coders: Sequence[str
 
 
 def write_majority(store: Store, plan: GoldPlan, adjudicator: str) -> int:
-    """Store the majority gold of the plan in one transaction; return how many cases."""
+    """Store the majority gold of the plan and retract its stale majority gold, in one
+    transaction; return how many cases have majority gold."""
     writes = [
         LabelWrite(
             c.action.id,
@@ -257,8 +278,15 @@ def write_majority(store: Store, plan: GoldPlan, adjudicator: str) -> int:
         for c in plan.majority
         if c.majority is not None
     ]
-    if writes:
-        store.save_gold(plan.codebook, writes)
+    with store.transaction():
+        if writes:
+            store.save_gold(plan.codebook, writes)
+        for action_id, question in plan.stale:
+            store.clear_answer(action_id, plan.codebook.name, question, GOLD_CODER)
+    retracted = set(plan.stale)
+    for case in plan.to_decide:
+        if (case.action.id, case.question.id) in retracted:
+            case.gold, case.gold_meta = None, {}
     return len(writes)
 
 

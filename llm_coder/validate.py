@@ -105,12 +105,22 @@ def question_report(
         category(question, (llm[i] or {}).get(question.id)) if llm[i] else INVALID for i in ids
     ]
     n_invalid = sum(v == INVALID for v in llm_col)
+    human_names = tuple(sorted(humans))
+    columns = {
+        name: [category(question, humans[name].get(i, {}).get(question.id)) for i in ids]
+        for name in human_names
+    }
     used = sorted({v for v in gold_col + llm_col if v is not None})
     categories = [c for c in (codes or []) if c in used] + [
         c for c in used if c not in (codes or []) and c != INVALID
     ]
     if n_invalid:
         categories.append(INVALID)
+    # the humans may use codes neither gold nor the LLM used (no kappa changes for a category
+    # nobody used, so the gold/LLM tables keep the short list)
+    with_humans = categories + sorted(
+        {v for col in columns.values() for v in col if v is not None} - set(categories)
+    )
     notes: list[str] = []
     if n_invalid:
         notes.append(f"{n_invalid} replies stayed invalid after a retry; counted as '{INVALID}'")
@@ -139,16 +149,11 @@ def question_report(
         f_ci = c_ci = (None, None)
 
     # Human coders of the held-out items, with and without the LLM as one more coder.
-    human_names = tuple(sorted(humans))
-    columns = {
-        name: [category(question, humans[name].get(i, {}).get(question.id)) for i in ids]
-        for name in human_names
-    }
     fleiss_humans = fleiss_with = None
     n_humans_items = 0
     if len(human_names) >= 2:
         frame = pd.DataFrame(columns, index=ids, dtype=object)
-        result = fleiss_kappa(frame, categories=categories)
+        result = fleiss_kappa(frame, categories=with_humans)
         fleiss_humans, n_humans_items = result.kappa, result.n_items
     else:
         notes.append(
@@ -157,7 +162,7 @@ def question_report(
         )
     if human_names:
         frame = pd.DataFrame({**columns, llm_name: llm_col}, index=ids, dtype=object)
-        result = fleiss_kappa(frame, categories=categories)
+        result = fleiss_kappa(frame, categories=with_humans)
         fleiss_with = result.kappa
         n_humans_items = n_humans_items or result.n_items
     return QuestionReport(

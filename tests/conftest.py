@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import os
+import sqlite3
 from collections.abc import Callable
+from contextlib import closing
 from pathlib import Path
 
 import pytest
@@ -28,6 +30,13 @@ def shared() -> Path:
     if not SHARED.is_dir():
         pytest.skip("../shared (real Map Task and platform data) is not beside this checkout")
     return SHARED
+
+
+def foreign_sqlite(path: Path, table: str) -> bytes:
+    """Write a SQLite file of some other program (one table); return its bytes."""
+    with closing(sqlite3.connect(path)) as conn, conn:
+        conn.execute(f"CREATE TABLE {table} (x)")
+    return path.read_bytes()
 
 
 @pytest.fixture

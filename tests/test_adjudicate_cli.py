@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 from collections import Counter
 
 import pandas as pd
@@ -84,6 +85,35 @@ def test_flagged_items_go_to_the_adjudicator_even_with_a_majority(cli, demo) -> 
     with Store(demo) as s:
         gold = {g["action_id"] for g in s.label_rows("traum", coders=["gold"])}
     assert not gold & set(flagged)
+
+
+def test_majority_gold_is_retracted_when_its_majority_is_gone(cli, demo) -> None:
+    majority, ties = _expected_majority()
+    assert cli("adjudicate", "--majority-only", "--adjudicator", "zoe").exit_code == 0
+    labels = pd.read_csv(REPO / "data" / "demo_labels.csv")
+    # an item where exactly two coders agree: the third coder's answer breaks the majority
+    votes = labels[labels["action_id"].isin(majority)].groupby("action_id")["value"]
+    item = next(i for i, v in votes if v.nunique() == 2)
+    rows = labels[labels["action_id"] == item].set_index("coder")["value"]
+    lone = next(c for c in rows.index if (rows == rows[c]).sum() == 1)
+    turncoat = next(c for c in rows.index if c != lone)
+    unused = next(c for c in TRAUM.questions[0].codes if c not in set(rows))
+    flagged = next(i for i in sorted(majority) if i != item)
+    with Store(demo) as s:
+        s.save_answer(item, TRAUM, "act", turncoat, Answer(unused))
+        s.set_flag(flagged, TRAUM, "ana", ["act"])
+    r = cli("adjudicate", "--majority-only", "--adjudicator", "zoe")
+    assert r.exit_code == 0, r.output
+    assert f"{len(ties) + 2} to decide" in r.stdout
+    assert "2 majority gold retracted (no majority any more)" in r.stdout
+    with Store(demo) as s:
+        gold = {g["action_id"]: g["value"] for g in s.label_rows("traum", coders=["gold"])}
+    assert item not in gold and flagged not in gold
+    assert gold == {i: v for i, v in majority.items() if i not in (item, flagged)}
+    exported = pd.read_csv(io.StringIO(cli("export", "--what", "gold").stdout))
+    assert len(exported) == len(majority) - 2
+    again = cli("adjudicate", "--majority-only", "--adjudicator", "zoe")
+    assert "retracted" not in again.stdout  # nothing stale is left
 
 
 def test_decided_gold_is_never_overwritten_by_a_majority(cli, demo) -> None:

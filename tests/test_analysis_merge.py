@@ -11,6 +11,7 @@ import pytest
 from annotate.codebook import Answer, find_codebook
 from annotate.models import Action
 from annotate.store import Store
+from tests.conftest import foreign_sqlite
 from tests.test_analysis_support import DEMO_LABELS, demo_traum_rows, import_demo, write_csv
 
 TRAUM = find_codebook("traum").codebook
@@ -177,7 +178,26 @@ def test_merge_refuses_a_newer_file_and_itself(cli, files, tmp_path) -> None:
     assert r.exit_code == 1 and "not an annotate database" in r.stderr
 
 
-def test_merge_upgrades_an_older_file_first_and_merges_several(cli, tmp_path, db_path) -> None:
+def test_merge_refuses_an_empty_or_foreign_sqlite_file_and_leaves_it_alone(
+    cli, files, tmp_path
+) -> None:
+    ours, _, _ = files
+    before = dump(ours)
+    empty = tmp_path / "empty.db"
+    empty.touch()
+    r = cli("merge", str(empty), db=ours)
+    assert r.exit_code == 1 and "empty.db: not an annotate database (it is empty)" in r.stderr
+    assert empty.stat().st_size == 0
+    foreign = tmp_path / "foreign.db"
+    foreign_bytes = foreign_sqlite(foreign, "foo")
+    r = cli("merge", str(foreign), db=ours)
+    assert r.exit_code == 1
+    assert "foreign.db: not an annotate database (it holds other tables: foo)" in r.stderr
+    assert foreign.read_bytes() == foreign_bytes
+    assert dump(ours) == before
+
+
+def test_merge_upgrades_a_copy_of_an_older_file_and_merges_several(cli, tmp_path, db_path):
     import_demo(cli)
     old = tmp_path / "old.db"
     assert cli("import", str(Path(DEMO_LABELS).parent / "demo"), db=old).exit_code == 0
@@ -187,6 +207,7 @@ def test_merge_upgrades_an_older_file_first_and_merges_several(cli, tmp_path, db
     conn.execute("DELETE FROM _migrations WHERE id = 4")
     conn.commit()
     conn.close()
+    old_bytes = old.read_bytes()
     other = tmp_path / "other.db"
     assert cli("import", str(Path(DEMO_LABELS).parent / "demo"), db=other).exit_code == 0
     assert cli("split-sessions", "--test", "1", "--name", "theirs", db=other).exit_code == 0
@@ -194,7 +215,6 @@ def test_merge_upgrades_an_older_file_first_and_merges_several(cli, tmp_path, db
     assert r.exit_code == 0, r.output
     assert r.stdout.count("0 new actions of 343") == 2
     assert "session splits added: theirs" in r.stdout
-    with Store(old) as s:
-        assert s.schema_version() >= 4
+    assert old.read_bytes() == old_bytes  # the coder's file is read, never upgraded in place
     with Store(db_path) as s:
         assert s.session_split("theirs")["n_test"] == 1

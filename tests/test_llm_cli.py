@@ -201,6 +201,19 @@ def test_validate_only_reports_like_agree_and_stores_labels(cli, maptask, llm_en
     assert 0.8 < move["accuracy"] < 1.0
 
 
+def test_a_later_run_with_the_same_answers_leaves_its_provenance(cli, maptask, llm_env, db_path):
+    llm_env.state.label_for = agreeing(maptask, 0.9)
+    assert llm_label(cli, "--validate-only").exit_code == 0
+    r = llm_label(cli, "--validate-only", "--context", "2")  # another prompt, same answers
+    assert r.exit_code == 0, r.output
+    assert llm_env.state.requests == 2 * 72
+    with Store(db_path) as s:
+        second = s.llm_run(2)
+        metas = [row["meta"] for row in s.label_rows("hcrc_moves", coders=[CODER])]
+    assert len(metas) == 72
+    assert {(m["run_id"], m["prompt_hash"]) for m in metas} == {(2, second["prompt_hash"])}
+
+
 def test_gate_fails_below_min_kappa_then_force_is_recorded(cli, maptask, llm_env, db_path):
     llm_env.state.label_for = agreeing(maptask, 0.3)
     r = llm_label(cli)

@@ -13,6 +13,7 @@ from annotate.errors import StoreError
 from annotate.models import Action
 from annotate.store import Store
 from annotate.store.migrations import MIGRATIONS
+from tests.conftest import foreign_sqlite
 
 EXPECTED_TABLES = {
     "_migrations",
@@ -71,6 +72,21 @@ def test_newer_file_is_refused_with_a_clear_message(db_path: Path) -> None:
     conn.close()
     with pytest.raises(StoreError, match=r"newer version of annotate \(schema 999"):
         Store(db_path)
+
+
+def test_another_programs_sqlite_file_is_refused_untouched(tmp_path: Path) -> None:
+    foreign = tmp_path / "theirs.sqlite"
+    before = foreign_sqlite(foreign, "measurements")
+    with pytest.raises(StoreError, match=r"holds other tables: measurements"):
+        Store(foreign)
+    assert foreign.read_bytes() == before
+    empty = tmp_path / "empty.db"
+    empty.touch()
+    with pytest.raises(StoreError, match=r"empty.db: not an annotate database \(it is empty"):
+        Store(empty, create=False)
+    assert empty.stat().st_size == 0
+    with Store(empty) as s:  # creating one is what an empty file is for
+        assert s.schema_version() == max(n for n, _ in MIGRATIONS)
 
 
 def test_not_a_database(tmp_path: Path) -> None:

@@ -2,8 +2,9 @@
 
 For each other file, in one transaction:
 
-- the other file is opened as a project first (so an older one is upgraded and a newer one,
-  or a file that is not a project, is refused);
+- the other file is read through a snapshot: a read-only copy, upgraded if it is older, so
+  the coder's own file is never written to (a newer file, or one that is not a project, is
+  refused);
 - actions are matched by id; missing ones are inserted (one ``imports`` row records them);
   an id whose session, type or content differs is counted, and ours is kept;
 - codebook versions missing here are copied;
@@ -23,6 +24,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from enum import StrEnum
@@ -31,6 +33,7 @@ from typing import Any
 
 from annotate.errors import UsageError
 from annotate.store import Store
+from annotate.store.base import snapshot_project
 
 
 class Prefer(StrEnum):
@@ -132,20 +135,19 @@ def _sha256(path: Path) -> str:
 
 
 def check_other(store: Store, other: Path) -> None:
-    """Refuse this very file, a missing file, a non-project and a newer schema."""
+    """Refuse this very file and a missing file (the snapshot refuses the rest)."""
     if not other.exists():
         raise UsageError(f"{other}: no such file")
     if other.resolve() == store.path.resolve():
         raise UsageError(f"{other}: is the file being merged into")
-    # Opening validates it: an older file is upgraded, a newer one raises StoreError.
-    Store(other, create=False).close()
 
 
-def merge_file(store: Store, other: Path, *, prefer: Prefer = Prefer.ours) -> MergeResult:
-    """Merge one other project file into ``store`` in one transaction."""
-    check_other(store, other)
+def merge_file(
+    store: Store, other: Path, snapshot: Path, *, prefer: Prefer = Prefer.ours
+) -> MergeResult:
+    """Merge one other project file, read from its ``snapshot``, in one transaction."""
     sha = _sha256(other)
-    with store.attached(other), store.transaction():
+    with store.attached(snapshot), store.transaction():
         import_id = store.begin_import(path=str(other), sha256=sha, fmt="merge")
         in_file = store.attached_action_count()
         new_actions, differing_actions = store.merge_actions(import_id)
@@ -201,12 +203,19 @@ def merge_files(
 ) -> list[MergeResult]:
     """Merge each file in turn, one transaction each.
 
-    Every file is checked first, so a refused file (missing, newer, not a project) stops the
-    merge before anything is written.
+    Every file is checked and snapshot first, so a refused file (missing, newer, not a
+    project) stops the merge before anything is written.
     """
     if not others:
         raise UsageError("name at least one file to merge")
     paths = [Path(p) for p in others]
-    for path in paths:
-        check_other(store, path)
-    return [merge_file(store, path, prefer=prefer) for path in paths]
+    with tempfile.TemporaryDirectory(prefix="annotate-merge-") as tmp:
+        snapshots = []
+        for number, path in enumerate(paths):
+            check_other(store, path)
+            snapshots.append(Path(tmp) / f"{number}.db")
+            snapshot_project(path, snapshots[-1])
+        return [
+            merge_file(store, path, snapshot, prefer=prefer)
+            for path, snapshot in zip(paths, snapshots, strict=True)
+        ]

@@ -823,6 +823,11 @@ def adjudicate_command(
             f"(item, question) cases; {len(undecided)} to decide (ties and flagged)"
             + (f"; {len(plan.kept)} already decided, kept" if plan.kept else "")
             + (
+                f"; {len(plan.stale)} majority gold retracted (no majority any more)"
+                if plan.stale
+                else ""
+            )
+            + (
                 f"; {plan.too_few} answered by only one coder, left for later"
                 if plan.too_few
                 else ""

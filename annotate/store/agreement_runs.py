@@ -200,27 +200,6 @@ class AgreementRunsMixin(StoreBase):
     # -- gold -----------------------------------------------------------------------------
 
     def save_gold(self, codebook: Codebook, writes: Sequence[LabelWrite]) -> None:
-        """Store adjudicated answers as coder ``gold``, with their provenance in ``meta``.
-
-        Unlike a plain answer, the provenance (method, adjudicator) is updated even when the
-        answer itself is unchanged.
-        """
-        with self.transaction() as conn:
-            self.save_answers(codebook, writes)  # type: ignore[attr-defined]
-            for w in writes:
-                conn.execute(
-                    "UPDATE labels SET source = ?, meta = ?, updated_at = ? "
-                    "WHERE action_id = ? AND codebook = ? AND question = ? AND coder = ? "
-                    "AND (source IS NOT ? OR meta IS NOT ?)",
-                    (
-                        w.source,
-                        dumps(w.meta or {}),
-                        now(),
-                        w.action_id,
-                        codebook.name,
-                        w.question,
-                        w.coder,
-                        w.source,
-                        dumps(w.meta or {}),
-                    ),
-                )
+        """Store adjudicated answers as coder ``gold``, with their provenance in ``meta``
+        (updated even when the answer itself is unchanged)."""
+        self.save_answers(codebook, writes, provenance=True)  # type: ignore[attr-defined]

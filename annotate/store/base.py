@@ -32,6 +32,65 @@ def dumps(value: Any) -> str:
     return json.dumps(value, sort_keys=True, ensure_ascii=False)
 
 
+def applied_migrations(conn: sqlite3.Connection, path: Path, *, empty_ok: bool) -> set[int]:
+    """The migrations applied to an annotate file, read without writing to it.
+
+    Refuses, before anything is written, a file that is not SQLite, a SQLite file of some
+    other program (tables but no ``_migrations``), an empty file unless ``empty_ok``, and a
+    file made by a newer version.
+    """
+    try:
+        tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+        if "_migrations" not in tables:
+            if tables:
+                shown = ", ".join(sorted(tables)[:5]) + (", ..." if len(tables) > 5 else "")
+                raise StoreError(
+                    f"{path}: not an annotate database (it holds other tables: {shown})"
+                )
+            if not empty_ok:
+                raise StoreError(
+                    f"{path}: not an annotate database (it is empty)",
+                    hint="run `annotate import PATH` first, or pass --db",
+                )
+            return set()
+        applied = {r[0] for r in conn.execute("SELECT id FROM _migrations")}
+    except sqlite3.DatabaseError as exc:
+        raise StoreError(f"{path}: not an annotate database ({exc})") from exc
+    known = {number for number, _ in MIGRATIONS}
+    newer = sorted(applied - known)
+    if newer:
+        raise StoreError(
+            f"{path}: made by a newer version of annotate (schema {max(newer)}, "
+            f"this version knows up to {max(known)})",
+            hint="upgrade annotate: pip install -U annotate",
+        )
+    return applied
+
+
+def snapshot_project(path: Path, dest: Path) -> None:
+    """Copy a project file to ``dest`` without writing to it, then upgrade the copy.
+
+    ``annotate merge`` reads other coders' files this way: an older file is never upgraded
+    in place, and a refused one is left exactly as it was.
+    """
+    try:
+        source = sqlite3.connect(path.resolve().as_uri() + "?mode=ro", uri=True)
+    except sqlite3.DatabaseError as exc:
+        raise StoreError(f"{path}: cannot be read ({exc})") from exc
+    try:
+        applied_migrations(source, path, empty_ok=False)
+        copy = sqlite3.connect(dest)
+        try:
+            source.backup(copy)
+        finally:
+            copy.close()
+    except sqlite3.DatabaseError as exc:
+        raise StoreError(f"{path}: not an annotate database ({exc})") from exc
+    finally:
+        source.close()
+    StoreBase(dest).close()
+
+
 class StoreBase:
     """Owns the sqlite3 connection. Autocommit mode: writes go through :meth:`transaction`."""
 
@@ -44,17 +103,23 @@ class StoreBase:
             )
         try:
             conn = sqlite3.connect(self.path, isolation_level=None, timeout=BUSY_TIMEOUT_MS / 1000)
+        except sqlite3.Error as exc:
+            raise StoreError(f"{self.path}: cannot be opened ({exc})") from exc
+        try:
             conn.row_factory = sqlite3.Row
             conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+            # checked before the first write, so a file we refuse is left as it was
+            applied = applied_migrations(conn, self.path, empty_ok=create)
             conn.execute("PRAGMA journal_mode = WAL")
             conn.execute("PRAGMA synchronous = NORMAL")
             conn.execute("PRAGMA foreign_keys = ON")
-        except sqlite3.DatabaseError as exc:
-            raise StoreError(f"{self.path}: not an annotate database ({exc})") from exc
+        except BaseException:
+            conn.close()
+            raise
         self.conn = conn
         self.db = sqlite_utils.Database(conn)
         self._in_transaction = False
-        self._migrate()
+        self._migrate(applied)
 
     def close(self) -> None:
         self.conn.close()
@@ -92,23 +157,11 @@ class StoreBase:
         row = self.conn.execute("SELECT max(id) FROM _migrations").fetchone()
         return row[0] or 0
 
-    def _migrate(self) -> None:
-        try:
-            self.conn.execute(
-                "CREATE TABLE IF NOT EXISTS _migrations "
-                "(id INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)"
-            )
-        except sqlite3.DatabaseError as exc:
-            raise StoreError(f"{self.path}: not an annotate database ({exc})") from exc
-        applied = {r[0] for r in self.conn.execute("SELECT id FROM _migrations")}
-        known = {number for number, _ in MIGRATIONS}
-        newer = sorted(applied - known)
-        if newer:
-            raise StoreError(
-                f"{self.path}: made by a newer version of annotate (schema {max(newer)}, "
-                f"this version knows up to {max(known)})",
-                hint="upgrade annotate: pip install -U annotate",
-            )
+    def _migrate(self, applied: set[int]) -> None:
+        self.conn.execute(
+            "CREATE TABLE IF NOT EXISTS _migrations "
+            "(id INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)"
+        )
         for number, migration in MIGRATIONS:
             if number in applied:
                 continue

@@ -72,18 +72,33 @@ class LabelsMixin(StoreBase):
                 codebook, LabelWrite(action_id, question_id, coder, answer, source, meta), seconds
             )
 
-    def save_answers(self, codebook: Codebook, writes: Sequence[LabelWrite]) -> int:
-        """Store many answers in one transaction (all or nothing); return how many changed."""
+    def save_answers(
+        self, codebook: Codebook, writes: Sequence[LabelWrite], *, provenance: bool = False
+    ) -> int:
+        """Store many answers in one transaction (all or nothing); return how many changed.
+
+        An unchanged answer keeps its row as it was, unless ``provenance``: then its source,
+        meta and codebook hash are brought up to date too (gold made again, an LLM run that
+        gave the same answer as an earlier run).
+        """
         for w in writes:
             w.answer.check(codebook.question(w.question))
         with self.transaction() as conn:
             before = conn.total_changes
             for w in writes:
-                self._upsert(codebook, w, None)
+                self._upsert(codebook, w, None, provenance=provenance)
             return conn.total_changes - before
 
-    def _upsert(self, codebook: Codebook, w: LabelWrite, seconds: float | None) -> None:
+    def _upsert(
+        self, codebook: Codebook, w: LabelWrite, seconds: float | None, *, provenance: bool = False
+    ) -> None:
         stamp = now()
+        refresh = (
+            "OR labels.source IS NOT excluded.source OR labels.meta IS NOT excluded.meta "
+            "OR labels.codebook_hash IS NOT excluded.codebook_hash"
+            if provenance
+            else ""
+        )
         self.conn.execute(
             "INSERT INTO labels (action_id, codebook, codebook_hash, question, coder, value, "
             "codes, other_text, skipped, seconds, source, meta, created_at, updated_at) "
@@ -98,7 +113,7 @@ class LabelsMixin(StoreBase):
             "updated_at = excluded.updated_at "
             "WHERE labels.value IS NOT excluded.value OR labels.codes IS NOT excluded.codes "
             "OR labels.other_text IS NOT excluded.other_text OR labels.skipped = 1 "
-            "OR excluded.seconds IS NOT NULL",
+            f"OR excluded.seconds IS NOT NULL {refresh}",
             (
                 w.action_id,
                 codebook.name,

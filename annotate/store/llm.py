@@ -346,7 +346,7 @@ class LLMStoreMixin(StoreBase):
                 ],
             )
             if writes:
-                self.save_answers(codebook, writes)  # type: ignore[attr-defined]
+                self.save_answers(codebook, writes, provenance=True)  # type: ignore[attr-defined]
 
     def llm_items(self, run_id: int, phase: str | None = None) -> list[dict[str, Any]]:
         sql = "SELECT * FROM llm_items WHERE run_id = ?"
