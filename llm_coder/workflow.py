@@ -43,6 +43,10 @@ def llm_coder_name(model: str) -> str:
     return f"{LLM_PREFIX}{model}"
 
 
+UNCERTAIN = "llm-uncertain"
+"""Origin of the samples ``--uncertain-sample`` makes (followed by the run id)."""
+
+
 class GateFailed(AnnotateError):
     """Agreement on the held-out set is below --min-kappa: the rest is not labelled."""
 
@@ -314,11 +318,13 @@ class LabelJob:
                 hint=f"make a bigger split: annotate split --codebook {self.codebook.name} "
                 f"--shots {n_shots} --seed {self.split.seed} --replace",
             )
-        if options.uncertain_sample and options.uncertain_sample in {
-            s["name"] for s in store.samples()
-        }:
+        if options.target != "all":
+            store.sample_ids(options.target)  # an unknown sample fails now, before any request
+        origins = {s["name"]: s["origin"] or "" for s in store.samples()}
+        if not origins.get(options.uncertain_sample or "", UNCERTAIN).startswith(UNCERTAIN):
             raise UsageError(
-                f"a sample named '{options.uncertain_sample}' already exists",
+                f"a sample named '{options.uncertain_sample}' already exists (made by "
+                f"{origins[options.uncertain_sample]}, not by an LLM run)",
                 hint="choose another --uncertain-sample name",
             )
         self.sessions = Sessions(store, options.context)
@@ -578,6 +584,8 @@ class LabelJob:
             for r in results
             if r.failed is None and (r.confidence is None or r.confidence < self.options.below)
         )
-        if ids:
-            self.store.create_sample(name, ids, origin=f"llm-uncertain:{self.run_id}")
+        existing = {s["name"] for s in self.store.samples()}
+        if ids and (name not in existing or self.store.sample_ids(name) != list(ids)):
+            # a re-run with other answers remakes the sample an earlier run made
+            self.store.create_sample(name, ids, origin=f"{UNCERTAIN}:{self.run_id}", replace=True)
         return ids

@@ -159,6 +159,15 @@ def test_dry_run_prints_messages_and_estimate_without_network(
     assert chat_server.state.requests == 0
 
 
+def test_dry_run_counts_cached_requests_at_the_endpoint_of_the_environment(
+    cli, maptask, llm_env
+):
+    assert llm_label(cli, "--validate-only").exit_code == 0
+    r = llm_label(cli, "--dry-run")  # the endpoint only in OPENAI_BASE_URL, as usually set
+    assert r.exit_code == 0, r.output
+    assert "72 already cached" in r.stdout and llm_env.state.requests == 72
+
+
 # -- validate, gate, label the rest -----------------------------------------------------
 
 
@@ -272,6 +281,10 @@ def test_target_sample_labels_only_that_sample(cli, maptask, llm_env, db_path):
     assert r.exit_code == 0, r.output
     rows = db_rows(db_path, "SELECT action_id FROM llm_items WHERE phase = 'label'")
     assert {a for (a,) in rows} == expected
+    sent = llm_env.state.requests
+    r = llm_label(cli, "--target", "nosuch", "--context", "3")  # a new prompt: nothing cached
+    assert r.exit_code == 1 and "no sample named 'nosuch'" in r.stderr
+    assert llm_env.state.requests == sent  # refused before any request
 
 
 def test_kill_and_resume_never_pays_twice(cli, maptask, llm_env, db_path):
@@ -431,6 +444,15 @@ def test_votes_give_confidence_and_an_uncertain_sample(cli, maptask, llm_env, db
     assert unsure == low & labelled_rest and unsure
     assert samples["unsure"]["origin"].startswith("llm-uncertain")
     assert f"sample 'unsure': {len(unsure)} items with confidence below 0.8" in r.stdout
+    again = llm_label(cli, "--votes", "3", "--temperature", "0.7",
+                      "--uncertain-sample", "unsure", "--below", "0.8")  # fmt: skip
+    assert again.exit_code == 0, again.output
+    assert llm_env.state.requests == 3 * 212  # the same command again: all from the cache
+    with Store(db_path) as s:
+        assert set(s.sample_ids("unsure")) == unsure
+    r = llm_label(cli, "--votes", "3", "--temperature", "0.7",
+                  "--uncertain-sample", "main", "--below", "0.8")  # fmt: skip
+    assert r.exit_code == 1 and "not by an LLM run" in r.stderr  # a human sample is kept
 
 
 def test_mental_model_is_answered_in_one_json_object(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -12,7 +13,7 @@ from rich.table import Table
 
 from annotate.codebook import find_codebook
 from annotate.commands.common import DEFAULT_DB_PATH, DbOption, console, err_console, open_store
-from annotate.errors import AnnotateError, UsageError
+from annotate.errors import UsageError
 from annotate.render import cell
 from llm_coder.client import config_from_env
 from llm_coder.cost import Price, format_cost
@@ -271,8 +272,9 @@ def llm_label_command(
         below=below,
     )
     with open_store(db) as store:
-        if dry_run and base_url:
-            config = _dry_config(model, base_url, timeout)
+        dry_url = base_url or os.environ.get("OPENAI_BASE_URL")
+        if dry_run and dry_url:
+            config = _dry_config(model, dry_url, timeout)
         job = LabelJob(store, loaded, options, config)
         if dry_run:
             _render_dry_run(job, price)
@@ -340,7 +342,7 @@ def llm_label_command(
         except KeyboardInterrupt:
             job.finish("interrupted")
             raise
-        except AnnotateError:
+        except Exception:
             job.finish("failed", only_if_running=True)
             raise
         _render_summary(job, validated, labelled, price)
