@@ -107,7 +107,18 @@ class _FileImport:
 
     def flush(self) -> None:
         if self.actions:
-            self.result.new_actions += self.store.insert_actions(self.actions, self.import_id)
+            new = self.store.insert_actions(self.actions, self.import_id)
+            if new < len(self.actions):  # some ids were stored before: the same actions?
+                clash = self.store.conflicting_actions(self.actions)
+                if clash:
+                    raise ImportFormatError(
+                        f"{self.path}:{self.first_line[clash[0]]}: action id '{clash[0]}' is "
+                        "already stored with another session, type or content"
+                        + (f" (and {len(clash) - 1} more)" if len(clash) > 1 else ""),
+                        hint="give each row a unique id (--map id=COLUMN); nothing of this "
+                        "file was stored",
+                    )
+            self.result.new_actions += new
             self.actions.clear()
         if self.labels and self.labels_as is not None:
             # a label whose action was skipped as invalid is skipped with it
@@ -139,7 +150,8 @@ def _import_one(
             first = min(state.problems, key=lambda p: p.line)
             more = len(state.problems) - 1
             raise ImportFormatError(
-                first.where(path) + (f" (and {more} more problems)" if more else ""),
+                first.where(path)
+                + (f" (and {more} more problem{'s' if more > 1 else ''})" if more else ""),
                 hint="fix the file, or pass --skip-invalid to import the valid lines",
             )
         if not state.first_line:

@@ -29,12 +29,12 @@ class LabelImportResult:
 
 def _rows(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
     if path.suffix.lower() == ".csv":
-        with path.open(encoding="utf-8", newline="") as fh:
+        with path.open(encoding="utf-8-sig", newline="") as fh:  # Excel writes a BOM
             reader = csv.DictReader(fh)
             for row in reader:
                 yield reader.line_num, {k: v for k, v in row.items() if v not in (None, "")}
         return
-    with path.open(encoding="utf-8") as fh:
+    with path.open(encoding="utf-8-sig") as fh:
         for lineno, line in enumerate(fh, start=1):
             if not line.strip():
                 continue
@@ -84,7 +84,6 @@ def import_labels(store: Store, path: Path, loaded: LoadedCodebook) -> LabelImpo
             answer.check(cb.question(str(question_id)))
         except AnnotateError as exc:
             raise ImportFormatError(f"{where}: {exc.message}", hint=exc.hint) from exc
-        meta = {"note": row["note"]} if row.get("note") else None
         writes.append(
             LabelWrite(
                 str(row["action_id"]),
@@ -92,7 +91,7 @@ def import_labels(store: Store, path: Path, loaded: LoadedCodebook) -> LabelImpo
                 str(row["coder"]),
                 answer,
                 source="import",
-                meta=meta,
+                note=str(row["note"]) if row.get("note") else None,
             )
         )
         lines.append(lineno)

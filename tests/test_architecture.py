@@ -25,8 +25,15 @@ def _top(modules: set[str]) -> set[str]:
 
 @pytest.mark.parametrize(
     "module",
-    ["agreement", "llm_coder", "annotate.store", "annotate.importing", "annotate.status",
-     "annotate.export", "annotate.sampling"],
+    [
+        "agreement",
+        "llm_coder",
+        "annotate.store",
+        "annotate.importing",
+        "annotate.status",
+        "annotate.export",
+        "annotate.sampling",
+    ],
 )
 def test_core_modules_never_import_textual(module: str) -> None:
     assert "textual" not in _top(_modules_after_import(module))

@@ -124,7 +124,7 @@ def test_platform_missing_field_names_line_and_field(cli, db_path, shared, tmp_p
     bad.write_text("\n".join(lines) + "\n")
     r = cli("import", str(bad))
     assert r.exit_code == 1
-    assert f"{bad}:7: missing field 'timestamp' (and 1 more problems)" in r.stderr
+    assert f"{bad}:7: missing field 'timestamp' (and 1 more problem)" in r.stderr
 
 
 def test_unknown_corpus_label_is_an_error_naming_the_line(cli, db_path, tmp_path) -> None:
@@ -184,7 +184,47 @@ def test_generic_jsonl_and_format_flag(cli, db_path, tmp_path) -> None:
     r = cli("import", str(f), "--format", "jsonl")
     assert r.exit_code == 0, r.output
     with Store(db_path) as s:
-        assert [a.id for a in s.session_actions("s")] == ["a1", "log:2"]
+        assert [a.id for a in s.session_actions("s")] == ["a1", "s:1"]
+    # the default id does not depend on the file's name: a renamed copy adds nothing
+    copy = tmp_path / "renamed.jsonl"
+    copy.write_text(f.read_text())
+    r = cli("import", str(copy))
+    assert r.exit_code == 0 and "0 new actions of 2" in r.stdout, r.output
+
+
+def test_an_id_stored_with_other_content_stops_the_file(cli, db_path, tmp_path) -> None:
+    first = tmp_path / "one.jsonl"
+    first.write_text('{"session": "s", "content": "go left", "id": "x1"}\n')
+    assert cli("import", str(first)).exit_code == 0
+    second = tmp_path / "two.jsonl"
+    second.write_text(
+        '{"session": "t", "content": "fine", "id": "y1"}\n'
+        '{"session": "s", "content": "go right", "id": "x1"}\n'
+    )
+    r = cli("import", str(second))
+    assert r.exit_code == 1
+    assert (
+        f"{second}:2: action id 'x1' is already stored with another session, type or content"
+        in r.stderr
+    )
+    with Store(db_path) as s:
+        assert [(a.id, a.content) for a in s.session_actions("s")] == [("x1", "go left")]
+        assert s.session_actions("t") == []
+
+
+def test_csv_with_byte_order_mark_and_missing_column(cli, db_path, tmp_path) -> None:
+    f = tmp_path / "excel.csv"
+    f.write_bytes("session,content\ns1,hello\n".encode("utf-8-sig"))
+    r = cli("import", str(f))
+    assert r.exit_code == 0, r.output
+    with Store(db_path) as s:
+        assert [a.content for a in s.session_actions("s1")] == ["hello"]
+    g = tmp_path / "other.csv"
+    g.write_text("dialogue,text\nd1,hi\n")
+    r = cli("import", str(g))
+    assert r.exit_code == 1
+    assert f"{g}:1: no column 'session', 'content' (columns: dialogue, text)" in r.stderr
+    assert "--map session=COLUMN,content=COLUMN" in r.stderr
 
 
 def test_duplicate_id_in_one_file(cli, tmp_path) -> None:

@@ -159,9 +159,7 @@ def test_dry_run_prints_messages_and_estimate_without_network(
     assert chat_server.state.requests == 0
 
 
-def test_dry_run_counts_cached_requests_at_the_endpoint_of_the_environment(
-    cli, maptask, llm_env
-):
+def test_dry_run_counts_cached_requests_at_the_endpoint_of_the_environment(cli, maptask, llm_env):
     assert llm_label(cli, "--validate-only").exit_code == 0
     r = llm_label(cli, "--dry-run")  # the endpoint only in OPENAI_BASE_URL, as usually set
     assert r.exit_code == 0, r.output

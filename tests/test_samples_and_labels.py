@@ -109,6 +109,32 @@ def test_import_labels_csv_and_jsonl(cli, maptask_db, tmp_path) -> None:
     assert {r["other_text"] for r in other} == {None, "small talk"}
 
 
+def test_import_labels_keeps_notes_and_reads_a_byte_order_mark(cli, maptask_db, tmp_path) -> None:
+    with Store(maptask_db) as s:
+        ids = [r[0] for r in s.query("SELECT id FROM actions ORDER BY session, seq LIMIT 2")]
+    f = tmp_path / "excel.csv"
+    rows = (
+        "action_id,coder,question,value,note\n"
+        f"{ids[0]},ana,act,Initiate,check the map\n"
+        f"{ids[1]},ana,act,Continue,\n"
+    )
+    f.write_bytes(rows.encode("utf-8-sig"))
+    r = cli("import-labels", str(f), "--codebook", "traum")
+    assert r.exit_code == 0, r.output
+    with Store(maptask_db) as s:
+        notes = {r["action_id"]: r["note"] for r in s.label_rows("traum", coders=["ana"])}
+    assert notes == {ids[0]: "check the map", ids[1]: None}
+    # a later file without the note keeps it; a new note replaces it
+    f.write_text(f"action_id,coder,question,value,note\n{ids[0]},ana,act,Initiate,\n")
+    assert cli("import-labels", str(f), "--codebook", "traum").exit_code == 0
+    f.write_text(f"action_id,coder,question,value,note\n{ids[0]},ana,act,Initiate,ask ben\n")
+    r = cli("import-labels", str(f), "--codebook", "traum")
+    assert "1 new or changed" in r.stdout, r.output
+    with Store(maptask_db) as s:
+        rows = s.label_rows("traum", coders=["ana"])
+    assert {r["action_id"]: r["note"] for r in rows}[ids[0]] == "ask ben"
+
+
 @pytest.mark.parametrize(
     ("row", "message"),
     [

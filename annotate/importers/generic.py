@@ -2,8 +2,10 @@
 
 Our field names are those of :data:`annotate.importers.base.FIELDS`; ``--map
 content=text,session=dialogue`` says which source column holds each. ``session`` and
-``content`` are required; ``id`` defaults to ``<file>:<line>``, ``seq`` to the row order
-within the session, ``action_type`` to ``message``. Every other column goes to ``meta``.
+``content`` are required; ``seq`` defaults to the row order within the session, ``id`` to
+``<session>:<seq>`` (the same in every file, so a re-import adds nothing and two files that
+give one id different content are caught), ``action_type`` to ``message``. Every other
+column goes to ``meta``.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ REQUIRED = ("session", "content")
 
 
 def _rows_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any] | str]]:
-    with path.open(encoding="utf-8") as fh:
+    with path.open(encoding="utf-8-sig") as fh:  # -sig: a byte-order mark is not data
         for lineno, line in enumerate(fh, start=1):
             if not line.strip():
                 continue
@@ -34,10 +36,35 @@ def _rows_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any] | str]]:
             yield lineno, obj if isinstance(obj, dict) else "expected a JSON object"
 
 
-def _rows_csv(path: Path) -> Iterator[tuple[int, dict[str, Any] | str]]:
-    with path.open(encoding="utf-8", newline="") as fh:
-        reader = csv.DictReader(fh)
-        for row in reader:
+def _rows_csv(path: Path, options: ImportOptions) -> Iterator[tuple[int, dict[str, Any] | str]]:
+    with path.open(encoding="utf-8-sig", newline="") as fh:  # Excel writes a byte-order mark
+        reader = csv.DictReader(fh, strict=True)
+        try:
+            header = reader.fieldnames or []
+        except csv.Error as exc:
+            yield 1, f"not valid CSV ({exc})"
+            return
+        absent = [options.mapping.get(f, f) for f in REQUIRED]
+        absent = [c for c in absent if c not in header]
+        if absent:
+            yield (
+                1,
+                (
+                    f"no column {', '.join(repr(c) for c in absent)} (columns: "
+                    f"{', '.join(header) or 'none'}); say which holds it with --map "
+                    f"{REQUIRED[0]}=COLUMN,{REQUIRED[1]}=COLUMN"
+                ),
+            )
+            return
+        while True:
+            last_good = reader.line_num
+            try:
+                row = next(reader)
+            except StopIteration:
+                return
+            except csv.Error as exc:  # the rest of the file cannot be read reliably
+                yield last_good + 1, f"not valid CSV from this line on ({exc})"
+                return
             if None in row:
                 yield reader.line_num, "more values than header columns"
                 continue
@@ -77,7 +104,7 @@ def _action(
     if participant is not None:
         role = options.roles.get(str(participant), role)
     action = Action(
-        id=str(obj.get(column["id"]) or f"{path.stem}:{lineno}"),
+        id=str(obj.get(column["id"]) or f"{session}:{seq}"),
         session=session,
         seq=seq,
         action_type=action_type,
@@ -95,7 +122,7 @@ def _action(
 
 def _parse(path: Path, options: ImportOptions, fmt: str) -> Iterator[tuple[int, Item]]:
     seqs: dict[str, int] = {}
-    rows = _rows_jsonl(path) if fmt == "jsonl" else _rows_csv(path)
+    rows = _rows_jsonl(path) if fmt == "jsonl" else _rows_csv(path, options)
     for lineno, row in rows:
         if isinstance(row, str):
             yield lineno, Problem(lineno, row)

@@ -70,6 +70,21 @@ class ActionsMixin(StoreBase):
         )
         return self.conn.total_changes - before
 
+    def conflicting_actions(self, actions: Sequence[Action]) -> list[str]:
+        """Ids among ``actions`` already stored with another session, type or content."""
+        incoming = {a.id: (a.session, a.action_type, a.content) for a in actions}
+        ids = list(incoming)
+        clash = []
+        for start in range(0, len(ids), 500):
+            chunk = ids[start : start + 500]
+            rows = self.conn.execute(
+                "SELECT id, session, action_type, content FROM actions "
+                f"WHERE id IN ({', '.join('?' * len(chunk))})",
+                chunk,
+            )
+            clash += [r[0] for r in rows if tuple(r[1:]) != incoming[r[0]]]
+        return clash
+
     def finish_import(self, import_id: int, n_actions: int, n_new: int) -> None:
         if n_new == 0:  # a re-import leaves no trace
             self.conn.execute("DELETE FROM imports WHERE id = ?", (import_id,))

@@ -42,6 +42,8 @@ class LabelWrite:
     answer: Answer
     source: str = "import"
     meta: dict[str, Any] | None = None
+    note: str | None = None
+    """A note to set with the answer (None leaves a stored note as it is)."""
 
 
 def _codes_json(answer: Answer) -> str | None:
@@ -101,19 +103,21 @@ class LabelsMixin(StoreBase):
         )
         self.conn.execute(
             "INSERT INTO labels (action_id, codebook, codebook_hash, question, coder, value, "
-            "codes, other_text, skipped, seconds, source, meta, created_at, updated_at) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?) "
+            "codes, other_text, skipped, seconds, source, meta, note, created_at, updated_at) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?) "
             "ON CONFLICT (action_id, codebook, question, coder) DO UPDATE SET "
             "codebook_hash = excluded.codebook_hash, value = excluded.value, "
             "codes = excluded.codes, other_text = excluded.other_text, skipped = 0, "
             "seconds = coalesce(labels.seconds, 0) + coalesce(excluded.seconds, 0), "
             "source = excluded.source, meta = excluded.meta, "
+            "note = coalesce(excluded.note, labels.note), "
             "created_at = CASE WHEN labels.value IS NULL AND labels.codes IS NULL "
             "  THEN excluded.created_at ELSE labels.created_at END, "
             "updated_at = excluded.updated_at "
             "WHERE labels.value IS NOT excluded.value OR labels.codes IS NOT excluded.codes "
             "OR labels.other_text IS NOT excluded.other_text OR labels.skipped = 1 "
-            f"OR excluded.seconds IS NOT NULL {refresh}",
+            "OR excluded.seconds IS NOT NULL "
+            f"OR (excluded.note IS NOT NULL AND labels.note IS NOT excluded.note) {refresh}",
             (
                 w.action_id,
                 codebook.name,
@@ -126,6 +130,7 @@ class LabelsMixin(StoreBase):
                 seconds,
                 w.source,
                 dumps(w.meta or {}),
+                w.note,
                 stamp,
                 stamp,
             ),
