@@ -29,6 +29,7 @@ class ExportWhat(StrEnum):
     actions = "actions"
     labels = "labels"
     gold = "gold"
+    llm = "llm"
 
 
 class ExportFormat(StrEnum):
@@ -67,9 +68,36 @@ def labels_frame(
     return labels.merge(actions, on="action_id", how="left")
 
 
+def llm_frame(
+    store: Store,
+    *,
+    codebook: str | None = None,
+    coders: list[str] | None = None,
+    sample: str | None = None,
+) -> pd.DataFrame:
+    """One row per item an LLM run coded: its answer, raw replies, tokens, latency, and the
+    run's provenance (model, endpoint, prompt and codebook hashes, shot ids, temperature)."""
+    frame = pd.DataFrame(store.llm_item_rows(codebook))
+    if frame.empty:
+        return pd.DataFrame(columns=["run_id", "coder", "model", "action_id", "valid", "answer"])
+    if coders:
+        frame = frame[frame["coder"].isin(coders)]
+    if sample:
+        frame = frame[frame["action_id"].isin(store.sample_ids(sample))]
+    actions = actions_frame(store).rename(columns={"id": "action_id"})
+    return frame.merge(actions, on="action_id", how="left").reset_index(drop=True)
+
+
 def _build(store: Store, what: ExportWhat, **filters: object) -> pd.DataFrame:
     if what is ExportWhat.actions:
         return actions_frame(store, sample=filters.get("sample"))  # type: ignore[arg-type]
+    if what is ExportWhat.llm:
+        return llm_frame(
+            store,
+            codebook=filters.get("codebook"),  # type: ignore[arg-type]
+            coders=filters.get("coders") or None,  # type: ignore[arg-type]
+            sample=filters.get("sample"),  # type: ignore[arg-type]
+        )
     coders = filters.get("coders") or None
     if what is ExportWhat.gold:
         coders = ["gold"]

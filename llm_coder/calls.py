@@ -131,11 +131,13 @@ class RetryPolicy:
     max_retries: int = 5
     base_delay_s: float = 0.5
     max_delay_s: float = 60.0
+    max_retry_after_s: float = 600.0
+    """A longer Retry-After fails the item (to be sent again by a later run)."""
     timeout_s: float = 60.0
 
     def delay(self, attempt: int, retry_after: float | None) -> float:
         if retry_after is not None:
-            return min(max(retry_after, 0.0), self.max_delay_s)
+            return max(retry_after, 0.0)
         backoff = self.base_delay_s * 2 ** (attempt - 1)
         return min(backoff * (0.75 + random.random() / 2), self.max_delay_s)
 
@@ -286,6 +288,7 @@ class Caller:
             except openai.APIStatusError as exc:
                 status = exc.status_code
                 message = _scrub(str(getattr(exc, "message", exc)), secret)
+                message = message.removeprefix(f"Error code: {status} - ")  # we say HTTP n
                 if mode != "none" and _is_format_error(status, message, exc.param):
                     self.stats.fallbacks += 1
                     self.fallback.downgrade(mode, f"HTTP {status}: {message}")
@@ -297,6 +300,11 @@ class Caller:
                         f"HTTP {status}: {message}",
                     )
                     continue
+                if status in (400, 413, 422):  # this item's request (too long, filtered)
+                    raise CallFailed(
+                        f"the endpoint refused this item's request (HTTP {status}: {message})",
+                        hint="the item is left uncoded; the run stops if many in a row fail",
+                    ) from None
                 hint = {
                     401: "check OPENAI_API_KEY for this endpoint",
                     403: "check the key's permissions for this model",
@@ -335,6 +343,12 @@ class Caller:
         if attempt > self.policy.max_retries:
             raise CallFailed(
                 f"gave up after {self.policy.max_retries} retries ({reason})",
+                hint="run the same command again later: finished items are not paid twice",
+            )
+        if retry_after is not None and retry_after > self.policy.max_retry_after_s:
+            raise CallFailed(
+                f"the endpoint asked to wait {retry_after:.0f} s before a retry "
+                f"(Retry-After; {reason}), longer than {self.policy.max_retry_after_s:.0f} s",
                 hint="run the same command again later: finished items are not paid twice",
             )
         self.stats.retries += 1

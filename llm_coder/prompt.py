@@ -116,11 +116,11 @@ def render_codebook(codebook: Codebook) -> str:
             line = f"- {opt.code}: {opt.label}"
             if opt.definition.strip():
                 line += f". {' '.join(opt.definition.split())}"
+            # examples quote their utterances themselves ("Guide: \"go left\"")
             if opt.examples:
-                line += " Examples: " + "; ".join(f'"{e}"' for e in opt.examples) + "."
+                line += " Examples: " + "; ".join(opt.examples) + "."
             if opt.counterexamples:
-                line += " Not this code: " + "; ".join(f'"{e}"' for e in opt.counterexamples)
-                line += "."
+                line += " Not this code: " + "; ".join(opt.counterexamples) + "."
             lines.append(line)
         if q.allow_other:
             lines.append("- other: none of the above; describe it briefly in other_text.")

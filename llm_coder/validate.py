@@ -59,9 +59,26 @@ class ValidationReport:
     questions: tuple[QuestionReport, ...]
 
     @property
+    def unanimous_questions(self) -> tuple[str, ...]:
+        """Questions where LLM and gold gave one and the same code to every item.
+
+        Their kappa is undefined (chance agreement is 1), yet they agree perfectly: they
+        must not hold the gate back.
+        """
+        return tuple(
+            q.question
+            for q in self.questions
+            if q.fleiss is None and q.n_items and q.accuracy == 1.0 and len(q.confusion) == 1
+        )
+
+    @property
     def kappa(self) -> float | None:
-        """The gate figure: the lowest Fleiss' kappa (LLM + gold) over the questions."""
-        values = [q.fleiss for q in self.questions]
+        """The gate figure: the lowest Fleiss' kappa (LLM + gold) over the questions.
+
+        None when a question has no kappa for another reason than unanimity, or none has one.
+        """
+        unanimous = set(self.unanimous_questions)
+        values = [q.fleiss for q in self.questions if q.question not in unanimous]
         if not values or any(v is None for v in values):
             return None
         return min(v for v in values if v is not None)
@@ -160,11 +177,10 @@ def question_report(
             f"Fleiss' kappa of the humans needs two human coders of these items; found "
             f"{len(human_names)}" + (f" ({', '.join(human_names)})" if human_names else "")
         )
-    if human_names:
+    if len(human_names) >= 2:  # with one human this is LLM vs one coder, not a panel
         frame = pd.DataFrame({**columns, llm_name: llm_col}, index=ids, dtype=object)
         result = fleiss_kappa(frame, categories=with_humans)
         fleiss_with = result.kappa
-        n_humans_items = n_humans_items or result.n_items
     return QuestionReport(
         question=question.id,
         n_items=len(ids),

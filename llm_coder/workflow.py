@@ -452,6 +452,8 @@ class LabelJob:
             raise UsageError("a dry run cannot start a run")
         self.store.register_codebook(self.loaded)
         o = self.options
+        # a run of this coder still 'running' was killed: this one takes over its items
+        self.store.mark_llm_runs_interrupted(self.coder, self.codebook.name)
         self.run_id = self.store.start_llm_run(
             coder=self.coder,
             model=o.model,
@@ -499,14 +501,17 @@ class LabelJob:
         pending: list[ItemResult] = []
         last_flush = time.monotonic()
         provenance = {**self.provenance(), "phase": phase}
+        before = self.store.llm_run(run_id)  # the run's figures before this phase
 
         def flush() -> None:
+            # items and the run's spend move together: a killed run still shows what it paid
             nonlocal last_flush
             if pending:
                 self.store.save_llm_items(
                     run_id, phase, self.codebook, self.coder, pending, provenance=provenance
                 )
                 pending.clear()
+                self._record_stats(before, runner.caller.stats)
             last_flush = time.monotonic()
 
         def on_result(result: ItemResult) -> None:
@@ -531,7 +536,7 @@ class LabelJob:
             await runner.run(items, on_result, concurrency=self.options.concurrency)
         finally:
             flush()
-            self._record_stats(runner.caller.stats)
+            self._record_stats(before, runner.caller.stats)
             await client.close()
         stats = runner.caller.stats
         return PhaseResult(
@@ -551,9 +556,9 @@ class LabelJob:
             results=tuple(results),
         )
 
-    def _record_stats(self, stats: CallStats) -> None:
+    def _record_stats(self, run: dict[str, Any], stats: CallStats) -> None:
+        """Store the run's figures: ``run`` as it was before this phase plus ``stats``."""
         assert self.run_id is not None
-        run = self.store.llm_run(self.run_id)
         price = self.options.price
         tokens_in = run["tokens_in"] + stats.tokens_in
         tokens_out = run["tokens_out"] + stats.tokens_out

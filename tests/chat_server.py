@@ -25,7 +25,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Literal
 
 TARGET_MARKER = "Action to code:"
-FaultKind = Literal["429", "500", "hang", "malformed", "bad_label", "401"]
+FaultKind = Literal["429", "500", "hang", "malformed", "bad_label", "401", "too_long"]
 Accept = Literal["json_schema", "json_object", "none"]
 
 
@@ -206,6 +206,12 @@ class _Handler(BaseHTTPRequestHandler):
                 return
             if fault.kind == "401":
                 self._send(401, _error(401, "Incorrect API key provided"))
+                return
+            if fault.kind == "too_long":  # as OpenAI answers a prompt over the context size
+                self._send(
+                    400,
+                    _error(400, "This model's maximum context length is 8192 tokens."),
+                )
                 return
             if fault.kind == "hang":
                 time.sleep(state.hang_s)

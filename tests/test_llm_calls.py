@@ -131,6 +131,19 @@ async def test_endpoint_that_keeps_failing_stops_the_run(chat_server):
         await run_all(runner, ITEMS, concurrency=1)
 
 
+async def test_a_request_refused_for_one_item_fails_that_item_only(chat_server):
+    chat_server.state.faults = [Fault("too_long", times=1000, match="okay")]
+    results = await run_all(make_runner(chat_server), ITEMS[:4])
+    assert results["s1-1"].valid and results["s1-3"].valid
+    failed = results["s1-2"]
+    assert not failed.valid
+    assert failed.failed == (
+        "the endpoint refused this item's request "
+        "(HTTP 400: This model's maximum context length is 8192 tokens.)"
+    )
+    assert chat_server.state.statuses[400] == 2  # not retried: the same request fails again
+
+
 async def test_bad_key_stops_at_once_and_is_not_echoed(chat_server):
     chat_server.state.faults = [Fault("401", times=1)]
     with pytest.raises(EndpointError) as info:
@@ -228,7 +241,25 @@ def test_retry_after_parsing():
     assert retry_after_seconds({}) is None
     date = time.strftime("%a, %d %b %Y %H:%M:%S GMT", time.gmtime(time.time() + 30))
     assert 25 < retry_after_seconds({"retry-after": date}) <= 31
-    assert RetryPolicy(max_delay_s=5).delay(1, 100.0) == 5
+    assert RetryPolicy(max_delay_s=5).delay(1, 100.0) == 100.0  # the server's word counts
+    assert RetryPolicy(max_delay_s=5).delay(1, None) <= 5
+
+
+async def test_retry_after_longer_than_the_limit_fails_the_item(chat_server):
+    chat_server.state.faults = [Fault("429", times=1, retry_after="3600")]
+    config = LLMConfig("test-model", chat_server.base_url, KEY, timeout_s=5)
+    waits: list[float] = []
+
+    async def no_sleep(seconds: float) -> None:
+        waits.append(seconds)
+
+    caller = Caller(build_client(config), MemoryCache(), sleep=no_sleep)
+    settings = Settings("test-model", config.endpoint_host, 0.0, 1)
+    results = await run_all(Runner(caller, PromptBuilder(MOVES, []), settings), ITEMS[:1])
+    assert waits == [] and results["s1-1"].failed == (
+        "the endpoint asked to wait 3600 s before a retry (Retry-After; HTTP 429: "
+        "Rate limit reached, slow down), longer than 600 s"
+    )
 
 
 def test_config_needs_key_and_endpoint_and_says_how():

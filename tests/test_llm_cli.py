@@ -21,6 +21,7 @@ import pytest
 
 from annotate.codebook import Answer, find_codebook
 from annotate.store import LabelWrite, Store
+from llm_coder.workflow import FLUSH_EVERY
 from tests.chat_server import Fault
 from tests.llm_fixtures import running_chat_server
 
@@ -293,20 +294,27 @@ def test_kill_and_resume_never_pays_twice(cli, maptask, llm_env, db_path):
             "--model", MODEL, "--concurrency", "2", "--db", str(db_path)]  # fmt: skip
     proc = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 60
-    while llm_env.state.requests < 100 and time.monotonic() < deadline:
+    while llm_env.state.requests < 150 and time.monotonic() < deadline:
         time.sleep(0.02)
     proc.send_signal(signal.SIGKILL)
     proc.wait()
-    assert 100 <= llm_env.state.requests < 212, "the run was not killed mid-way"
+    assert 150 <= llm_env.state.requests < 212, "the run was not killed mid-way"
     paid = {
         json.loads(tail)[-1]["content"]
         for (tail,) in db_rows(db_path, "SELECT tail FROM llm_requests")
     }
     assert len(paid) >= llm_env.state.requests - 2  # at most the 2 in flight were lost
+    [(status, sent, tokens_in)] = db_rows(db_path, "SELECT status, sent, tokens_in FROM llm_runs")
+    assert status == "running"  # it had no chance to say otherwise, but it recorded its spend:
+    assert len(paid) - FLUSH_EVERY - 2 <= sent <= len(paid) and tokens_in > 0
     llm_env.state.reset_counts()
 
     r = llm_label(cli)
     assert r.exit_code == 0, r.output
+    assert [s for (s,) in db_rows(db_path, "SELECT status FROM llm_runs ORDER BY id")] == [
+        "interrupted",
+        "done",
+    ]
     resent = [b["messages"][-1]["content"] for b in llm_env.state.bodies]
     assert not set(resent) & paid
     assert len(paid) + len(resent) == 212
@@ -377,6 +385,18 @@ def test_unusable_reply_is_retried_once_then_stored_invalid(
     assert [(a, v) for a, v, _, _ in rows] == [(target.id, 0)]
     err, raw = rows[0][2], json.loads(rows[0][3])
     assert err.startswith(error) and len(raw) == 2
+    # the export of LLM replies keeps the invalid one, with its raw text and the provenance
+    out = cli("export", "--what", "llm", "--format", "jsonl")
+    assert out.exit_code == 0, out.output
+    exported = [json.loads(line) for line in out.stdout.splitlines()]
+    assert len(exported) == 72 and {e["coder"] for e in exported} == {CODER}
+    [bad] = [e for e in exported if not e["valid"]]
+    assert bad["action_id"] == target.id and json.loads(bad["raw_replies"]) == raw
+    assert bad["error"] == err and bad["content"] == target.content
+    with Store(db_path) as s:
+        info = s.split_info("hcrc_moves")
+    assert json.loads(bad["shot_ids"]) == list(info.shots) and bad["temperature"] == 0
+    assert all(e["prompt_hash"] and e["codebook_hash"] and e["model"] == MODEL for e in exported)
     assert not db_rows(
         db_path, "SELECT 1 FROM labels WHERE coder = ? AND action_id = ?", (CODER, target.id)
     )

@@ -90,7 +90,7 @@ def test_prefix_is_stable_and_shots_are_worked_examples():
     assert json.loads(a[2]["content"]) == {"move": {"code": "acknowledge", "other_text": None}}
     system = a[0]["content"]
     assert "instruct: Instruct. A command." in system
-    assert 'Examples: "ok"' in system
+    assert "Examples: ok." in system
     assert "- other:" in system
     builder = PromptBuilder(MOVES, shots)
     m1, m2 = builder.messages(item(7, "go")), builder.messages(item(9, "stop"))

@@ -128,7 +128,14 @@ def import_labels_command(
 
 
 def export_command(
-    what: Annotated[ExportWhat, typer.Option(help="Which table.")] = ExportWhat.labels,
+    what: Annotated[
+        ExportWhat,
+        typer.Option(
+            help="Which table: actions; labels joined with their actions; gold labels; or "
+            "llm, every item an LLM run coded with its raw reply, tokens, latency and the "
+            "run's model, prompt hash and shots."
+        ),
+    ] = ExportWhat.labels,
     fmt: Annotated[ExportFormat, typer.Option("--format", help="File format.")] = ExportFormat.csv,
     out: Annotated[Path | None, typer.Option(help="Write here (default: standard output).")] = None,
     codebook: Annotated[str | None, typer.Option(help="Only this codebook's labels.")] = None,
@@ -140,7 +147,7 @@ def export_command(
     ] = None,
     db: DbOption = DEFAULT_DB_PATH,
 ) -> None:
-    """Export actions, labels (joined with their actions) or gold labels for analysis."""
+    """Export actions, labels (joined with their actions), gold labels or LLM replies."""
     with open_store(db) as store:
         frame = build(
             store,

@@ -170,8 +170,15 @@ def _render_report(report: ValidationReport, min_kappa: float) -> None:
             conf.add_row(f"{i + 1} {label}", *(str(c) if c else "." for c in counts))
         console.print(conf)
     verdict = "passes" if report.passes(min_kappa) else "is below"
+    unanimous = report.unanimous_questions
     console.print(
-        f"Gate: Fleiss' kappa {cell(report.kappa)} {verdict} --min-kappa {min_kappa}.",
+        f"Gate: Fleiss' kappa {cell(report.kappa)} {verdict} --min-kappa {min_kappa}"
+        + (
+            f" ({', '.join(unanimous)} left out: LLM and gold gave one code to every item, "
+            "so kappa is undefined while agreement is perfect)."
+            if unanimous
+            else "."
+        ),
         markup=False,
     )
 

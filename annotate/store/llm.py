@@ -179,6 +179,15 @@ class LLMStoreMixin(StoreBase):
             )
         return int(cur.lastrowid or 0)
 
+    def mark_llm_runs_interrupted(self, coder: str, codebook: str) -> int:
+        with self.transaction() as conn:
+            cur = conn.execute(
+                "UPDATE llm_runs SET status = 'interrupted', finished_at = ? "
+                "WHERE status = 'running' AND coder = ? AND codebook = ?",
+                (now(), coder, codebook),
+            )
+        return cur.rowcount
+
     def update_llm_run(self, run_id: int, **fields: Any) -> None:
         if "report" in fields and fields["report"] is not None:
             fields["report"] = dumps(fields["report"])
@@ -366,3 +375,19 @@ class LLMStoreMixin(StoreBase):
             d["raw_replies"] = json.loads(d["raw_replies"])
             out.append(d)
         return out
+
+    def llm_item_rows(self, codebook: str | None = None) -> list[dict[str, Any]]:
+        """Every coded item of every run with the run's provenance (the ``llm`` export)."""
+        sql = (
+            "SELECT i.run_id, r.coder, r.model, r.endpoint_host, r.codebook, r.codebook_hash, "
+            "r.prompt_hash, r.shot_ids, r.temperature, r.votes, i.phase, i.action_id, "
+            "i.valid, i.answer, i.error, i.confidence, i.raw_replies, i.tokens_in, "
+            "i.tokens_out, i.latency_s, i.cached, i.created_at "
+            "FROM llm_items i JOIN llm_runs r ON r.id = i.run_id"
+        )
+        params: tuple[Any, ...] = ()
+        if codebook:
+            sql += " WHERE r.codebook = ?"
+            params = (codebook,)
+        rows = self.conn.execute(sql + " ORDER BY i.run_id, i.phase, i.action_id", params)
+        return [dict(r) for r in rows]
