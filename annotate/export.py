@@ -5,11 +5,13 @@ from __future__ import annotations
 import json
 from enum import StrEnum
 from pathlib import Path
-
-import pandas as pd
+from typing import TYPE_CHECKING
 
 from annotate.errors import UsageError
 from annotate.store import Store
+
+if TYPE_CHECKING:  # pandas loads with the first table: the CLI imports this module to start
+    import pandas as pd
 
 ACTION_FIELDS = [
     "id",
@@ -39,6 +41,8 @@ class ExportFormat(StrEnum):
 
 
 def actions_frame(store: Store, sample: str | None = None) -> pd.DataFrame:
+    import pandas as pd
+
     frame = pd.DataFrame(store.action_rows(), columns=[*ACTION_FIELDS, "meta"])
     if sample:
         ids = store.sample_ids(sample)
@@ -54,6 +58,8 @@ def labels_frame(
     sample: str | None = None,
 ) -> pd.DataFrame:
     """One row per answered (action, codebook, question, coder), with the action's fields."""
+    import pandas as pd
+
     books = [codebook] if codebook else store.labelled_codebooks()
     ids = store.sample_ids(sample) if sample else None
     parts = [
@@ -77,6 +83,8 @@ def llm_frame(
 ) -> pd.DataFrame:
     """One row per item an LLM run coded: its answer, raw replies, tokens, latency, and the
     run's provenance (model, endpoint, prompt and codebook hashes, shot ids, temperature)."""
+    import pandas as pd
+
     frame = pd.DataFrame(store.llm_item_rows(codebook))
     if frame.empty:
         return pd.DataFrame(columns=["run_id", "coder", "model", "action_id", "valid", "answer"])

@@ -46,4 +46,4 @@ def test_agreement_is_pure() -> None:
 
 def test_cli_start_up_does_not_load_heavy_libraries() -> None:
     loaded = _top(_modules_after_import("annotate.cli"))
-    assert not loaded & {"textual", "openai", "matplotlib", "statsmodels"}
+    assert not loaded & {"textual", "openai", "matplotlib", "statsmodels", "pandas", "sqlite_utils"}

@@ -35,6 +35,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from annotate.analysis import MAX_EXHAUSTIVE
 from annotate.analysis.coders import label_source
 from annotate.analysis.stats import NO_VALUE, role_key
 from annotate.codebook import Codebook
@@ -42,7 +43,6 @@ from annotate.errors import UsageError
 from annotate.store import Store
 from annotate.store.analysis import SessionSplitWrite
 
-MAX_EXHAUSTIVE = 10**6
 RESTARTS = 256
 PER_CHOICES = ("condition",)
 CHUNK_FLOATS = 4_000_000  # floats per scoring chunk (about 32 MB)

@@ -7,9 +7,8 @@ from typing import Annotated
 
 import typer
 
+from annotate.analysis import MAX_EXHAUSTIVE
 from annotate.analysis.merge import Prefer, merge_files
-from annotate.analysis.session_split import MAX_EXHAUSTIVE, split_sessions
-from annotate.analysis.stats import MEASURES, stat_columns, stats
 from annotate.commands.common import (
     DEFAULT_DB_PATH,
     DbOption,
@@ -50,6 +49,8 @@ def stats_command(
     One row per condition (and split part) and role: sessions, actions, and the mean and
     sample SD per session of actions, messages, draws, erases, undos and resets.
     """
+    from annotate.analysis.stats import MEASURES, stat_columns, stats  # pandas: when needed
+
     with open_store(db) as store:
         rows = stats(store, split)
     keys = [*(["split"] if split else []), "condition", "role", "sessions", "actions"]
@@ -141,6 +142,8 @@ def split_sessions_command(
     match the rest (the README gives the objective). Stored by name for stats, report and
     export.
     """
+    from annotate.analysis.session_split import split_sessions  # numpy, pandas: when needed
+
     with open_store(db) as store:
         result = split_sessions(
             store,

@@ -9,12 +9,13 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
-
-import sqlite_utils
+from typing import TYPE_CHECKING, Any
 
 from annotate.errors import StoreError
 from annotate.store.migrations import MIGRATIONS
+
+if TYPE_CHECKING:
+    import sqlite_utils
 
 DEFAULT_DB = "annotate.db"
 BUSY_TIMEOUT_MS = 10_000
@@ -117,9 +118,19 @@ class StoreBase:
             conn.close()
             raise
         self.conn = conn
-        self.db = sqlite_utils.Database(conn)
         self._in_transaction = False
         self._migrate(applied)
+
+    @property
+    def db(self) -> sqlite_utils.Database:
+        """sqlite-utils' view of the same connection (introspection, ad-hoc tables).
+
+        Imported on first use: sqlite-utils imports pandas, which costs every command
+        about 0.4 s of start-up.
+        """
+        import sqlite_utils
+
+        return sqlite_utils.Database(self.conn)
 
     def close(self) -> None:
         self.conn.close()

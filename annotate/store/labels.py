@@ -5,12 +5,13 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
-
-import pandas as pd
+from typing import TYPE_CHECKING, Any
 
 from annotate.codebook import Answer, Codebook
 from annotate.store.base import StoreBase, dumps, now
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 LABEL_COLUMNS = (
     "action_id",
@@ -258,6 +259,8 @@ class LabelsMixin(StoreBase):
 
     def labels_frame(self, codebook: str, **filters: Any) -> pd.DataFrame:
         """Labels as a long table (one row per action, question and coder)."""
+        import pandas as pd  # on first use: most commands never need it
+
         return pd.DataFrame(self.label_rows(codebook, **filters), columns=list(LABEL_COLUMNS))
 
     def coders(self, codebook: str | None = None) -> list[str]:
