@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 from statistics import NormalDist
 
@@ -15,6 +16,10 @@ CHUNK_ELEMENTS = 1 << 20
 # Largest (V + 1) x (V + 1) table binned at once; with more categories only the diagonal
 # and the margins of the coincidence matrix are computed.
 SMALL_TABLE = 1 << 16
+
+# Largest number of rating patterns, (V + 1) ** n_coders, for which items are counted by
+# pattern (see rating_patterns).
+PATTERN_LIMIT = 1 << 12
 
 
 def finite(value: float) -> float | None:
@@ -210,9 +215,12 @@ def ratings_per_item(codes: np.ndarray) -> np.ndarray:
     ``(codes >= 0).sum(axis=1)`` for the few columns a label matrix has.
     """
     n_items, n_coders = codes.shape
-    out = np.zeros(n_items, dtype=np.intp)
-    for j in range(n_coders):
-        out += codes[:, j] >= 0
+    if n_coders == 0:
+        return np.zeros(n_items, dtype=np.intp)
+    present = codes >= 0
+    out = present[:, 0].astype(np.intp)
+    for j in range(1, n_coders):
+        out += present[:, j]
     return out
 
 
@@ -232,4 +240,55 @@ def pairable_totals(codes: np.ndarray, n_values: int, m: np.ndarray) -> np.ndarr
     for j in range(codes.shape[1]):
         column = codes[:, j]
         out += np.bincount(column[(column >= 0) & pairable], minlength=n_values)
+    return out
+
+
+def patterns_fit(n_values: int, n_coders: int) -> bool:
+    """Whether items with ``n_coders`` ratings from ``n_values`` categories (or missing)
+    have few enough distinct patterns to be counted by pattern."""
+    return n_values >= 1 and n_coders >= 1 and (n_values + 1) ** n_coders <= PATTERN_LIMIT
+
+
+@functools.lru_cache(maxsize=32)
+def pattern_tables(n_values: int, n_coders: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per rating pattern: ratings m, ordered agreeing pairs, and ratings per category.
+
+    Pattern ``p`` is the base-(V + 1) number whose digit j is coder j's code plus one
+    (0 = missing), first coder most significant. Returns ``m`` (shape P),
+    ``agreeing`` (shape P, ``sum_c n_c (n_c - 1)``) and ``counts`` (shape P x V, ``n_c``);
+    all int64 and read-only.
+    """
+    side = n_values + 1
+    digits = np.indices((side,) * n_coders).reshape(n_coders, -1).T - 1  # P x coders
+    counts = np.zeros((len(digits), n_values), dtype=np.int64)
+    for j in range(n_coders):
+        rated = np.flatnonzero(digits[:, j] >= 0)
+        counts[rated, digits[rated, j]] += 1
+    m = counts.sum(axis=1)
+    agreeing = (counts * (counts - 1)).sum(axis=1)
+    for table in (m, agreeing, counts):
+        table.flags.writeable = False
+    return m, agreeing, counts
+
+
+def rating_patterns(codes: np.ndarray, n_values: int) -> np.ndarray:
+    """How many items have each rating pattern (see :func:`pattern_tables`).
+
+    One ``np.bincount`` over a per-item key replaces per-pair binning; only for
+    :func:`patterns_fit` shapes. Memory: one intp per item.
+    """
+    n_items, n_coders = codes.shape
+    side = n_values + 1
+    n_patterns = side**n_coders
+    shift = (n_patterns - 1) // (side - 1)  # adds one to every digit: missing -1 -> 0
+    out = None
+    for start in range(0, max(n_items, 1), CHUNK_ELEMENTS):
+        block = codes[start : start + CHUNK_ELEMENTS]
+        key = block[:, 0].astype(np.intp)
+        for j in range(1, n_coders):
+            key *= side
+            key += block[:, j]
+        key += shift
+        counts = np.bincount(key, minlength=n_patterns)
+        out = counts if out is None else out + counts
     return out

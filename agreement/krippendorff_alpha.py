@@ -16,6 +16,7 @@ ch. 11. Sage.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -28,6 +29,9 @@ from agreement._core import (
     finite,
     pair_counts,
     pairable_totals,
+    pattern_tables,
+    patterns_fit,
+    rating_patterns,
     ratings_per_item,
 )
 from agreement.matrix import as_label_matrix
@@ -77,6 +81,37 @@ def _pairable_weights(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray, int, i
     hist = np.bincount(m, minlength=n_coders + 1)
     n_single = int(hist[1]) if n_coders >= 1 else 0
     return by_m[m], m, int(hist[2:].sum()), n_single
+
+
+@functools.lru_cache(maxsize=32)
+def _pattern_sums_table(k: int, n_coders: int) -> np.ndarray:
+    """Per rating pattern, the whole numbers nominal alpha sums (float, read-only).
+
+    Columns: ``n_c`` if the pattern is pairable (k columns), then its ordered agreeing
+    pairs if it has m = 2, 3, ..., n_coders ratings (n_coders - 1 columns), then 1 if
+    pairable, then 1 if it has a single rating.
+    """
+    m, agreeing, counts = pattern_tables(k, n_coders)
+    pairable = m >= 2
+    by_m = agreeing[:, None] * (m[:, None] == np.arange(2, n_coders + 1))
+    table = np.column_stack([counts * pairable[:, None], by_m, pairable, m == 1])
+    table = table.astype(np.float64)
+    table.flags.writeable = False
+    return table
+
+
+def _sums_by_pattern(codes: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray, int, int]:
+    """Nominal alpha's sums from items counted by rating pattern (few coders and categories).
+
+    Returns the weighted agreeing pairs by number of ratings m (their total is the sum of
+    the coincidence matrix's diagonal), the margins n_c, and the numbers of pairable and of
+    single-rating items. The pattern counts times a table of whole numbers give exact
+    integer sums (below 2**53); only then does 1 / (m - 1) weigh each m's agreeing pairs.
+    """
+    n_coders = codes.shape[1]
+    sums = rating_patterns(codes, k).astype(np.float64) @ _pattern_sums_table(k, n_coders)
+    matched = sums[k : k + n_coders - 1] / np.arange(1, n_coders)
+    return matched, sums[:k], int(sums[-2]), int(sums[-1])
 
 
 def coincidence_matrix(data: Any, *, categories: Iterable[Any] | None = None) -> np.ndarray:
@@ -172,27 +207,32 @@ def krippendorff_alpha(data: Any, *, categories: Iterable[Any] | None = None) ->
     matrix = as_label_matrix(data, categories)
     k = len(matrix.categories)
     codes = matrix.codes
-    weights, m, n_items, n_single = _pairable_weights(codes)
     # Nominal distance is 1 off the diagonal, so only the coincidence matrix's diagonal
     # (o_cc) and margins (n_c) are needed: sum_{c != k} o_ck = n - sum_c o_cc and
     # sum_{c != k} n_c n_k = n**2 - sum_c n_c**2.
-    if (k + 1) ** 2 <= SMALL_TABLE:
-        coincidences = pair_counts(codes, k, weights)
-        matched = np.diagonal(coincidences)
-        n_c = np.rint(coincidences.sum(axis=0))  # whole numbers, up to rounding
+    if patterns_fit(k, matrix.n_coders):
+        matched, n_c, n_items, n_single = _sums_by_pattern(codes, k)
     else:
-        matched = agreement_by_category(codes, k, weights)
-        n_c = pairable_totals(codes, k, m).astype(np.float64)
-    n = float(n_c.sum())
+        weights, m, n_items, n_single = _pairable_weights(codes)
+        if (k + 1) ** 2 <= SMALL_TABLE:
+            coincidences = pair_counts(codes, k, weights)
+            matched = np.diagonal(coincidences)
+            n_c = np.rint(coincidences.sum(axis=0))  # whole numbers, up to rounding
+        else:
+            matched = agreement_by_category(codes, k, weights)
+            n_c = pairable_totals(codes, k, m).astype(np.float64)
+    # n_c holds whole numbers: Python sums of them (and of their squares) are exact.
+    totals = n_c.tolist()
+    n = float(sum(totals))
     if n_items == 0:
         return KrippendorffAlpha(
             None, "nominal", None, None, 0, n_single, 0,
             "No item was rated by two or more coders, so alpha has no data.",
         )  # fmt: skip
     observed_sum = max(n - float(matched.sum()), 0.0)
-    expected_sum = (n * n - float((n_c * n_c).sum())) / (n - 1.0)
+    expected_sum = (n * n - float(sum(t * t for t in totals))) / (n - 1.0)
     if expected_sum <= 0.0:
-        only = matrix.categories[int(np.flatnonzero(n_c)[0])]
+        only = matrix.categories[next(i for i, t in enumerate(totals) if t)]
         return KrippendorffAlpha(
             None, "nominal", 0.0, 0.0, n_items, n_single, int(n),
             f"Every pairable rating is {only!r}, so expected disagreement is 0 and alpha is "

@@ -137,7 +137,12 @@ def _resolve_categories(
 _PIECE_CELLS = 1 << 16
 
 
-def _factorize(piece: Any) -> tuple[np.ndarray, list[str]]:
+def _factorize(piece: Any, compact: bool) -> tuple[np.ndarray, list[str]]:
+    """pandas' codes of ``piece`` (-1 = missing) and the names of its distinct labels.
+
+    ``compact`` narrows the codes to the smallest integer type, for pieces that are kept
+    until all are done; a lone piece keeps pandas' intp codes, which index faster.
+    """
     try:
         codes, uniques = pd.factorize(piece, use_na_sentinel=True)
     except TypeError as error:
@@ -146,7 +151,7 @@ def _factorize(piece: Any) -> tuple[np.ndarray, list[str]]:
             f"({error}). For multi-select answers use sets_from_long or sets_from_wide."
         ) from None
     names = [label_name(u) for u in uniques]
-    return codes.astype(_code_dtype(len(names)), copy=False), names
+    return (codes.astype(_code_dtype(len(names)), copy=False) if compact else codes), names
 
 
 def _encode_blocks(
@@ -154,10 +159,11 @@ def _encode_blocks(
 ) -> tuple[list[np.ndarray], tuple[str, ...]]:
     """Encode 1-D blocks of labels (arrays or Series) as category indices (MISSING = -1)."""
     factorized = []
+    compact = len(blocks) > 1 or sum(len(block) for block in blocks) > _PIECE_CELLS
     for block in blocks:
         slicer = block.iloc if isinstance(block, pd.Series) else block
         pieces = [
-            _factorize(slicer[start : start + _PIECE_CELLS])
+            _factorize(slicer[start : start + _PIECE_CELLS], compact)
             for start in range(0, len(block), _PIECE_CELLS)
         ]
         factorized.append((len(block), pieces))
@@ -167,6 +173,11 @@ def _encode_blocks(
     dtype = _code_dtype(len(resolved))
     out = []
     for length, pieces in factorized:
+        if len(pieces) == 1:
+            local, names = pieces[0]
+            lookup = np.array([position[n] for n in names] + [MISSING], dtype=dtype)
+            out.append(lookup.take(local))  # index -1 (missing) picks the trailing MISSING
+            continue
         codes = np.empty(length, dtype=dtype)
         start = 0
         for local, names in pieces:

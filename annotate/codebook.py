@@ -14,6 +14,7 @@ Answers are stored as :class:`Answer`: ``value`` holds the single code (or ``yes
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,7 +29,18 @@ OTHER = "other"
 YES = "yes"
 NO = "no"
 ACTION_TYPES = ("message", "draw", "erase", "undo", "reset", "tool", "other")
-BUILTIN_DIR = Path(__file__).resolve().parent.parent / "codebooks"
+
+
+def _builtin_dir() -> Path:
+    """The shipped codebooks: ``annotate.builtin_codebooks`` in an installed wheel (see
+    pyproject.toml), the top-level ``codebooks/`` folder in a source checkout."""
+    spec = importlib.util.find_spec("annotate.builtin_codebooks")
+    if spec is not None and spec.submodule_search_locations:
+        return Path(next(iter(spec.submodule_search_locations)))
+    return Path(__file__).resolve().parent.parent / "codebooks"
+
+
+BUILTIN_DIR = _builtin_dir()
 
 
 class _Strict(BaseModel):
@@ -242,7 +254,15 @@ def load_codebook_file(path: Path) -> LoadedCodebook:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise CodebookError(f"{path}: cannot read ({exc.strerror})") from exc
-    return LoadedCodebook(parse_codebook(text, str(path)), text, str(path))
+    codebook = parse_codebook(text, str(path))
+    if codebook.name != path.stem:
+        # Labels are stored under the codebook's name: a copy that kept its original's
+        # name would mix its labels with the original's.
+        raise CodebookError(
+            f"{path.name}: name: '{codebook.name}' differs from the file name",
+            hint=f"set `name: {path.stem}` or rename the file to {codebook.name}{path.suffix}",
+        )
+    return LoadedCodebook(codebook, text, str(path))
 
 
 def codebook_dirs() -> list[Path]:

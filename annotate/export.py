@@ -7,7 +7,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from annotate.errors import UsageError
+from annotate.errors import NotFoundError, UsageError
 from annotate.store import Store
 
 if TYPE_CHECKING:  # pandas loads with the first table: the CLI imports this module to start
@@ -117,8 +117,29 @@ def _build(store: Store, what: ExportWhat, **filters: object) -> pd.DataFrame:
     )
 
 
+def _check_filters(store: Store, codebook: object, coders: object) -> None:
+    """An unknown codebook or coder would give an empty table that looks like a result."""
+    books = store.labelled_codebooks()
+    if codebook and codebook not in books:
+        raise NotFoundError(
+            f"--codebook: no labels of codebook '{codebook}' in this file",
+            hint="codebooks with labels: " + (", ".join(books) or "none yet"),
+        )
+    if coders:
+        known = store.coders(str(codebook) if codebook else None)
+        unknown = [c for c in coders if c not in known]  # type: ignore[attr-defined]
+        if unknown:
+            raise NotFoundError(
+                f"--coders: no labels by {', '.join(map(repr, unknown))}"
+                + (f" in codebook '{codebook}'" if codebook else ""),
+                hint="coders: " + (", ".join(known) or "none yet"),
+            )
+
+
 def build(store: Store, what: ExportWhat, **filters: object) -> pd.DataFrame:
     """The table to export; ``split=NAME`` adds a ``split`` column (train/test, by session)."""
+    if what is not ExportWhat.actions:
+        _check_filters(store, filters.get("codebook"), filters.get("coders"))
     frame = _build(store, what, **filters)
     if filters.get("split"):
         parts = store.session_split_parts(str(filters["split"]))
@@ -128,18 +149,36 @@ def build(store: Store, what: ExportWhat, **filters: object) -> pd.DataFrame:
 
 
 def write(frame: pd.DataFrame, fmt: ExportFormat, out: Path | None) -> str | None:
-    """Write to ``out``; without it, return the text (parquet needs a file)."""
-    if fmt is ExportFormat.parquet:
-        if out is None:
-            raise UsageError("--format parquet needs --out FILE")
-        frame.to_parquet(out, index=False)
-        return None
-    text = (
-        frame.to_csv(index=False)
-        if fmt is ExportFormat.csv
-        else frame.to_json(orient="records", lines=True, force_ascii=False)
-    )
+    """Write to ``out``; without it, return the text (parquet needs a file).
+
+    The file is written beside ``out`` and renamed into place, so a failed export never
+    leaves a half-written file where an earlier one was."""
+    if fmt is ExportFormat.parquet and out is None:
+        raise UsageError("--format parquet needs --out FILE")
     if out is None:
-        return text
-    out.write_text(text, encoding="utf-8")
+        return _text(frame, fmt)
+    partial = out.with_name(f".{out.name}.partial")
+    try:
+        if fmt is ExportFormat.parquet:
+            frame.to_parquet(partial, index=False)
+        else:
+            partial.write_text(_text(frame, fmt), encoding="utf-8")
+        partial.replace(out)
+    except OSError as exc:
+        partial.unlink(missing_ok=True)
+        raise UsageError(f"--out {out}: cannot write ({exc.strerror or exc})") from None
     return None
+
+
+def check_out(out: Path | None) -> None:
+    """Fail before any work when ``--out`` cannot be written."""
+    if out is not None and not out.parent.is_dir():
+        raise UsageError(f"--out {out}: folder {out.parent} does not exist")
+    if out is not None and out.is_dir():
+        raise UsageError(f"--out {out}: is a folder; give a file name")
+
+
+def _text(frame: pd.DataFrame, fmt: ExportFormat) -> str:
+    if fmt is ExportFormat.csv:
+        return frame.to_csv(index=False)
+    return frame.to_json(orient="records", lines=True, force_ascii=False)

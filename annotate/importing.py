@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from annotate.codebook import Answer, LoadedCodebook
-from annotate.errors import ImportFormatError
+from annotate.errors import AnnotateError, ImportFormatError
 from annotate.importers import ImportOptions, expand, parse_file, source_format
 from annotate.importers.base import Problem
 from annotate.models import Action, ImportedLabel
@@ -177,6 +177,28 @@ def import_files(
 ) -> list[FileResult]:
     """Import each file in its own transaction; a bad file stops the run at that file."""
     options = options or ImportOptions()
-    return [
-        _import_one(store, path, fmt, options, skip_invalid, labels_as) for path in expand(paths)
-    ]
+    files = expand(paths)
+    results: list[FileResult] = []
+    for index, path in enumerate(files):
+        try:
+            results.append(_import_one(store, path, fmt, options, skip_invalid, labels_as))
+        except AnnotateError as exc:
+            if len(files) > 1:
+                exc.hint = "; ".join(
+                    part
+                    for part in (
+                        exc.hint,
+                        _names("already imported", files[:index]),
+                        _names("not tried", files[index + 1 :]),
+                    )
+                    if part
+                )
+            raise
+    return results
+
+
+def _names(what: str, files: list[Path]) -> str:
+    if not files:
+        return ""
+    shown = ", ".join(f.name for f in files[:3])
+    return f"{what}: {shown}" + (f" and {len(files) - 3} more" if len(files) > 3 else "")

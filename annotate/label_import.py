@@ -3,6 +3,7 @@
 Columns: ``action_id, coder, question, value`` and optionally ``other_text``, ``codes``
 (a ``;``-separated set: the reasons of a ``no`` in yes/no questions, the choices of a
 multi-select question) and ``note``. ``question`` may be left out when the codebook has one.
+Any other column is an error (a misspelt ``other_text`` would otherwise lose its text).
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ from annotate.codebook import Answer, LoadedCodebook
 from annotate.errors import AnnotateError, ImportFormatError
 from annotate.store import LabelWrite, Store
 
+COLUMNS = ("action_id", "coder", "question", "value", "other_text", "codes", "note")
+
 
 @dataclass(frozen=True)
 class LabelImportResult:
@@ -27,13 +30,43 @@ class LabelImportResult:
     coders: list[str]
 
 
-def _rows(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
-    if path.suffix.lower() == ".csv":
-        with path.open(encoding="utf-8-sig", newline="") as fh:  # Excel writes a BOM
-            reader = csv.DictReader(fh)
+def _unknown_columns(where: str, names: list[str]) -> ImportFormatError | None:
+    unknown = [n for n in names if n not in COLUMNS]
+    if not unknown:
+        return None
+    return ImportFormatError(
+        f"{where}: unknown column{'s' if len(unknown) > 1 else ''} "
+        + ", ".join(repr(n) for n in unknown),
+        hint="columns: " + ", ".join(COLUMNS),
+    )
+
+
+def _csv_rows(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    with path.open(encoding="utf-8-sig", newline="") as fh:  # Excel writes a BOM
+        reader = csv.DictReader(fh, strict=True)
+        last_line = 1  # reader.line_num lags on a broken record: the next line is the one
+        try:
+            header = [str(n).strip() for n in reader.fieldnames or []]
+            if error := _unknown_columns(f"{path}:1", header):
+                raise error
+            reader.fieldnames = header
             for row in reader:
-                yield reader.line_num, {k: v for k, v in row.items() if v not in (None, "")}
-        return
+                if None in row:  # DictReader files surplus values under None
+                    raise ImportFormatError(
+                        f"{path}:{reader.line_num}: {len(header) + len(row[None])} values "
+                        f"for {len(header)} columns",
+                        hint="a value with a comma needs double quotes around it",
+                    )
+                last_line = reader.line_num
+                yield last_line, {k: v for k, v in row.items() if v not in (None, "")}
+        except csv.Error as exc:
+            raise ImportFormatError(
+                f"{path}:{last_line + 1}: not valid CSV ({exc})",
+                hint='a double quote inside a quoted value is written twice: ""',
+            ) from None
+
+
+def _jsonl_rows(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
     with path.open(encoding="utf-8-sig") as fh:
         for lineno, line in enumerate(fh, start=1):
             if not line.strip():
@@ -44,7 +77,20 @@ def _rows(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
                 raise ImportFormatError(f"{path}:{lineno}: not valid JSON ({exc.msg})") from exc
             if not isinstance(obj, dict):
                 raise ImportFormatError(f"{path}:{lineno}: expected a JSON object")
+            if error := _unknown_columns(f"{path}:{lineno}", list(obj)):
+                raise error
             yield lineno, obj
+
+
+def _rows(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    rows = _csv_rows(path) if path.suffix.lower() == ".csv" else _jsonl_rows(path)
+    try:
+        yield from rows
+    except UnicodeDecodeError as exc:
+        raise ImportFormatError(
+            f"{path}: not UTF-8 text (byte {exc.object[exc.start]:#04x} at offset {exc.start})",
+            hint="save the file as UTF-8 (in Excel: CSV UTF-8)",
+        ) from None
 
 
 def _codes(raw: Any) -> tuple[str, ...]:
@@ -55,56 +101,90 @@ def _codes(raw: Any) -> tuple[str, ...]:
     return tuple(c.strip() for c in str(raw).split(";") if c.strip())
 
 
+def _write(where: str, row: dict[str, Any], loaded: LoadedCodebook) -> LabelWrite:
+    cb = loaded.codebook
+    for column in ("action_id", "coder", "value"):
+        if row.get(column) in (None, "") and not (column == "value" and row.get("codes")):
+            raise ImportFormatError(f"{where}: missing field '{column}'")
+    question_id = row.get("question")
+    if question_id in (None, ""):
+        if len(cb.questions) != 1:
+            raise ImportFormatError(
+                f"{where}: missing field 'question' ({cb.name} has "
+                f"{', '.join(q.id for q in cb.questions)})"
+            )
+        question_id = cb.questions[0].id
+    answer = Answer(
+        value=None if row.get("value") in (None, "") else str(row["value"]),
+        codes=_codes(row.get("codes")),
+        other_text=row.get("other_text") or None,
+    )
+    try:
+        answer.check(cb.question(str(question_id)))
+    except AnnotateError as exc:
+        raise ImportFormatError(f"{where}: {exc.message}", hint=exc.hint) from exc
+    return LabelWrite(
+        str(row["action_id"]),
+        str(question_id),
+        str(row["coder"]),
+        answer,
+        source="import",
+        note=str(row["note"]) if row.get("note") else None,
+    )
+
+
+def _content(write: LabelWrite) -> tuple[Any, ...]:
+    a = write.answer
+    return a.value, sorted(a.codes), a.other_text, write.note
+
+
+def _check_against_store(
+    path: Path, store: Store, loaded: LoadedCodebook, writes: dict[int, LabelWrite]
+) -> None:
+    """Every action exists and is one the codebook (and the question) applies to."""
+    cb = loaded.codebook
+    types = store.action_types_by_id(w.action_id for w in writes.values())
+    for lineno, w in writes.items():
+        action_type = types.get(w.action_id)
+        if action_type is None:
+            raise ImportFormatError(
+                f"{path}:{lineno}: unknown action id '{w.action_id}'",
+                hint="import the actions first with `annotate import`",
+            )
+        question = cb.question(w.question)
+        if not (cb.applies(action_type) and question.applies(action_type)):
+            allowed = question.applies_to or cb.applies_to or []
+            raise ImportFormatError(
+                f"{path}:{lineno}: {cb.name} {w.question} does not apply to action "
+                f"'{w.action_id}', a {action_type} (it applies to {', '.join(allowed)})"
+            )
+
+
 def import_labels(store: Store, path: Path, loaded: LoadedCodebook) -> LabelImportResult:
     """Check every row, then store them all in one transaction (or none)."""
     cb = loaded.codebook
     if not path.is_file():
         raise ImportFormatError(f"{path}: no such file")
-    writes: list[LabelWrite] = []
-    lines: list[int] = []
+    writes: dict[int, LabelWrite] = {}
+    first_line: dict[tuple[str, str, str], int] = {}
     for lineno, row in _rows(path):
-        where = f"{path}:{lineno}"
-        for column in ("action_id", "coder", "value"):
-            if row.get(column) in (None, "") and not (column == "value" and row.get("codes")):
-                raise ImportFormatError(f"{where}: missing field '{column}'")
-        question_id = row.get("question")
-        if question_id in (None, ""):
-            if len(cb.questions) != 1:
+        write = _write(f"{path}:{lineno}", row, loaded)
+        key = (write.action_id, write.question, write.coder)
+        if key in first_line:
+            earlier = writes[first_line[key]]
+            if _content(earlier) != _content(write):
                 raise ImportFormatError(
-                    f"{where}: missing field 'question' ({cb.name} has "
-                    f"{', '.join(q.id for q in cb.questions)})"
+                    f"{path}:{lineno}: {write.coder}'s {write.question} for action "
+                    f"'{write.action_id}' differs from line {first_line[key]}",
+                    hint="keep one row per action, question and coder",
                 )
-            question_id = cb.questions[0].id
-        answer = Answer(
-            value=None if row.get("value") in (None, "") else str(row["value"]),
-            codes=_codes(row.get("codes")),
-            other_text=row.get("other_text") or None,
-        )
-        try:
-            answer.check(cb.question(str(question_id)))
-        except AnnotateError as exc:
-            raise ImportFormatError(f"{where}: {exc.message}", hint=exc.hint) from exc
-        writes.append(
-            LabelWrite(
-                str(row["action_id"]),
-                str(question_id),
-                str(row["coder"]),
-                answer,
-                source="import",
-                note=str(row["note"]) if row.get("note") else None,
-            )
-        )
-        lines.append(lineno)
+            continue  # the same row again
+        first_line[key] = lineno
+        writes[lineno] = write
     if not writes:
         raise ImportFormatError(f"{path}: no label rows")
-    known = store.existing_action_ids(w.action_id for w in writes)
-    for w, lineno in zip(writes, lines, strict=True):
-        if w.action_id not in known:
-            raise ImportFormatError(
-                f"{path}:{lineno}: unknown action id '{w.action_id}'",
-                hint="import the actions first with `annotate import`",
-            )
+    _check_against_store(path, store, loaded, writes)
     with store.transaction():
         store.register_codebook(loaded)
-        changed = store.save_answers(cb, writes)
-    return LabelImportResult(path, len(writes), changed, sorted({w.coder for w in writes}))
+        changed = store.save_answers(cb, list(writes.values()))
+    return LabelImportResult(path, len(writes), changed, sorted({w.coder for w in writes.values()}))

@@ -40,17 +40,23 @@ def project_status(store: Store) -> dict[str, Any]:
         "llm_coders": {b: [c for c in cs if is_llm(c)] for b, cs in coders_by_book.items()},
         "llm_splits": store.splits(),
         "llm_runs": store.llm_runs(),
+        "agreement_runs": [
+            {k: r[k] for k in ("id", "created_at", "codebook", "sample")}
+            for r in store.agreement_runs()
+        ],
     }
     status["next"] = next_step(status, coders_by_book)
     return status
 
 
 def next_step(status: dict[str, Any], coders_by_book: dict[str, list[str]]) -> str:
+    """One command to paste, for the first step of the workflow not yet done."""
     if not status["actions"]:
         return "annotate import data/demo"
     if not status["samples"]:
-        return "annotate sample --n 180 --seed 7 --name main"
-    sample = status["samples"][0]["name"]
+        return f"annotate sample --n {min(180, status['actions'])} --seed 7 --name main"
+    names = [s["name"] for s in status["samples"]]
+    sample = "main" if "main" in names else names[0]
     with_llm = [b for b, cs in status["llm_coders"].items() if cs]
     if with_llm:
         return f"annotate report --codebook {with_llm[0]}"
@@ -63,9 +69,17 @@ def next_step(status: dict[str, Any], coders_by_book: dict[str, list[str]]) -> s
     book = max(humans, key=lambda b: len(humans[b]))
     if len(humans[book]) < 2:
         return f"annotate code --codebook {book} --sample {sample} --coder ANOTHER_CODER"
-    if not status["gold"].get(book):
-        return f"annotate agree --codebook {book} --sample {sample}, then annotate adjudicate"
-    return f"annotate split --codebook {book} --shots 8 --seed 7, then annotate llm-label"
+    coded = {
+        p["coder"]: p["coded"]
+        for p in status["progress"]
+        if p["sample"] == sample and p["codebook"] == book
+    }
+    agreed = any(r["codebook"] == book and r["sample"] == sample for r in status["agreement_runs"])
+    if not agreed:
+        return f"annotate agree --codebook {book} --sample {sample}"
+    if coded.get(GOLD, 0) < max((coded.get(c, 0) for c in humans[book]), default=0):
+        return f"annotate adjudicate --codebook {book} --sample {sample}"
+    return f"annotate split --codebook {book} --sample {sample} --shots 8 --seed 7"
 
 
 def codebook_is_current(name: str, stored_hash: str) -> bool | None:

@@ -271,18 +271,63 @@ def test_many_category_path_gives_the_same_alpha_and_fleiss(codes):
 
     labels = as_labels(codes)
     small_alpha, small_fleiss = ag.krippendorff_alpha(labels), ag.fleiss_kappa(labels)
-    original = _core.SMALL_TABLE
+    original, original_patterns = _core.SMALL_TABLE, _core.PATTERN_LIMIT
     try:
-        _core.SMALL_TABLE, alpha_module.SMALL_TABLE = 0, 0
+        _core.SMALL_TABLE, alpha_module.SMALL_TABLE, _core.PATTERN_LIMIT = 0, 0, 0
         big_alpha, big_fleiss = ag.krippendorff_alpha(labels), ag.fleiss_kappa(labels)
     finally:
         _core.SMALL_TABLE = alpha_module.SMALL_TABLE = original
+        _core.PATTERN_LIMIT = original_patterns
     assert (big_alpha.alpha is None) == (small_alpha.alpha is None)
     if small_alpha.alpha is not None:
         assert big_alpha.alpha == pytest.approx(small_alpha.alpha, abs=1e-12)
     assert big_alpha.n_values == small_alpha.n_values
     if small_fleiss.kappa is not None:
         assert big_fleiss.kappa == pytest.approx(small_fleiss.kappa, abs=1e-12)
+
+
+@SETTINGS
+@given(label_codes(max_coders=4, missing=True))
+def test_counting_items_by_rating_pattern_gives_the_coincidence_matrix_alpha(codes):
+    """Few coders and categories: alpha from pattern counts equals alpha from the full
+    coincidence matrix (pattern path off), exactly as the sums are of whole numbers."""
+    labels = as_labels(codes)
+    matrix = ag.from_wide(labels)
+    assume(matrix.categories)  # no label at all: neither path has anything to count
+    assert _core.patterns_fit(len(matrix.categories), matrix.n_coders)
+    by_pattern = ag.krippendorff_alpha(matrix)
+    original = _core.PATTERN_LIMIT
+    try:
+        _core.PATTERN_LIMIT = 0
+        assert not _core.patterns_fit(len(matrix.categories), matrix.n_coders)
+        by_pairs = ag.krippendorff_alpha(matrix)
+    finally:
+        _core.PATTERN_LIMIT = original
+    assert by_pattern.n_items == by_pairs.n_items
+    assert by_pattern.n_items_unpairable == by_pairs.n_items_unpairable
+    assert by_pattern.n_values == by_pairs.n_values
+    assert (by_pattern.alpha is None) == (by_pairs.alpha is None)
+    if by_pairs.alpha is not None:
+        assert by_pattern.alpha == pytest.approx(by_pairs.alpha, abs=1e-12)
+        # The same D_o and D_e as the coincidence matrix's definition.
+        o = ag.coincidence_matrix(matrix)
+        n = o.sum()
+        observed = (o.sum() - np.trace(o)) / n
+        assert by_pattern.observed_disagreement == pytest.approx(observed, abs=1e-12)
+
+
+def test_rating_patterns_count_items_by_their_ratings_in_chunks(monkeypatch):
+    codes = np.array([[0, 1, -1], [0, 1, -1], [-1, -1, -1], [2, 2, 2], [0, 1, -1]])
+    expected = np.zeros(4**3, dtype=np.int64)
+    for row in codes:  # digits are code + 1, first coder most significant
+        expected[(row[0] + 1) * 16 + (row[1] + 1) * 4 + (row[2] + 1)] += 1
+    assert _core.rating_patterns(codes, 3).tolist() == expected.tolist()
+    monkeypatch.setattr(_core, "CHUNK_ELEMENTS", 2)
+    assert _core.rating_patterns(codes, 3).tolist() == expected.tolist()
+    m, agreeing, counts = _core.pattern_tables(3, 3)
+    pattern = 3 * 16 + 3 * 4 + 3  # every coder gave code 2
+    assert (m[pattern], agreeing[pattern], counts[pattern].tolist()) == (3, 6, [0, 0, 3])
+    assert (m[0], agreeing[0], counts[0].tolist()) == (0, 0, [0, 0, 0])
 
 
 def test_hundreds_of_categories_match_the_peers():

@@ -14,6 +14,7 @@ import typer.main
 from typer.testing import CliRunner
 
 from annotate.cli import app
+from annotate.codebook import BUILTIN_DIR as CODEBOOKS
 
 
 @pytest.fixture
@@ -50,6 +51,30 @@ def test_status_tells_where_you_are(cli, coded_db) -> None:
     assert "Coding progress" in table and "10/20" in table and "Next:" in table
 
 
+def test_status_next_step_is_one_command_for_the_step_not_yet_done(
+    cli, coded_db, db_path, shared, tmp_path
+) -> None:
+    def next_step() -> str:
+        return json.loads(cli("status", "--format", "json").stdout)["next"]
+
+    assert next_step() == "annotate agree --codebook traum --sample main"
+    assert cli("agree", "--codebook", "traum").exit_code == 0
+    assert next_step() == "annotate adjudicate --codebook traum --sample main"
+    from annotate.store import Store
+
+    with Store(db_path) as s:
+        ids = s.sample_ids("main")
+    gold = tmp_path / "gold.csv"
+    gold.write_text("action_id,coder,value\n" + "".join(f"{i},gold,Initiate\n" for i in ids))
+    assert cli("import-labels", str(gold), "--codebook", "traum").exit_code == 0
+    assert next_step() == "annotate split --codebook traum --sample main --shots 8 --seed 7"
+
+    fresh = tmp_path / "fresh.db"
+    assert cli("import", str(shared / "platform"), db=fresh).exit_code == 0
+    status = json.loads(cli("status", "--format", "json", db=fresh).stdout)
+    assert status["next"] == "annotate sample --n 33 --seed 7 --name main"  # only 33 exist
+
+
 def test_status_on_empty_project_points_to_import(cli, db_path) -> None:
     cli("import", "--help")
     r = cli("status")
@@ -70,6 +95,24 @@ def test_export_labels_joined_with_actions(cli, coded_db, tmp_path) -> None:
     assert r.exit_code == 1 and "--format parquet needs --out FILE" in r.stderr
 
 
+def test_export_refuses_what_would_give_an_empty_or_lost_table(cli, coded_db, tmp_path) -> None:
+    r = cli("export", "--codebook", "traun")
+    assert r.exit_code == 1
+    assert "--codebook: no labels of codebook 'traun' in this file" in r.stderr
+    assert "codebooks with labels: traum" in r.stderr
+    r = cli("export", "--coders", "ana,bob")
+    assert r.exit_code == 1 and "--coders: no labels by 'bob'" in r.stderr and "ben" in r.stderr
+    missing = tmp_path / "nowhere" / "labels.csv"
+    r = cli("export", "--out", str(missing))
+    assert r.exit_code == 1 and f"--out {missing}: folder {missing.parent} does not exist" in (
+        r.stderr
+    )
+    out = tmp_path / "labels.csv"
+    assert cli("export", "--out", str(out)).exit_code == 0
+    assert len(pd.read_csv(out)) == 30
+    assert not list(tmp_path.glob(".*.partial"))  # written beside, then renamed
+
+
 def test_codebooks_commands(cli, tmp_path) -> None:
     listed = cli("codebooks", "list", "--format", "json", db=None)
     assert {c["name"] for c in json.loads(listed.stdout)} >= {"traum", "mental_model", "hcrc_moves"}
@@ -86,6 +129,32 @@ def test_codebooks_commands(cli, tmp_path) -> None:
     assert "error: bad.yaml: questions[0].options[1].key: duplicate key '1'" in r.stderr
     r = cli("codebooks", "show", "nosuch", db=None)
     assert r.exit_code == 1 and "unknown codebook 'nosuch'" in r.stderr and "traum" in r.stderr
+
+
+def test_codebooks_validate_reports_every_mistake_of_every_file(cli, tmp_path, monkeypatch):
+    two_mistakes = tmp_path / "two.yaml"
+    two_mistakes.write_text(
+        "name: two\ntitle: T\nversion: '1'\nquestions:\n  - id: q\n    prompt: p\n"
+        "    options:\n      - {code: a, label: A, key: '1'}\n"
+        "      - {code: a, label: B, key: '1'}\n"
+    )
+    renamed = tmp_path / "traum_copy.yaml"
+    renamed.write_text((CODEBOOKS / "traum.yaml").read_text())
+    good = CODEBOOKS / "traum.yaml"
+    r = cli("codebooks", "validate", str(two_mistakes), str(renamed), str(good), db=None)
+    assert r.exit_code == 1
+    assert "error: two.yaml: questions[0].options[1].code: duplicate code 'a'" in r.stderr
+    assert "error: two.yaml: questions[0].options[1].key: duplicate key '1'" in r.stderr
+    assert "error: traum_copy.yaml: name: 'traum' differs from the file name" in r.stderr
+    assert "traum.yaml: ok" in r.stdout and "2 of 3 file(s) have mistakes" in r.stderr
+
+    # `list` names a bad file in ./codebooks and still lists the rest
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "codebooks").mkdir()
+    two_mistakes.rename(tmp_path / "codebooks" / "two.yaml")
+    r = cli("codebooks", "list", "--format", "json", db=None)
+    assert r.exit_code == 0 and "skipped" in r.stderr and "two.yaml" in r.stderr
+    assert {c["name"] for c in json.loads(r.stdout)} >= {"traum", "mental_model"}
 
 
 def _commands(group, prefix=()):

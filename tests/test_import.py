@@ -127,6 +127,66 @@ def test_platform_missing_field_names_line_and_field(cli, db_path, shared, tmp_p
     assert f"{bad}:7: missing field 'timestamp' (and 1 more problem)" in r.stderr
 
 
+def test_platform_timestamps_are_ordered_as_times_not_text(cli, db_path, tmp_path) -> None:
+    def line(n: int, stamp: str) -> str:
+        return json.dumps(
+            {"action_id": f"a{n}", "timestamp": stamp, "session_id": "s", "participant_id": "p",
+             "action_type": "send_message", "action_content": f"m{n}"}
+        )  # fmt: skip
+
+    # as text "22:30+02:00" sorts after "21:00Z"; as times it is 20:30 UTC, the first
+    f = tmp_path / "p.jsonl"
+    f.write_text(
+        line(1, "2026-04-10T21:00:00Z") + "\n" + line(2, "2026-04-10T22:30:00+02:00") + "\n"
+    )
+    assert cli("import", str(f)).exit_code == 0
+    with Store(db_path) as s:
+        acts = s.session_actions("s")
+    assert [(a.content, a.timestamp) for a in acts] == [
+        ("m2", "2026-04-10T20:30:00.000000Z"),
+        ("m1", "2026-04-10T21:00:00.000000Z"),
+    ]
+
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(line(3, "2026-04-10T21:00:00Z") + "\n" + line(4, "yesterday at 9") + "\n")
+    r = cli("import", str(bad))
+    assert r.exit_code == 1
+    assert f"{bad}:2: field 'timestamp': 'yesterday at 9' is not an ISO 8601 time" in r.stderr
+    assert _count(db_path, "SELECT count(*) FROM actions") == 2  # nothing of bad.jsonl
+
+
+def test_a_broken_first_line_does_not_change_the_detected_format(cli, db_path, shared, tmp_path):
+    src = sorted((shared / "platform").glob("*.jsonl"))[0]
+    lines = src.read_text().splitlines()
+    bad = tmp_path / "p.jsonl"
+    bad.write_text('{"action_id": "cut off\n' + "\n".join(lines[1:]) + "\n")
+    r = cli("import", str(bad))
+    assert r.exit_code == 1
+    assert f"{bad}:1: not valid JSON" in r.stderr  # the platform parser, naming the line
+    r = cli("import", str(bad), "--skip-invalid")
+    assert r.exit_code == 0 and f"skipped {bad}:1" in r.stderr, r.output
+    with Store(db_path) as s:
+        kinds = s.query("SELECT DISTINCT json_extract(meta, '$.source_type') FROM actions")
+    assert {k[0] for k in kinds} >= {"send_message"}  # read as the platform's export
+
+    dialogue = tmp_path / "q1ec1.txt"
+    dialogue.write_text("speaker|text|label header\ng|okay|ready\nf|right|acknowledge\n")
+    r = cli("import", str(dialogue))
+    assert r.exit_code == 1 and f"{dialogue}:1: speaker must be g or f" in r.stderr
+
+
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [("f||acknowledge", "empty text"), ("f|right|", "empty label"), ("f| |  ", "empty text")],
+)
+def test_maptask_line_with_an_empty_field_is_refused(cli, db_path, tmp_path, line, message):
+    f = tmp_path / "q1nc1.txt"
+    f.write_text(f"g|okay|ready\n{line}\n")
+    r = cli("import", str(f))
+    assert r.exit_code == 1
+    assert f"{f}:2: {message} (expected speaker|text|label)" in r.stderr
+
+
 def test_unknown_corpus_label_is_an_error_naming_the_line(cli, db_path, tmp_path) -> None:
     f = tmp_path / "q1nc1.txt"
     f.write_text("g|okay|ready\nf|right|agree_strongly\n")
@@ -261,3 +321,18 @@ def test_a_folder_copy_is_the_same_actions(cli, db_path, shared, tmp_path) -> No
     cli("import", str(shared / "platform"))
     r = cli("import", str(copy))
     assert "0 new actions" in r.stdout
+
+
+def test_a_bad_file_in_a_batch_says_what_was_stored_and_what_was_not_tried(
+    cli, db_path, tmp_path
+) -> None:
+    folder = tmp_path / "dialogues"
+    folder.mkdir()
+    (folder / "q1ec1.txt").write_text("g|okay|ready\n")
+    (folder / "q1ec2.txt").write_text("g|okay|ready\nx|what|query_yn\n")
+    (folder / "q1ec3.txt").write_text("g|go left|instruct\n")
+    r = cli("import", str(folder))
+    assert r.exit_code == 1
+    assert f"{folder / 'q1ec2.txt'}:2: speaker must be g or f" in r.stderr
+    assert "already imported: q1ec1.txt; not tried: q1ec3.txt" in r.stderr
+    assert _count(db_path, "SELECT count(*) FROM actions") == 1

@@ -161,3 +161,68 @@ def test_import_labels_bad_row_names_it_and_stores_nothing(
     assert message in r.stderr
     with Store(maptask_db) as s:
         assert s.label_rows("traum") == []
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (
+            "action_id,coder,question,value,other\n{id},ana,act,Initiate,\n",
+            "codings.csv:1: unknown column 'other'",
+        ),
+        (
+            "action_id,coder,value\n{id},ana,Initiate\n{id},ana,Continue\n",
+            "codings.csv:3: ana's act for action '{id}' differs from line 2",
+        ),
+        (
+            'action_id,coder,value,note\n{id},ana,Initiate,"said "hi" twice"\n',
+            "codings.csv:2: not valid CSV",
+        ),
+        (
+            "action_id,coder,value\n{id},ana,Initiate,extra\n",
+            "codings.csv:2: 4 values for 3 columns",
+        ),
+        (
+            "action_id,coder,value\n{id},ana,acknowledge\n{draw},ana,instruct\n",
+            "codings.csv:3: hcrc_moves move does not apply to action '{draw}', a draw "
+            "(it applies to message)",
+        ),
+    ],
+    ids=["extra-column", "conflicting-rows", "bad-quote", "surplus-values", "applies-to"],
+)
+def test_import_labels_refuses_what_would_lose_or_misplace_a_label(
+    cli, db_path, shared, tmp_path, content, message
+) -> None:
+    assert cli("import", str(shared / "platform")).exit_code == 0
+    with Store(db_path) as s:
+        first = s.query("SELECT id FROM actions WHERE action_type = 'message' LIMIT 1")[0][0]
+        draw = s.query("SELECT id FROM actions WHERE action_type = 'draw' LIMIT 1")[0][0]
+    f = tmp_path / "codings.csv"
+    f.write_text(content.format(id=first, draw=draw))
+    codebook = "hcrc_moves" if "{draw}" in content else "traum"
+    r = cli("import-labels", str(f), "--codebook", codebook)
+    assert r.exit_code == 1, r.output
+    assert message.format(id=first, draw=draw) in r.stderr
+    with Store(db_path) as s:
+        assert s.label_rows(codebook) == []
+
+
+def test_import_labels_names_a_file_that_is_not_utf8(cli, maptask_db, tmp_path) -> None:
+    with Store(maptask_db) as s:
+        first = s.query("SELECT id FROM actions LIMIT 1")[0][0]
+    f = tmp_path / "excel.csv"
+    f.write_bytes(f"action_id,coder,value,note\n{first},ana,Initiate,caf\xe9\n".encode("latin-1"))
+    r = cli("import-labels", str(f), "--codebook", "traum")
+    assert r.exit_code == 1
+    assert f"{f}: not UTF-8 text (byte 0xe9" in r.stderr and "save the file as UTF-8" in r.stderr
+
+
+def test_the_same_row_twice_is_one_label(cli, maptask_db, tmp_path) -> None:
+    with Store(maptask_db) as s:
+        first = s.query("SELECT id FROM actions LIMIT 1")[0][0]
+    f = tmp_path / "twice.csv"
+    f.write_text(f"action_id,coder,value\n{first},ana,Initiate\n{first},ana,Initiate\n")
+    r = cli("import-labels", str(f), "--codebook", "traum")
+    assert r.exit_code == 0, r.output
+    with Store(maptask_db) as s:
+        assert len(s.label_rows("traum")) == 1

@@ -8,7 +8,8 @@ from typing import Annotated
 import typer
 
 from annotate.codebook import OTHER, available_codebooks, find_codebook, load_codebook_file
-from annotate.commands.common import FormatOption, console
+from annotate.commands.common import FormatOption, console, err_console
+from annotate.errors import CodebookError
 from annotate.render import OutputFormat, print_rows, to_json
 
 app = typer.Typer(help="List, show and validate codebooks.", no_args_is_help=True)
@@ -16,10 +17,16 @@ app = typer.Typer(help="List, show and validate codebooks.", no_args_is_help=Tru
 
 @app.command("list")
 def list_command(fmt: FormatOption = OutputFormat.table) -> None:
-    """Codebooks found in ./codebooks and the shipped ones, with their version hash."""
+    """Codebooks found in ./codebooks and the shipped ones, with their version hash.
+
+    A file that does not load is named on stderr and left out; the others are listed."""
     rows = []
     for name, path in available_codebooks().items():
-        cb = load_codebook_file(path).codebook
+        try:
+            cb = load_codebook_file(path).codebook
+        except CodebookError as exc:
+            err_console.print(f"skipped {path}: {exc.message}", markup=False, soft_wrap=True)
+            continue
         rows.append(
             {
                 "name": name,
@@ -69,10 +76,24 @@ def show_command(
 def validate_command(
     paths: Annotated[list[Path], typer.Argument(help="YAML files to check.", metavar="PATH")],
 ) -> None:
-    """Check codebook files; each mistake is reported with its path in the YAML."""
+    """Check codebook files: every mistake in every file, each with its path in the YAML.
+
+    Exits 1 when any file has a mistake."""
+    failed = 0
     for path in paths:
-        cb = load_codebook_file(path).codebook
+        try:
+            cb = load_codebook_file(path).codebook
+        except CodebookError as exc:
+            failed += 1
+            for line in exc.details:
+                err_console.print(f"error: {line}", markup=False, soft_wrap=True)
+            if exc.hint:
+                err_console.print(f"hint: {exc.hint}", markup=False, soft_wrap=True)
+            continue
         console.print(f"{path}: ok ({cb.name} v{cb.version}, hash {cb.version_hash})", markup=False)
+    if failed:
+        err_console.print(f"{failed} of {len(paths)} file(s) have mistakes", markup=False)
+        raise typer.Exit(1)
 
 
 def register(root: typer.Typer) -> None:

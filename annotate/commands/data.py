@@ -10,7 +10,7 @@ import typer
 from annotate.codebook import find_codebook
 from annotate.commands.common import DEFAULT_DB_PATH, DbOption, console, err_console, open_store
 from annotate.errors import UsageError
-from annotate.export import ExportFormat, ExportWhat, build, write
+from annotate.export import ExportFormat, ExportWhat, build, check_out, write
 from annotate.importers import PARSERS, ImportOptions
 from annotate.importers.base import FIELDS, parse_pairs
 from annotate.importing import LabelsAs, import_files
@@ -148,6 +148,7 @@ def export_command(
     db: DbOption = DEFAULT_DB_PATH,
 ) -> None:
     """Export actions, labels (joined with their actions), gold labels or LLM replies."""
+    check_out(out)
     with open_store(db) as store:
         frame = build(
             store,

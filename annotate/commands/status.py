@@ -74,7 +74,15 @@ def status_command(fmt: FormatOption = OutputFormat.table, db: DbOption = DEFAUL
             fmt,
             title="LLM runs",
         )
-    console.print(f"Next: [bold]{status['next']}[/bold]")
+    if status["agreement_runs"]:
+        print_rows(
+            console,
+            status["agreement_runs"][:5],
+            ["id", "created_at", "codebook", "sample"],
+            fmt,
+            title="Agreement runs (newest 5; all: annotate agree --runs)",
+        )
+    console.print(f"Next: [bold]{status['next']}[/bold]", soft_wrap=True)
 
 
 def register(app: typer.Typer) -> None:

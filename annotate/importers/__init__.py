@@ -39,37 +39,51 @@ def expand(paths: list[Path]) -> list[Path]:
     return files
 
 
-def _first_line(path: Path) -> str:
+DETECT_LINES = 20
+
+
+def _head(path: Path) -> list[str]:
+    """The first non-blank lines of a file, enough to tell its format."""
+    lines: list[str] = []
     with path.open(encoding="utf-8") as fh:
         for line in fh:
             if line.strip():
-                return line
-    return ""
+                lines.append(line)
+                if len(lines) == DETECT_LINES:
+                    break
+    return lines
+
+
+def _json_object(line: str) -> dict | None:
+    try:
+        obj = json.loads(line)
+    except json.JSONDecodeError:
+        return None
+    return obj if isinstance(obj, dict) else None
 
 
 def detect(path: Path) -> str:
+    """The format of a file, from its suffix and first lines: one broken line near the top
+    does not change the verdict (the parser then reports that line)."""
     suffix = path.suffix.lower()
     if suffix == ".csv":
         return "csv"
     try:
-        first = _first_line(path)
+        head = _head(path)
     except UnicodeDecodeError as exc:
         raise ImportFormatError(f"{path}: not a UTF-8 text file") from exc
     if suffix == ".txt":
-        if maptask.looks_like_maptask(first):
+        if any(maptask.looks_like_maptask(line) for line in head):
             return "maptask"
         raise ImportFormatError(
-            f"{path}:1: not a speaker|text|label dialogue file",
+            f"{path}: none of the first {len(head)} lines is a speaker|text|label dialogue line",
             hint="pass --format to say what it is",
         )
     if suffix in {".jsonl", ".json", ".ndjson"}:
-        try:
-            obj = json.loads(first) if first else {}
-        except json.JSONDecodeError:
-            return "jsonl"  # the parser reports the line
-        return (
-            "platform" if isinstance(obj, dict) and platform.looks_like_platform(obj) else "jsonl"
-        )
+        objects = [obj for obj in map(_json_object, head) if obj is not None]
+        if objects and platform.looks_like_platform(objects[0]):
+            return "platform"
+        return "jsonl"
     raise ImportFormatError(
         f"{path}: cannot tell the format from the name",
         hint="pass --format " + "|".join(PARSERS),

@@ -17,8 +17,8 @@ ROLES = {"g": "guide", "f": "follower"}
 CONDITION = re.compile(r"q\d+(ec|nc)\d+", re.IGNORECASE)
 
 
-def looks_like_maptask(first_line: str) -> bool:
-    return first_line.count("|") >= 2 and first_line.split("|", 1)[0].strip() in ROLES
+def looks_like_maptask(line: str) -> bool:
+    return line.count("|") >= 2 and line.split("|", 1)[0].strip() in ROLES
 
 
 def parse(path: Path, options: ImportOptions) -> Iterator[tuple[int, Item]]:
@@ -39,6 +39,12 @@ def parse(path: Path, options: ImportOptions) -> Iterator[tuple[int, Item]]:
             if speaker not in ROLES:
                 yield lineno, Problem(lineno, f"speaker must be g or f, not '{speaker}'")
                 continue
+            if not text.strip():
+                yield lineno, Problem(lineno, "empty text (expected speaker|text|label)")
+                continue
+            if not label:
+                yield lineno, Problem(lineno, "empty label (expected speaker|text|label)")
+                continue
             action_id = f"{session}:{lineno:04d}"
             yield (
                 lineno,
@@ -54,5 +60,4 @@ def parse(path: Path, options: ImportOptions) -> Iterator[tuple[int, Item]]:
                     meta={"speaker": speaker},
                 ),
             )
-            if label:
-                yield lineno, ImportedLabel(action_id, label, lineno)
+            yield lineno, ImportedLabel(action_id, label, lineno)

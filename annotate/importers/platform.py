@@ -3,6 +3,8 @@
 Roles: the export has none; when a session's two participants are in, the one who drew is
 the Follower (the store fills this in, see ``Store.infer_roles``).
 
+Timestamps are parsed (ISO 8601, offsets honoured, none = UTC) and stored in one UTC form.
+
 Source shape: one JSON object per line with action_id, timestamp, session_id, participant_id,
 participant_name, action_type (send_message, map_draw_stop, map_tool_click, ...),
 action_content, metadata, session_elapsed_seconds; optional role and condition.
@@ -13,6 +15,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -59,6 +62,22 @@ def action_type_of(rec: PlatformRecord) -> str:
     return "other"
 
 
+def utc_timestamp(value: Any) -> str:
+    """ISO 8601 text in one fixed UTC form (``2026-04-10T21:44:11.831000Z``), so that
+    text order is time order: the store orders a session's actions by this text.
+
+    A time without an offset is taken as UTC."""
+    if not isinstance(value, str):
+        raise ValueError(f"field 'timestamp' must be ISO 8601 text, not {value!r}")
+    try:
+        moment = datetime.fromisoformat(value.strip())
+    except ValueError:
+        raise ValueError(f"field 'timestamp': {value!r} is not an ISO 8601 time") from None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
 def _record(obj: Any) -> PlatformRecord:
     if not isinstance(obj, dict):
         raise ValueError("expected a JSON object")
@@ -82,7 +101,7 @@ def _record(obj: Any) -> PlatformRecord:
     }
     return PlatformRecord(
         action_id=str(obj["action_id"]),
-        timestamp=str(obj["timestamp"]),
+        timestamp=utc_timestamp(obj["timestamp"]),
         session_id=str(obj["session_id"]),
         participant_id=str(obj["participant_id"]),
         participant_name=obj.get("participant_name"),

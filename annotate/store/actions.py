@@ -141,15 +141,17 @@ class ActionsMixin(StoreBase):
             " AND actions.session IN (SELECT session FROM clear)"
         )
 
-    def existing_action_ids(self, ids: Iterable[str]) -> set[str]:
+    def action_types_by_id(self, ids: Iterable[str]) -> dict[str, str]:
+        """The action type of each of ``ids`` that is stored (unknown ids are left out)."""
         wanted = list(dict.fromkeys(ids))
-        found: set[str] = set()
+        found: dict[str, str] = {}
         for start in range(0, len(wanted), 900):
             chunk = wanted[start : start + 900]
             marks = ",".join("?" * len(chunk))
             found.update(
-                r[0]
-                for r in self.conn.execute(f"SELECT id FROM actions WHERE id IN ({marks})", chunk)
+                self.conn.execute(
+                    f"SELECT id, action_type FROM actions WHERE id IN ({marks})", chunk
+                ).fetchall()
             )
         return found
 

@@ -63,7 +63,8 @@ def applied_migrations(conn: sqlite3.Connection, path: Path, *, empty_ok: bool) 
         raise StoreError(
             f"{path}: made by a newer version of annotate (schema {max(newer)}, "
             f"this version knows up to {max(known)})",
-            hint="upgrade annotate: pip install -U annotate",
+            hint="update annotate to the version that made this file: in your checkout, "
+            "`git pull` then `pip install -e .`",
         )
     return applied
 
