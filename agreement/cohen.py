@@ -44,12 +44,14 @@ class CohenKappa(ResultMixin):
         Items both coders rated.
     kappa : float or None
         ``(p_o - p_e) / (1 - p_e)``.
-    se : float or None
-        Asymptotic standard error (ASE) of kappa (Fleiss, Cohen & Everitt 1969).
+    ase : float or None
+        Asymptotic standard error of kappa, not assuming kappa = 0 (Fleiss, Cohen & Everitt
+        1969); the confidence interval uses it. None on a single item (see
+        ``undefined_reason``).
     ci : Interval
-        ``kappa ± z · se`` at the requested level (SAS PROC FREQ).
+        ``kappa ± z · ase`` at the requested level (SAS PROC FREQ).
     se0 : float or None
-        Standard error under H0: kappa = 0.
+        Standard error under H0: kappa = 0; the z-test uses it.
     z, p_value : float or None
         ``kappa / se0`` and its two-sided normal p-value.
     observed_agreement : float or None
@@ -70,7 +72,7 @@ class CohenKappa(ResultMixin):
     coder_b: str
     n_items: int
     kappa: float | None
-    se: float | None
+    ase: float | None
     ci: Interval
     se0: float | None
     z: float | None
@@ -113,6 +115,18 @@ def kappa_from_confusion(confusion: ConfusionMatrix, ci: float = 0.95) -> CohenK
             observed,
         )
     kappa = (observed - expected) / (1.0 - expected)
+    if n < 2:
+        reason = (
+            "On a single item the asymptotic standard errors are undefined, so Cohen's kappa "
+            "has no confidence interval and no z-test."
+        )
+        return CohenKappa(
+            a, b, 1, finite(kappa), None,
+            Interval(None, None, level, ASYMPTOTIC, undefined_reason=reason),
+            None, None, None, observed, expected,
+            finite((float(np.minimum(rows, cols).sum()) - expected) / (1.0 - expected)),
+            landis_koch(kappa), confusion, reason,
+        )  # fmt: skip
     # Fleiss, Cohen & Everitt (1969), as in SAS PROC FREQ.
     term_a = float((np.diag(probs) * (1.0 - (rows + cols) * (1.0 - kappa)) ** 2).sum())
     off = probs * (cols[:, None] + rows[None, :]) ** 2
@@ -124,9 +138,18 @@ def kappa_from_confusion(confusion: ConfusionMatrix, ci: float = 0.95) -> CohenK
     var0 = (expected + expected**2 - float((rows * cols * (rows + cols)).sum())) / (
         (1.0 - expected) ** 2 * n
     )
-    se = math.sqrt(var)
-    half = normal_quantile(level) * se
-    interval = Interval(finite(kappa - half), finite(kappa + half), level, ASYMPTOTIC)
+    ase = math.sqrt(var)
+    half = normal_quantile(level) * ase
+    interval = Interval(
+        finite(kappa - half),
+        finite(kappa + half),
+        level,
+        ASYMPTOTIC,
+        note=None
+        if ase
+        else "The asymptotic standard error is 0, so the interval has no width; it says "
+        "nothing about how precise kappa is.",
+    )
     reason = None
     se0 = math.sqrt(var0) if var0 > ROUNDING else None
     z = kappa / se0 if se0 else None
@@ -141,7 +164,7 @@ def kappa_from_confusion(confusion: ConfusionMatrix, ci: float = 0.95) -> CohenK
         coder_b=b,
         n_items=int(n),
         kappa=finite(kappa),
-        se=se,
+        ase=ase,
         ci=interval,
         se0=se0,
         z=finite(z) if z is not None else None,

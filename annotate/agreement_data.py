@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from annotate import __version__
-from annotate.codebook import NO, Codebook, Question, find_codebook
+from annotate.codebook import NO, YES, Codebook, Question, find_codebook
 from annotate.errors import AnnotateError, CodebookError, NotFoundError, UsageError
 from annotate.models import describe
 from annotate.store.agreement_runs import GOLD_CODER, AgreementRunRecord
@@ -204,25 +204,28 @@ class QuestionData:
     """Item -> coders who skipped it."""
     not_coded: tuple[tuple[str, str], ...]
     """Sample items no selected coder answered, with the reason."""
+    label_digests: dict[int, str] = field(default_factory=dict)
+    """Label id -> :func:`label_digest` of the label as read."""
 
     @property
     def kind(self) -> str:
         return self.question.kind
 
 
-def _hash_rows(rows: Sequence[dict[str, Any]]) -> str:
-    canonical = sorted(
-        (
-            r["action_id"],
-            r["question"],
-            r["coder"],
-            r["value"],
-            list(r["codes"]),
-            r["other_text"],
-            r["codebook_hash"],
-        )
-        for r in rows
+def _content(r: dict[str, Any]) -> tuple[Any, ...]:
+    return (
+        r["action_id"],
+        r["question"],
+        r["coder"],
+        r["value"],
+        list(r["codes"] or ()),
+        r["other_text"],
+        r["codebook_hash"],
     )
+
+
+def _hash_rows(rows: Sequence[dict[str, Any]]) -> str:
+    canonical = sorted(_content(r) for r in rows)
     text = json.dumps(canonical, ensure_ascii=False, separators=(",", ":"))
     return hashlib.sha256(text.encode()).hexdigest()
 
@@ -230,6 +233,12 @@ def _hash_rows(rows: Sequence[dict[str, Any]]) -> str:
 def labels_hash(rows: Sequence[dict[str, Any]]) -> str:
     """SHA-256 of the labels' content (item, question, coder, answer, codebook version)."""
     return _hash_rows(rows)
+
+
+def label_digest(row: dict[str, Any]) -> str:
+    """A short SHA-256 of one label's content, to tell later whether that label changed."""
+    text = json.dumps(_content(row), ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
 def question_data(store: Store, selection: Selection, question: Question) -> QuestionData:
@@ -282,7 +291,8 @@ def question_data(store: Store, selection: Selection, question: Question) -> Que
                 else:
                     reason = "Answered by no coder yet."
                 not_coded.append((i, reason))
-    label_ids = tuple(sorted(by_id[(r["action_id"], r["coder"])] for r in answered))
+    digests = {by_id[(r["action_id"], r["coder"])]: label_digest(r) for r in answered}
+    label_ids = tuple(sorted(digests))
     return QuestionData(
         question=question,
         coders=coders,
@@ -294,6 +304,7 @@ def question_data(store: Store, selection: Selection, question: Question) -> Que
         label_ids=label_ids,
         skipped={k: tuple(v) for k, v in skipped.items()},
         not_coded=tuple(not_coded),
+        label_digests=digests,
     )
 
 
@@ -437,14 +448,43 @@ class AgreementRun:
         return out
 
 
+def _who(coders: Sequence[str]) -> str:
+    return ", ".join(map(repr, coders))
+
+
+def _not_no(
+    row: Sequence[str | None], data: QuestionData, item: str, missing: Sequence[str]
+) -> str:
+    """Why an item is left out of the per-reason kappas: who did not answer 'no', and why."""
+    answer = dict(zip(data.coders, row, strict=True))
+    n_no = sum(v == NO for v in row)
+    said_yes = [c for c in missing if answer.get(c) == YES]
+    skipped = [c for c in missing if c not in said_yes and c in data.skipped.get(item, ())]
+    silent = [c for c in missing if c not in said_yes and c not in skipped]
+    parts = [f"Answered 'no' by {n_no} of {len(data.coders)} coders"]
+    if said_yes:
+        parts.append(f"{_who(said_yes)} answered 'yes'")
+    if skipped:
+        parts.append(f"skipped by {_who(skipped)}")
+    if silent:
+        parts.append(f"not answered by {_who(silent)}")
+    return "; ".join(parts) + "."
+
+
 def _left_out(data: QuestionData, report: Any, part: str) -> list[LeftOut]:
     out = []
+    row_of = {item: i for i, item in enumerate(data.items)} if part == "reasons" else {}
     for x in report.items_left_out:
+        item = str(x.item)
+        if part == "reasons":
+            row = data.values[row_of[item]]
+            out.append(LeftOut(item, part, _not_no(row, data, item, x.missing_coders)))
+            continue
         reason = x.reason
-        skippers = [c for c in data.skipped.get(str(x.item), ()) if c in x.missing_coders]
+        skippers = [c for c in data.skipped.get(item, ()) if c in x.missing_coders]
         if skippers:
-            reason = reason.rstrip(".") + "; skipped by " + ", ".join(map(repr, skippers)) + "."
-        out.append(LeftOut(str(x.item), part, reason))
+            reason = reason.rstrip(".") + "; skipped by " + _who(skippers) + "."
+        out.append(LeftOut(item, part, reason))
     return out
 
 
@@ -529,7 +569,8 @@ def run_agreement(
             QuestionResult(q, data, report, sets_report, tuple(left_out), len(differing), found)
         )
     rows = [r for d in datas for r in d.rows]
-    label_ids = sorted({i for d in datas for i in d.label_ids})
+    digests = {i: h for d in datas for i, h in d.label_digests.items()}
+    label_ids = sorted(digests)
     hashes = tuple(sorted({r["codebook_hash"] for r in rows}))
     sel = selection
     settings = {"ci": ci, "n_boot": n_boot, "seed": seed}
@@ -565,6 +606,7 @@ def run_agreement(
                 settings=settings,
                 results=payload,
                 annotate_version=__version__,
+                label_digests=digests,
             )
         )
     return AgreementRun(
@@ -607,22 +649,95 @@ def agree(
 
 @dataclass(frozen=True)
 class StoredRun:
-    """A stored run, and whether the labels it used are still the same."""
+    """A stored run, and how the labels it used (and would use now) changed since."""
 
     run: dict[str, Any]
-    missing: int
-    """Labels of the run that are no longer stored."""
+    deleted: int
+    """Labels of the run that are no longer stored, or no longer answered."""
+    changed: int | None
+    """Labels of the run still answered whose content (answer, Other text, codebook
+    version) differs; None for runs stored without per-label digests (see ``since``)."""
+    added: int | None
+    """Answered labels the run's selection (codebook, sample, coders, questions) holds now
+    but the run did not use; None when its sample no longer exists (see ``since``)."""
     unchanged: bool
-    """Whether the labels still hash to the run's ``labels_hash``."""
+    """No label added, deleted or changed, the labels still hash to ``labels_hash``, and
+    the sample (if any) has the same items."""
+    notes: tuple[str, ...] = ()
+    """Why a count is None, or that the sample's items changed."""
+
+    @property
+    def since(self) -> dict[str, Any]:
+        """The changes as JSON-ready data."""
+        return {
+            "unchanged": self.unchanged,
+            "added": self.added,
+            "deleted": self.deleted,
+            "changed": self.changed,
+            "notes": list(self.notes),
+        }
+
+    def summary(self) -> str:
+        """One line, e.g. "changed since: 2 added, 1 deleted, 3 changed"."""
+        if self.unchanged:
+            return "unchanged since"
+        counts = [
+            f"{'?' if n is None else n} {what}"
+            for n, what in ((self.added, "added"), (self.deleted, "deleted"),
+                            (self.changed, "changed"))
+        ]  # fmt: skip
+        return "changed since: " + ", ".join(counts) + "".join(f" ({n})" for n in self.notes)
 
     @property
     def results(self) -> dict[str, Any]:
-        return {"run_id": self.run["id"], **self.run["results"]}
+        return {"run_id": self.run["id"], **self.run["results"], "labels_since_run": self.since}
+
+
+def _labels_now(store: Store, run: dict[str, Any]) -> tuple[set[int] | None, list[str]]:
+    """Ids of the answered labels the run's selection holds now (None: sample gone)."""
+    notes: list[str] = []
+    action_ids: list[str] | None = None
+    if run["sample"] is not None:
+        try:
+            action_ids = list(store.sample_ids(run["sample"]))
+        except NotFoundError:
+            return None, [f"sample '{run['sample']}' no longer exists, so added is unknown"]
+        if _sample_hash(action_ids) != run["sample_hash"]:
+            notes.append(f"the items of sample '{run['sample']}' changed")
+    ids: set[int] = set()
+    for question in run["questions"]:
+        found = store.label_ids(run["codebook"], question, run["coders"], action_ids)
+        ids.update(found.values())
+    return ids, notes
 
 
 def stored_run(store: Store, run_id: int) -> StoredRun:
-    """A stored run with a check of its labels against the file as it is now."""
+    """A stored run, with the labels added, deleted and changed since it was made.
+
+    Deleted: the run's labels no longer stored or no longer answered (an answer undone).
+    Changed: the run's labels whose content differs from the stored per-label digest.
+    Added: answered labels of the run's codebook, sample, coders and questions that the run
+    did not use (a new answer, or one given again after being deleted).
+    """
     run = store.agreement_run(run_id)
-    rows = store.labels_by_id(run["label_ids"])
-    missing = len(run["label_ids"]) - len(rows)
-    return StoredRun(run, missing, not missing and labels_hash(rows) == run["labels_hash"])
+    used = run["label_ids"]
+    with store.read_snapshot():
+        rows = store.labels_by_id(used)
+        now, notes = _labels_now(store, run)
+    answered = [r for r in rows if r["value"] is not None or r["codes"]]
+    deleted = len(used) - len(answered)
+    same_hash = not deleted and labels_hash(rows) == run["labels_hash"]
+    digests = run.get("label_digests") or {}
+    changed: int | None = None
+    if all(digests.get(i) for i in used):
+        changed = sum(label_digest(r) != digests[r["id"]] for r in answered)
+    elif same_hash:
+        changed = 0
+    else:
+        notes.append(
+            "the run was stored without per-label digests, so how many changed is unknown; "
+            "labels_sha256 differs"
+        )
+    added = len(now - set(used)) if now is not None else None
+    unchanged = same_hash and added == 0 and changed == 0 and not notes
+    return StoredRun(run, deleted, changed, added, unchanged, tuple(notes))

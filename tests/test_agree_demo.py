@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import random
 import sqlite3
@@ -123,10 +125,64 @@ def test_yes_no_reasons_question_has_value_and_reasons_figures(cli, demo, tmp_pa
     assert any(x["part"] == "reasons" for x in q["left_out"])
     table = cli("agree", "--codebook", "mental_model", "--question", "Q4").stdout
     assert "Reasons: MASI alpha" in table and "Per reason (chosen or not" in table
-    assert "Left out of the per-code kappas:" in table
+    assert "Left out of the per-reason kappas:" in table
     md = cli("agree", "--codebook", "mental_model", "-f", "markdown").stdout
     assert "MASI distance (Passonneau, 2006)" in md
     assert "| Reason | Chosen | Kappa | Alpha |" in md
+
+
+def test_per_reason_figures_say_on_which_items_they_are_computed(cli, demo, tmp_path) -> None:
+    path, *_ = _mental_labels(demo, tmp_path)
+    assert cli("import-labels", path, "--codebook", "mental_model").exit_code == 0
+    labels = pd.read_csv(path, dtype=str, keep_default_na=False)
+    answers = labels[labels.question == "Q4"].pivot(
+        index="action_id", columns="coder", values="value"
+    )
+    saying_no = (answers == "no").sum(axis=1)
+    every_no = int((saying_no == 3).sum())  # caro's missing answers are NaN, not 'no'
+    two_no = int((saying_no >= 2).sum())
+    assert 0 < every_no < two_no
+    kappas = f"among the {every_no} items every coder answered 'no'"
+    alphas = f"among the {two_no} items two or more coders answered 'no'"
+    args = ("agree", "--codebook", "mental_model", "--question", "Q4")
+    q = json.loads(cli(*args, "-f", "json").stdout)["results"][0]
+    assert q["reasons"]["items_used"] == every_no
+    assert {c["fleiss"]["n_items"] for c in q["reasons"]["per_code"]} == {every_no}
+    assert {c["alpha"]["n_items"] for c in q["reasons"]["per_code"]} == {two_no}
+    table = " ".join(cli(*args).stdout.split())  # the table wraps long lines
+    assert f"Per reason (chosen or not): Fleiss' kappa {kappas}; nominal alpha {alphas}" in table
+    assert f"Reasons: MASI alpha {q['reasons']['alpha_masi']['alpha']:.3f} {alphas}" in table
+    md = cli(*args, "-f", "markdown").stdout
+    assert f"the per-reason kappas {kappas}, MASI alpha and the per-reason alphas {alphas}." in md
+    rows = list(csv.DictReader(io.StringIO(cli(*args, "-f", "csv").stdout)))
+    assert {r["note"] for r in rows if r["statistic"] == "code_kappa"} == {kappas}
+    assert {r["note"] for r in rows if r["statistic"] in {"code_alpha", "masi_alpha"}} == {alphas}
+    # an item left out of the per-reason kappas says who did not answer 'no', and why
+    item = next(
+        i
+        for i, row in answers.iterrows()
+        if row["ana"] == row["ben"] == "no" and row["caro"] == "yes"
+    )
+    reasons = {x["item"]: x["reason"] for x in q["left_out"] if x["part"] == "reasons"}
+    assert reasons[item] == "Answered 'no' by 2 of 3 coders; 'caro' answered 'yes'."
+    assert len(reasons) == int(((saying_no >= 1) & (saying_no < 3)).sum())
+
+
+def test_the_masi_reference_names_the_measure() -> None:
+    from annotate.commands.agree import REFERENCES
+
+    full = (
+        "Passonneau, R. J. (2006). Measuring agreement on set-valued items (MASI) for semantic "
+        "and pragmatic annotation. Proceedings of LREC 2006, 831-836."
+    )
+    assert full in REFERENCES
+    assert (
+        " ".join(agreement.masi.__doc__.split()).count(
+            "Passonneau, R. J. (2006). Measuring agreement on set-valued items (MASI) for semantic "
+            "and pragmatic annotation."
+        )
+        == 1
+    )
 
 
 def test_questions_nobody_answered_and_sample_items_not_coded(cli, demo, tmp_path) -> None:
@@ -178,7 +234,7 @@ def test_migration_3_from_blank_and_from_version_2(tmp_path) -> None:
             "labels_hash", "settings", "results",
         ]  # fmt: skip
         cols = [r[1] for r in blank.query("PRAGMA table_info(agreement_run_labels)")]
-        assert cols == ["run_id", "label_id"]
+        assert cols == ["run_id", "label_id", "digest"]  # digest: migration 5
     old = tmp_path / "old.db"
     conn = sqlite3.connect(old, isolation_level=None)
     conn.execute("CREATE TABLE _migrations (id INTEGER PRIMARY KEY, name TEXT, applied_at TEXT)")
@@ -192,6 +248,9 @@ def test_migration_3_from_blank_and_from_version_2(tmp_path) -> None:
         assert upgraded.agreement_runs() == []
         assert upgraded.query("SELECT name FROM _migrations WHERE id = 3")[0][0] == (
             "m003_agreement_runs"
+        )
+        assert upgraded.query("SELECT name FROM _migrations WHERE id = 5")[0][0] == (
+            "m005_agreement_run_digests"
         )
 
 
@@ -279,3 +338,92 @@ def test_a_single_item_gives_kappa_and_says_why_there_is_no_interval(cli, demo, 
     r = cli("agree", "--coders", "x,y")
     assert r.exit_code == 0, r.output
     assert "no CI: A bootstrap over items needs at least two items; got 1" in r.stdout
+
+
+def test_csv_and_json_name_the_two_standard_errors(cli, demo) -> None:
+    """se0 (under H0, the z-test's) and ase (asymptotic, the CI's) are never one `se`."""
+    value = json.loads(cli("agree", "-f", "json").stdout)["results"][0]["value"]
+    pair = value["pairwise"][0]
+    assert "se" not in pair and pair["ase"] != pair["se0"]
+    assert "se" not in value["fleiss"] and value["fleiss"]["se0"] > 0
+    text = cli("agree", "-f", "csv").stdout
+    header = text.splitlines()[0].split(",")
+    assert "se" not in header and header.index("se0") + 1 == header.index("ase")
+    rows = list(csv.DictReader(io.StringIO(text)))
+    fleiss = next(r for r in rows if r["statistic"] == "fleiss_kappa")
+    assert float(fleiss["se0"]) == value["fleiss"]["se0"] and fleiss["ase"] == ""
+    assert float(fleiss["z"]) == pytest.approx(float(fleiss["estimate"]) / float(fleiss["se0"]))
+    cohen = [r for r in rows if r["statistic"] == "cohen_kappa"]
+    assert len(cohen) == 3
+    for row, p in zip(cohen, value["pairwise"], strict=True):
+        assert float(row["se0"]) == p["se0"] and float(row["ase"]) == p["ase"]
+        assert float(row["z"]) == pytest.approx(p["kappa"] / p["se0"])
+        half = float(row["ci_high"]) - float(row["estimate"])
+        assert half == pytest.approx(1.959963984540054 * p["ase"])
+
+
+def test_a_stored_run_counts_labels_added_deleted_and_changed(cli, demo, tmp_path) -> None:
+    ids = list(pd.read_csv(REPO / "data" / "demo_labels.csv").action_id.unique()[:5])
+    with Store(demo) as s:  # ana has not answered the first item yet
+        s.conn.execute("DELETE FROM labels WHERE action_id = ? AND coder = 'ana'", (ids[0],))
+        before = dict(s.query("SELECT action_id, value FROM labels WHERE coder = 'ben'"))
+    out = json.loads(cli("agree", "-f", "json").stdout)
+    run = str(out["run_id"])
+    assert "labels, unchanged since." in cli("agree", "--run", run).stdout
+    # since the run: ana answers the first item, ben changes the second, caro's third
+    # label is deleted, ana's fourth answer is undone (the flagged row stays), and a note
+    # on the fifth changes no answer
+    other = next(c for c in TRAUM if c != before[ids[1]])
+    path = tmp_path / "more.csv"
+    path.write_text(f"action_id,coder,value\n{ids[0]},ana,Initiate\n{ids[1]},ben,{other}\n")
+    assert cli("import-labels", str(path), "--codebook", "traum").exit_code == 0
+    traum = find_codebook("traum").codebook
+    with Store(demo) as s:
+        s.conn.execute("DELETE FROM labels WHERE action_id = ? AND coder = 'caro'", (ids[2],))
+        s.set_flag(ids[3], traum, "ana", ["act"])
+        s.clear_answer(ids[3], "traum", "act", "ana")
+        s.set_note(ids[4], traum, "ben", ["act"], "not sure")
+    r = cli("agree", "--run", run)
+    assert r.exit_code == 0, r.output
+    assert "labels, changed since: 1 added, 2 deleted, 1 changed." in r.stdout
+    again = json.loads(cli("agree", "--run", run, "-f", "json").stdout)
+    assert again["labels_since_run"] == {
+        "unchanged": False, "added": 1, "deleted": 2, "changed": 1, "notes": []
+    }  # fmt: skip
+    assert {k: v for k, v in again.items() if k != "labels_since_run"} == out
+    # a run stored before the per-label digests: how many changed is unknown, and it says so
+    with Store(demo) as s:
+        s.conn.execute("UPDATE agreement_run_labels SET digest = NULL")
+    assert (
+        "changed since: 1 added, 2 deleted, ? changed (the run was stored without per-label "
+        "digests, so how many changed is unknown; labels_sha256 differs)."
+    ) in " ".join(cli("agree", "--run", run).stdout.split())
+
+
+def test_migration_5_keeps_the_runs_of_a_version_4_file(cli, demo) -> None:
+    """A run stored before per-label digests is read back with digest None."""
+    from annotate.store.migrations import m003_agreement_runs, m004_session_splits
+
+    out = json.loads(cli("agree", "-f", "json").stdout)
+    with Store(demo) as s:
+        run = s.agreement_run(out["run_id"])
+    old = demo.parent / "v4.db"
+    conn = sqlite3.connect(old, isolation_level=None)
+    conn.execute("CREATE TABLE _migrations (id INTEGER PRIMARY KEY, name TEXT, applied_at TEXT)")
+    for n, m in enumerate((m001_initial, m002_llm, m003_agreement_runs, m004_session_splits), 1):
+        m(conn)
+        conn.execute("INSERT INTO _migrations VALUES (?, ?, 'then')", (n, m.__name__))
+    conn.execute(
+        "INSERT INTO agreement_runs (id, created_at, annotate_version, codebook, codebook_hash, "
+        "coders, questions, n_labels, labels_hash, results) VALUES (7, 'then', '0', 'traum', "
+        "'x', '[\"ana\", \"ben\"]', '[\"act\"]', 2, 'h', '{}')"
+    )
+    conn.execute("INSERT INTO agreement_run_labels VALUES (7, 1), (7, 2)")
+    conn.close()
+    with Store(old) as upgraded:
+        assert upgraded.query("SELECT name FROM _migrations WHERE id = 5")[0][0] == (
+            "m005_agreement_run_digests"
+        )
+        again = upgraded.agreement_run(7)
+        assert again["label_ids"] == [1, 2] and again["label_digests"] == {1: None, 2: None}
+    assert all(run["label_digests"][i] for i in run["label_ids"])  # new runs have them

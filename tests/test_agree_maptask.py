@@ -186,7 +186,8 @@ def test_each_run_is_stored_and_traceable_to_its_labels(cli, maptask) -> None:
             "UPDATE labels SET value = 'ready' WHERE action_id = ? AND coder = 'ann'", (first,)
         )
     assert (
-        "changed since (labels_sha256 differs)" in cli("agree", "--run", str(out["run_id"])).stdout
+        "labels, changed since: 0 added, 0 deleted, 1 changed."
+        in cli("agree", "--run", str(out["run_id"])).stdout
     )
     listed = cli("agree", "--runs", "--format", "json")
     assert [r["id"] for r in json.loads(listed.stdout)] == [out["run_id"]]

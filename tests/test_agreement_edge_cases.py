@@ -143,6 +143,69 @@ def test_trap_single_item_never_divides_by_zero():
     assert report.fleiss_ci.low is None
     assert "at least two items" in report.fleiss_ci.undefined_reason
     assert data["fleiss_ci"]["undefined_reason"] == report.fleiss_ci.undefined_reason
+    for pair in report.pairwise:  # a CI of Cohen's kappa too is absent with its reason
+        assert pair.ci.low is None and pair.ci.undefined_reason
+    assert "single item" in report.pairwise[0].ci.undefined_reason  # coder1 / coder2 differ
+    assert unexplained(data) == []
+
+
+STATISTICS = {"kappa", "ase", "se0", "z", "p_value", "low", "high", "alpha", "ac1", "proportion"}
+
+
+def unexplained(value, path: str = "") -> list[str]:
+    """Paths of statistics that are None in a to_dict() tree without an undefined_reason."""
+    found = []
+    if isinstance(value, dict):
+        if "undefined_reason" in value and not value["undefined_reason"]:
+            found += [f"{path}.{k}" for k in STATISTICS if k in value and value[k] is None]
+        for key, item in value.items():
+            found += unexplained(item, f"{path}.{key}")
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            found += unexplained(item, f"{path}[{i}]")
+    return found
+
+
+def test_cohen_on_a_single_item_says_why_there_is_no_interval():
+    result = ag.cohen_kappa([["x", "y"]])
+    data = no_nan(result)
+    assert result.n_items == 1 and result.kappa == 0.0
+    assert result.ase is None and result.se0 is None and result.z is None
+    assert result.ci.low is None and result.ci.high is None
+    assert (
+        result.ci.undefined_reason
+        == result.undefined_reason
+        == (
+            "On a single item the asymptotic standard errors are undefined, so Cohen's kappa "
+            "has no confidence interval and no z-test."
+        )
+    )
+    assert unexplained(data) == []
+
+
+def test_a_zero_width_cohen_interval_says_so():
+    """SAS gives kappa 1 with ASE 0 the interval [1, 1]; we keep it and say what it means."""
+    result = ag.cohen_kappa([["x", "x"], ["y", "y"]])
+    assert result.kappa == 1.0 and result.ase == 0.0
+    assert (result.ci.low, result.ci.high) == (1.0, 1.0)
+    assert "has no width" in result.ci.note
+    assert ag.cohen_kappa([["x", "x"], ["y", "x"], ["x", "y"]]).ci.note is None
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        [["x", "y"]],
+        [["Initiate", "ack", "Initiate"]],
+        [["ack", "ack", "ack"]],
+        [["ack"] * 3] * 6,
+        [["a", None], [None, "b"]],
+        [["a", "b"], ["a", "b"]],
+    ],
+)
+def test_every_missing_statistic_has_a_reason(data):
+    report = ag.agreement_report(data, n_boot=50)
+    assert unexplained(no_nan(report)) == []
 
 
 def test_single_item_where_everyone_agrees():

@@ -157,7 +157,7 @@ def test_sas_cohen_kappa_from_the_table():
     table = read("sas_cohen_3x3.csv").astype(int)
     result = ag.cohen_kappa_table(table)
     assert round(result.kappa, 4) == 0.4842
-    assert round(result.se, 4) == 0.1380
+    assert round(result.ase, 4) == 0.1380
     assert (round(result.ci.low, 4), round(result.ci.high, 4)) == (0.2137, 0.7547)
     assert round(result.se0, 4) == 0.1484
     assert round(result.z, 4) == 3.2626
@@ -168,7 +168,7 @@ def test_sas_cohen_kappa_from_labels_and_fleiss_equals_scott():
     labels = crosstab_to_labels(read("sas_cohen_3x3.csv"))
     result = ag.cohen_kappa(labels)
     assert result.kappa == approx(0.4841629)
-    assert result.se == approx(0.1380136)
+    assert result.ase == approx(0.1380136)
     assert result.n_items == 19
     assert result.confusion.to_array().tolist() == [[0, 4, 1], [0, 8, 0], [0, 1, 5]]
     assert ag.fleiss_kappa(labels).kappa == approx(0.4532374)
@@ -176,7 +176,7 @@ def test_sas_cohen_kappa_from_labels_and_fleiss_equals_scott():
 
 def test_sas_cohen_ci_at_another_level():
     result = ag.cohen_kappa_table(read("sas_cohen_3x3.csv").astype(int), ci=0.90)
-    half = 1.6448536269514722 * result.se
+    half = 1.6448536269514722 * result.ase
     assert result.ci.low == approx(result.kappa - half, abs=1e-12)
     assert result.ci.high == approx(result.kappa + half, abs=1e-12)
     assert np.isclose(result.ci.level, 0.90)

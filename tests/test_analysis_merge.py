@@ -123,12 +123,16 @@ def test_prefer_newer_takes_the_later_answer_once(cli, files) -> None:
     assert dump(ours) == before
 
 
-def test_prefer_newer_keeps_ours_when_ours_is_newer(cli, files) -> None:
-    ours, theirs, _ = files
-    conn = sqlite3.connect(theirs)
+def _make_every_label_old(path) -> None:
+    conn = sqlite3.connect(path)
     conn.execute("UPDATE labels SET updated_at = '2000-01-01T00:00:00.000Z'")
     conn.commit()
     conn.close()
+
+
+def test_prefer_newer_keeps_ours_when_ours_is_newer(cli, files) -> None:
+    ours, theirs, _ = files
+    _make_every_label_old(theirs)
     (result,) = json.loads(cli("merge", str(theirs), "--prefer", "newer", "-f", "json",
                                db=ours).stdout)  # fmt: skip
     assert result["replaced_labels"] == 0
@@ -218,3 +222,100 @@ def test_merge_upgrades_a_copy_of_an_older_file_and_merges_several(cli, tmp_path
     assert old.read_bytes() == old_bytes  # the coder's file is read, never upgraded in place
     with Store(db_path) as s:
         assert s.session_split("theirs")["n_test"] == 1
+
+
+def _label(path: Path, action_id: str, coder: str, question: str = "act") -> dict:
+    with Store(path) as s:
+        (row,) = [r for r in s.label_rows("traum", coders=[coder], action_ids=[action_id])
+                  if r["question"] == question]  # fmt: skip
+    return row
+
+
+def test_a_fill_keeps_our_note_and_flag(cli, files) -> None:
+    ours, theirs, _ = files
+    ben = demo_traum_rows("ben")[0]
+    with Store(ours) as s:  # ours: unanswered, with a note and a flag
+        s.set_note(ben["action_id"], TRAUM, "ben", ["act"], "ask the PI")
+        s.set_flag(ben["action_id"], TRAUM, "ben", ["act"])
+    with Store(theirs) as t:  # theirs: the answer, with another note
+        t.set_note(ben["action_id"], TRAUM, "ben", ["act"], "easy one")
+    (result,) = json.loads(cli("merge", str(theirs), "-f", "json", db=ours).stdout)
+    assert result["filled_labels"] == 1
+    row = _label(ours, ben["action_id"], "ben")
+    assert row["value"] == ben["value"]  # the answer filled in ...
+    assert row["note"] == "ask the PI" and row["flagged"] == 1  # ... our note and flag kept
+    (note,) = [c for c in result["conflicts"] if c["what"] == "note"]
+    assert (note["ours"], note["theirs"], note["resolution"]) == (
+        "ask the PI", "easy one", "kept ours",
+    )  # fmt: skip
+
+
+def test_notes_and_flags_of_labels_in_both_files_are_carried_once(cli, files) -> None:
+    ours, theirs, _ = files
+    ana = demo_traum_rows("ana")  # ana[10], ana[11] and ana[12]: the same answer in both files
+    with Store(theirs) as t:
+        t.set_note(ana[10]["action_id"], TRAUM, "ana", ["act"], "check the map")
+        t.set_flag(ana[11]["action_id"], TRAUM, "ana", ["act"])
+        t.set_note(ana[12]["action_id"], TRAUM, "ana", ["act"], "their note")
+    with Store(ours) as s:
+        s.set_note(ana[12]["action_id"], TRAUM, "ana", ["act"], "our note")
+    before = _label(ours, ana[10]["action_id"], "ana")
+    r = cli("merge", str(theirs), db=ours)
+    assert r.exit_code == 0, r.output
+    assert "1 notes and 1 flags carried over" in r.stdout
+    assert "1 notes differ (0 took the newer note)" in r.stdout
+    noted = _label(ours, ana[10]["action_id"], "ana")
+    assert noted["note"] == "check the map"
+    assert noted["updated_at"] == before["updated_at"]  # carrying a note keeps the times
+    assert _label(ours, ana[11]["action_id"], "ana")["flagged"] == 1
+    assert _label(ours, ana[12]["action_id"], "ana")["note"] == "our note"
+    after = dump(ours)
+    again = cli("merge", str(theirs), db=ours)
+    assert "nothing changed" in again.stdout and "carried over" not in again.stdout
+    assert dump(ours) == after
+    # --prefer newer takes their note when their row is newer
+    _make_every_label_old(ours)
+    (result,) = json.loads(cli("merge", str(theirs), "--prefer", "newer", "-f", "json",
+                               db=ours).stdout)  # fmt: skip
+    assert result["replaced_notes"] == 1
+    assert _label(ours, ana[12]["action_id"], "ana")["note"] == "their note"
+
+
+def test_merge_reports_runs_left_behind_and_differing_session_splits(cli, files) -> None:
+    ours, theirs, _ = files
+    from annotate.store.agreement_runs import AgreementRunRecord
+
+    for path, test in ((ours, "1"), (theirs, "2")):  # the same split name, other sessions
+        assert cli("split-sessions", "--test", test, "--name", "main", db=path).exit_code == 0
+    with Store(theirs) as t:
+        run = t.start_llm_run(
+            coder="llm:fake", model="fake-model", endpoint_host="127.0.0.1", codebook="traum",
+            codebook_hash="h", split="main", prompt_hash="p", shot_ids=[], temperature=0.0,
+            votes=1, context=8,
+        )  # fmt: skip
+        agreed = t.save_agreement_run(
+            AgreementRunRecord(
+                codebook="traum", codebook_hash="h", label_codebook_hashes=["h"], sample=None,
+                sample_hash=None, coders=["ana", "ben"], questions=["act"], label_ids=[1, 2],
+                labels_hash="x", settings={}, results={}, annotate_version="0",
+            )
+        )  # fmt: skip
+    r = cli("merge", str(theirs), db=ours)
+    assert r.exit_code == 0, r.output
+    assert "session splits differ (kept ours): main" in r.stdout
+    assert (
+        f"left in that file, not merged: 1 LLM runs (id {run}), 1 agreement runs (id {agreed})"
+        in r.stdout
+    )
+    with Store(ours) as s:
+        assert sorted(s.session_split("main")["parts"].values()).count("test") == 1
+        assert s.stored_agreement_runs() == [] and s.llm_validation_runs() == []
+    (result,) = json.loads(cli("merge", str(theirs), "-f", "json", db=ours).stdout)
+    assert result["llm_runs_left"] == [run] and result["agreement_runs_left"] == [agreed]
+    assert result["differing_session_splits"] == ["main"]
+    # a run this file already holds (the same file copied) is not reported as left behind
+    copy = ours.parent / "copy.db"
+    copy.write_bytes(theirs.read_bytes())
+    (result,) = json.loads(cli("merge", str(copy), "-f", "json", db=theirs).stdout)
+    assert result["llm_runs_left"] == [] and result["agreement_runs_left"] == []
+    assert result["differing_session_splits"] == [] and result["changed"] is False

@@ -15,7 +15,7 @@ import pytest
 from matplotlib import image as mpimg
 
 import agreement
-from annotate.analysis.report import N_BINS
+from annotate.analysis.report import N_BINS, bin_label
 from annotate.store import Store
 from tests.test_analysis_support import DEMO_LABELS, demo_with_gold, import_demo
 
@@ -190,6 +190,126 @@ def test_report_on_a_split_part(cli, gold_db, tmp_path) -> None:
     assert "2 sessions and" in html
     r = cli("report", "--codebook", "traum", "--part", "test")
     assert r.exit_code == 1 and "--part needs --split NAME" in r.stderr
+
+
+def test_report_on_one_part_restricts_every_table_and_chart(cli, gold_db, tmp_path) -> None:
+    assert cli("split-sessions", "--test", "1", "--per", "condition").exit_code == 0
+    with Store(gold_db) as s:
+        parts = s.session_split_parts("main")
+        positions = pd.DataFrame(s.action_positions())
+    test_actions = positions[positions["session"].map(parts) == "test"]
+    n_test = len(test_actions)
+    assert 0 < n_test < 343
+    out = tmp_path / "t"
+    r = cli("report", "--codebook", "traum", "--split", "main", "--part", "test",
+            "--out", str(out))  # fmt: skip
+    assert r.exit_code == 0, r.output
+    # the dataset table: the test rows only
+    assert set(pd.read_csv(out / "dataset.csv")["split"]) == {"test"}
+    # code shares: test actions only; no by-split table for a single part
+    by_condition = pd.read_csv(out / "traum_act_by_condition.csv").set_index("code")
+    assert by_condition.loc["n"][["hidden", "visible"]].astype(int).sum() == n_test
+    assert not (out / "traum_act_by_split.csv").exists()
+    # which coder gave how many: counted within the part
+    used = re.search(r"traum: labels by gold \((\d+) actions\), then llm:fake \((\d+) actions\)",
+                     r.stdout)  # fmt: skip
+    assert used and int(used[1]) + int(used[2]) == n_test
+    assert f"mental_model: labels by gold ({n_test} actions)" in r.stdout
+    # mental model tables
+    assert pd.read_csv(out / "alignment_progress.csv")["n"].sum() == n_test
+    assert pd.read_csv(out / "traum_mental_model.csv")["actions"].sum() == n_test
+    # agreement of the human coders: over the part's items
+    agreement_rows = pd.read_csv(out / "agreement.csv").set_index("codebook")
+    assert int(agreement_rows.loc["traum", "items"]) == n_test
+    labels = pd.read_csv(DEMO_LABELS)
+    in_part = labels[labels["action_id"].isin(set(test_actions["action_id"]))]
+    humans = in_part.rename(columns={"action_id": "item"})[["item", "coder", "value"]]
+    assert float(agreement_rows.loc["traum", "fleiss kappa"]) == pytest.approx(
+        agreement.fleiss_kappa(humans).kappa, abs=1e-3
+    )
+    html = (out / "report.html").read_text()
+    assert "over every item in the test part of split &#x27;main&#x27;" in html
+
+
+def test_alignment_takes_all_answers_of_an_action_from_one_coder(cli, gold_db, tmp_path) -> None:
+    from annotate.analysis.report import build_report
+    from tests.test_analysis_support import write_csv
+
+    with Store(gold_db) as s:
+        positions = pd.DataFrame(s.action_positions())
+    # llm:fake says every action is aligned; gold leaves Q4 open on one session's actions
+    aligned = {"Q1": "t3", "Q2": "p1", "Q3": "r1", "Q4": "yes"}
+    rows = [{"action_id": a, "coder": "llm:fake", "question": q, "value": v}
+            for a in positions["action_id"] for q, v in aligned.items()]  # fmt: skip
+    r = cli("import-labels", str(write_csv(tmp_path / "llm_mm.csv", rows)), "--codebook",
+            "mental_model")  # fmt: skip
+    assert r.exit_code == 0, r.output
+    session = sorted(positions["session"].unique())[0]
+    open_q4 = set(positions.loc[positions["session"] == session, "action_id"])
+    with Store(gold_db) as s, s.transaction() as conn:
+        marks = ",".join("?" * len(open_q4))
+        conn.execute(
+            "DELETE FROM labels WHERE codebook = 'mental_model' AND coder = 'gold' "
+            f"AND question = 'Q4' AND action_id IN ({marks})",
+            tuple(open_q4),
+        )
+    with Store(gold_db) as s:
+        report = build_report(s, "traum", n_boot=10)
+        gold = pd.DataFrame(s.label_rows("mental_model", coders=["gold"]))
+    tables = {t.key: t for t in report.tables()}
+    progress = tables["alignment_progress"].rows
+    # gold answered these actions, so Q4 is not borrowed from llm:fake: they are left out
+    assert sum(row["n"] for row in progress) == 343 - len(open_q4)
+    wide = gold.pivot(index="action_id", columns="question", values="value").dropna(
+        subset=["Q1", "Q2", "Q4"]
+    )
+    wide = wide.join(positions.set_index("action_id"))
+    wide["aligned"] = (wide["Q1"] == "t3") & (wide["Q2"] == "p1") & (wide["Q4"] == "yes")
+    wide["bin"] = wide["position"] * N_BINS // wide["session_length"]
+    expected = wide.groupby(["condition", "bin"])["aligned"].mean()
+    by_condition = {row["condition"]: row for row in progress}
+    for (condition, i), share in expected.items():
+        assert by_condition[condition][bin_label(i)] == pytest.approx(share)
+    # the same-page table counts only actions whose chosen coder answered Q4
+    same_page = tables["traum_mental_model"].rows
+    assert sum(row["Q4 answered"] for row in same_page) == 343 - len(open_q4)
+
+
+def test_charts_show_option_labels_and_n(gold_db) -> None:
+    from annotate.analysis import charts
+    from annotate.analysis.report import build_report
+
+    with Store(gold_db) as s:
+        report = build_report(s, "traum", n_boot=10)
+    by_key = {c.key: c for c in report.charts()}
+    acts = by_key["traum_act_by_condition"]
+    assert {"Acknowledge", "Request repair (ReqRepair)", "Other"} <= set(acts.data.index)
+    assert list(acts.data.columns) == ["hidden (n = 184)", "visible (n = 159)"]
+    _, ax = charts.draw(acts)
+    assert "Request acknowledgement (ReqAck)" in [t.get_text() for t in ax.get_yticklabels()]
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == list(acts.data.columns)
+    # same page: each bar says its share and its n
+    same_page = by_key["traum_same_page"]
+    assert "Request repair (ReqRepair)" in same_page.data.index
+    assert same_page.n is not None and int(same_page.n.to_numpy().sum()) == 343
+    _, ax = charts.draw(same_page)
+    bar_texts = [t.get_text() for t in ax.texts]
+    assert len(bar_texts) == len(same_page.data)
+    assert all(re.fullmatch(r"\d+% \(n = \d+\)", t) for t in bar_texts), bar_texts
+    # Q2: answers by their label, acts with their n
+    q2 = by_key["traum_q2"]
+    assert "p1: Understood the situation and we were on the same page" in q2.data.columns
+    assert all(re.search(r" \(n = \d+\)$", a) for a in q2.data.index)
+    _, ax = charts.draw(q2)
+    legend = [t.get_text().replace("\n", " ") for t in ax.get_legend().get_texts()]
+    assert "p1: Understood the situation and we were on the same page" in legend
+    # alignment over progress: n per condition in the legend, n beside every point
+    lines = by_key["alignment_progress"]
+    assert list(lines.data.columns) == ["hidden (n = 184)", "visible (n = 159)"]
+    _, ax = charts.draw(lines)
+    points = [t.get_text() for t in ax.texts]
+    assert len(points) == 2 * N_BINS and all(t.startswith("n=") for t in points)
+    assert sum(int(t[2:]) for t in points) == 343
 
 
 def test_maptask_report_with_corpus_labels(cli, shared, db_path, tmp_path) -> None:

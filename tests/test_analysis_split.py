@@ -143,6 +143,45 @@ def test_features_concatenate_guide_and_follower_with_unseen_codes_as_zero() -> 
     assert f.loc["s2"].tolist() == [0, 1, 0, 0, 0, 0, 0, 0]
 
 
+def test_features_of_a_yes_no_question_include_the_share_of_each_reason() -> None:
+    from annotate.codebook import find_codebook
+
+    mm = find_codebook("mental_model").codebook
+    reasons = mm.question("Q4").set_codes
+    actions = pd.DataFrame(
+        [(f"a{i}", "s1" if i < 4 else "s2", "guide", "message") for i in range(6)],
+        columns=["action_id", "session", "role", "action_type"],
+    )
+    labels = pd.DataFrame(
+        [
+            ("a0", "Q4", "gold", "yes", ()),
+            ("a1", "Q4", "gold", "no", ("n1",)),
+            ("a2", "Q4", "gold", "no", ("n1", "n3")),
+            ("a3", "Q4", "gold", "no", ("n3",)),
+            ("a4", "Q4", "gold", "no", ("n2",)),
+            ("a5", "Q4", "gold", "yes", ()),
+        ],
+        columns=["action_id", "question", "coder", "value", "codes"],
+    )
+    f = session_features(actions, {"mental_model": labels}, {"mental_model": mm})
+    assert [c for c in f.columns if ".Q4" in c] == [
+        "guide:mental_model.Q4:yes",
+        "guide:mental_model.Q4:no",
+        *(f"guide:mental_model.Q4.reason:{r}" for r in reasons),
+    ]
+    assert f.loc["s1", "guide:mental_model.Q4:no"] == 0.75
+    assert f.loc["s1", "guide:mental_model.Q4.reason:n1"] == 0.5  # 2 of the 4 answers
+    assert f.loc["s1", "guide:mental_model.Q4.reason:n3"] == 0.5
+    assert f.loc["s2", "guide:mental_model.Q4.reason:n2"] == 0.5
+    assert f.loc["s2", "guide:mental_model.Q4.reason:n1"] == 0.0  # unseen: 0
+    # without the codebook (an older version's question): guessed from the answers
+    g = session_features(actions, {"mental_model": labels})
+    assert [c for c in g.columns if ".reason:" in c] == [
+        f"guide:mental_model.Q4.reason:{r}" for r in ("n1", "n2", "n3")
+    ]
+    assert g.loc["s1", "guide:mental_model.Q4.reason:n1"] == 0.5
+
+
 def test_demo_split_is_stored_and_used_by_stats(cli, db_path) -> None:
     import_demo(cli)
     r = cli("split-sessions", "--test", "1", "--per", "condition", "--name", "holdout",

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import pandas as pd
@@ -25,7 +25,9 @@ class LabelSource:
     """The labels of one codebook that count, one per (action, question).
 
     ``priority`` lists the coders in order: for each action and question the first of them
-    who answered it wins. ``used`` says how many labelled actions each coder supplied.
+    who answered it wins; with ``per_action``, for each action the first of them who
+    answered any of its questions gives all its answers (no mixing of coders within an
+    action). ``used`` says how many labelled actions each coder supplied.
     """
 
     codebook: str
@@ -33,11 +35,26 @@ class LabelSource:
     labels: pd.DataFrame
     used: dict[str, int] = field(default_factory=dict)
     default: bool = True
+    per_action: bool = False
 
     def describe(self) -> str:
         parts = [f"{c} ({self.used.get(c, 0)} actions)" for c in self.priority]
         how = "gold where present, else the LLM coder(s)" if self.default else "--coders"
+        if self.per_action:
+            how += "; all answers of an action from one coder"
         return f"{self.codebook}: labels by " + ", then ".join(parts) + f" [{how}]"
+
+    def restricted(self, action_ids: Collection[str]) -> LabelSource:
+        """The same source over these actions only (``used`` counted again)."""
+        labels = self.labels[self.labels["action_id"].isin(set(action_ids))]
+        return replace(self, labels=labels.reset_index(drop=True), used=_used(labels))
+
+
+def _used(frame: pd.DataFrame) -> dict[str, int]:
+    if frame.empty:
+        return {}
+    used = frame.groupby("coder")["action_id"].nunique().to_dict()
+    return {str(k): int(v) for k, v in used.items()}
 
 
 def default_priority(available: Sequence[str]) -> list[str]:
@@ -45,20 +62,33 @@ def default_priority(available: Sequence[str]) -> list[str]:
     return ([GOLD] if GOLD in available else []) + sorted(c for c in available if is_llm(c))
 
 
-def pick_first(rows: Sequence[dict[str, Any]], priority: Sequence[str]) -> pd.DataFrame:
-    """One row per (action, question): the answer of the first coder in ``priority``."""
+def pick_first(
+    rows: Sequence[dict[str, Any]], priority: Sequence[str], *, per_action: bool = False
+) -> pd.DataFrame:
+    """One row per (action, question): the answer of the first coder in ``priority``.
+
+    With ``per_action``: the answers of the first coder in ``priority`` who answered any
+    question of the action, and only theirs (a question they left open stays open).
+    """
     frame = pd.DataFrame(list(rows), columns=LABEL_COLUMNS)
     if frame.empty:
         return frame
     rank = {c: i for i, c in enumerate(priority)}
     frame["_rank"] = frame["coder"].map(rank)
+    if per_action:
+        frame = frame[frame["_rank"] == frame.groupby("action_id")["_rank"].transform("min")]
     frame = frame.sort_values(["action_id", "question", "_rank"], kind="stable")
     frame = frame.drop_duplicates(["action_id", "question"], keep="first")
     return frame.drop(columns="_rank").reset_index(drop=True)
 
 
 def label_source(
-    store: Store, codebook: str, coders: Sequence[str] | None = None, *, required: bool = True
+    store: Store,
+    codebook: str,
+    coders: Sequence[str] | None = None,
+    *,
+    required: bool = True,
+    per_action: bool = False,
 ) -> LabelSource:
     """The labels of ``codebook`` that count (see :class:`LabelSource`).
 
@@ -74,7 +104,7 @@ def label_source(
             f"--coders: '{unknown[0]}' has no labels for codebook '{codebook}'",
             hint="coders: " + (", ".join(available) or "none yet"),
         )
-    frame = pick_first(store.answered_labels(codebook, priority), priority)
+    frame = pick_first(store.answered_labels(codebook, priority), priority, per_action=per_action)
     if frame.empty and required:
         if not available:
             raise UsageError(
@@ -85,7 +115,4 @@ def label_source(
             f"codebook '{codebook}' has no gold or LLM labels (coders: {', '.join(available)})",
             hint=f"pass --coders {available[0]} (comma-separated, first one that answered wins)",
         )
-    used = frame.groupby("coder")["action_id"].nunique().to_dict() if not frame.empty else {}
-    return LabelSource(
-        codebook, tuple(priority), frame, {str(k): int(v) for k, v in used.items()}, default
-    )
+    return LabelSource(codebook, tuple(priority), frame, _used(frame), default, per_action)

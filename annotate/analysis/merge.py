@@ -12,9 +12,16 @@ For each other file, in one transaction:
   their codebook hash, timestamps, notes and flags. When both files hold an answer and the
   answers differ (value, codes or other text), that is a *conflict*: ours is kept unless
   ``prefer="newer"`` and theirs was updated later. An unanswered row (a note or flag only)
-  never overrides an answer, and an answer fills our unanswered row;
+  never overrides an answer, and an answer fills our unanswered row (its answer, codebook
+  hash, times and source; our note and flag stay);
+- notes and flags of labels in both files: their note fills ours when we have none; two
+  different notes are a conflict resolved like answers (ours kept unless ``prefer="newer"``
+  and their row was updated later). A flag raised in either file stays raised. Carrying a
+  note or flag leaves the row's times alone;
 - samples and session splits are copied when no sample/split of that name exists here (a
-  same-named one with other items is reported and ours kept).
+  same-named one with other items, or other sessions or parts, is reported and ours kept);
+- LLM runs and agreement runs are not carried over (their requests, items and label sets
+  belong to the other file); the ones this file does not already hold are reported by id.
 
 Merging the same file again changes nothing: everything is then either present or a
 conflict that is reported again and resolved the same way.
@@ -44,8 +51,8 @@ class Prefer(StrEnum):
 class Decision(StrEnum):
     keep = "keep"  # conflict, ours kept
     take = "take"  # conflict, theirs is newer and --prefer newer
-    fill = "fill"  # we had no answer, they had one
-    ignore = "ignore"  # they have no answer (a note or flag only)
+    fill = "fill"  # we had no answer (note), they had one
+    ignore = "ignore"  # they have no answer (note), or the same one
 
 
 @dataclass(frozen=True)
@@ -59,6 +66,7 @@ class Conflict:
     our_updated_at: str
     their_updated_at: str
     resolution: str
+    what: str = "answer"  # or "note"
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -78,6 +86,12 @@ class MergeResult:
     new_samples: tuple[str, ...] = ()
     differing_samples: tuple[str, ...] = ()
     new_session_splits: tuple[str, ...] = ()
+    differing_session_splits: tuple[str, ...] = ()
+    notes_carried: int = 0
+    flags_carried: int = 0
+    replaced_notes: int = 0
+    llm_runs_left: tuple[int, ...] = ()
+    agreement_runs_left: tuple[int, ...] = ()
 
     @property
     def changed(self) -> bool:
@@ -87,9 +101,20 @@ class MergeResult:
             or self.new_labels
             or self.filled_labels
             or self.replaced_labels
+            or self.notes_carried
+            or self.flags_carried
+            or self.replaced_notes
             or self.new_samples
             or self.new_session_splits
         )
+
+    @property
+    def answer_conflicts(self) -> int:
+        return sum(c.what == "answer" for c in self.conflicts)
+
+    @property
+    def note_conflicts(self) -> int:
+        return sum(c.what == "note" for c in self.conflicts)
 
     def to_dict(self) -> dict[str, Any]:
         out = asdict(self)
@@ -113,17 +138,56 @@ def show_answer(value: str | None, codes: str | None, other_text: str | None) ->
     return text
 
 
+def _theirs_newer(row: Mapping[str, Any]) -> bool:
+    return (row["their_updated_at"] or "") > (row["our_updated_at"] or "")
+
+
 def decide(row: Mapping[str, Any], prefer: Prefer) -> Decision:
-    """What to do with a label whose answers differ between our file and theirs."""
+    """What to do with the answer of a label held by both files."""
+    answer = ("value", "codes", "other_text")
+    if all(row[f"our_{k}"] == row[f"their_{k}"] for k in answer):
+        return Decision.ignore
     ours = _answered(row["our_value"], row["our_codes"])
     theirs = _answered(row["their_value"], row["their_codes"])
     if not theirs:
         return Decision.ignore
     if not ours:
         return Decision.fill
-    if prefer is Prefer.newer and (row["their_updated_at"] or "") > (row["our_updated_at"] or ""):
+    if prefer is Prefer.newer and _theirs_newer(row):
         return Decision.take
     return Decision.keep
+
+
+def decide_note(row: Mapping[str, Any], prefer: Prefer) -> Decision:
+    """What to do with the note of a label held by both files (an empty note is none)."""
+    ours, theirs = row["our_note"] or None, row["their_note"] or None
+    if theirs is None or theirs == ours:
+        return Decision.ignore
+    if ours is None:
+        return Decision.fill
+    if prefer is Prefer.newer and _theirs_newer(row):
+        return Decision.take
+    return Decision.keep
+
+
+def _conflict(row: Mapping[str, Any], decision: Decision, what: str) -> Conflict:
+    if what == "note":
+        ours, theirs = row["our_note"], row["their_note"]
+    else:
+        ours = show_answer(row["our_value"], row["our_codes"], row["our_other_text"])
+        theirs = show_answer(row["their_value"], row["their_codes"], row["their_other_text"])
+    return Conflict(
+        action_id=row["action_id"],
+        codebook=row["codebook"],
+        question=row["question"],
+        coder=row["coder"],
+        ours=ours,
+        theirs=theirs,
+        our_updated_at=row["our_updated_at"],
+        their_updated_at=row["their_updated_at"],
+        resolution="took theirs (newer)" if decision is Decision.take else "kept ours",
+        what=what,
+    )
 
 
 def _sha256(path: Path) -> str:
@@ -154,34 +218,34 @@ def merge_file(
         store.finish_import(import_id, in_file, new_actions)
         new_books = store.merge_codebooks()
         new_labels = store.merge_missing_labels()
-        conflicts, filled, replaced = [], 0, 0
+        conflicts: list[Conflict] = []
+        filled = replaced = notes = flags = replaced_notes = 0
+        # every row is read before any is changed: decisions compare the files as they were
         for row in store.differing_labels():
             decision = decide(row, prefer)
-            if decision is Decision.ignore:
-                continue
             if decision in (Decision.fill, Decision.take):
-                store.take_their_label(row["our_id"], row)
-            if decision is Decision.fill:
-                filled += 1
-                continue
+                store.take_their_answer(row["our_id"], row)
+            filled += decision is Decision.fill
             replaced += decision is Decision.take
-            conflicts.append(
-                Conflict(
-                    action_id=row["action_id"],
-                    codebook=row["codebook"],
-                    question=row["question"],
-                    coder=row["coder"],
-                    ours=show_answer(row["our_value"], row["our_codes"], row["our_other_text"]),
-                    theirs=show_answer(
-                        row["their_value"], row["their_codes"], row["their_other_text"]
-                    ),
-                    our_updated_at=row["our_updated_at"],
-                    their_updated_at=row["their_updated_at"],
-                    resolution="took theirs (newer)" if decision is Decision.take else "kept ours",
+            if decision in (Decision.keep, Decision.take):
+                conflicts.append(_conflict(row, decision, "answer"))
+            note_decision = decide_note(row, prefer)
+            if note_decision in (Decision.keep, Decision.take):
+                conflicts.append(_conflict(row, note_decision, "note"))
+            raise_flag = bool(row["their_flagged"]) and not row["our_flagged"]
+            if note_decision in (Decision.fill, Decision.take) or raise_flag:
+                take_note = note_decision in (Decision.fill, Decision.take)
+                store.set_label_note_flag(
+                    row["our_id"],
+                    row["their_note"] if take_note else row["our_note"],
+                    bool(row["our_flagged"]) or raise_flag,
                 )
-            )
+            notes += note_decision is Decision.fill
+            replaced_notes += note_decision is Decision.take
+            flags += raise_flag
         new_samples, differing_samples = store.merge_samples()
-        new_splits = store.merge_session_splits()
+        new_splits, differing_splits = store.merge_session_splits()
+        llm_left, agreement_left = store.runs_left_behind()
     return MergeResult(
         path=str(other),
         actions_in_file=in_file,
@@ -195,6 +259,12 @@ def merge_file(
         new_samples=tuple(new_samples),
         differing_samples=tuple(differing_samples),
         new_session_splits=tuple(new_splits),
+        differing_session_splits=tuple(differing_splits),
+        notes_carried=notes,
+        flags_carried=flags,
+        replaced_notes=replaced_notes,
+        llm_runs_left=tuple(llm_left),
+        agreement_runs_left=tuple(agreement_left),
     )
 
 

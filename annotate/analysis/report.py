@@ -7,6 +7,14 @@ writes one self-contained HTML page (:mod:`annotate.analysis.html`) plus a CSV p
 Which labels count: for each action and question the first coder of the priority list who
 answered it (default: ``gold`` where present, else the LLM coder(s) ``llm:*`` by name; see
 :mod:`annotate.analysis.coders`). The report says which coder supplied how many actions.
+Mental-model answers are taken whole: for each action, every answer comes from the first
+coder of the list who answered any of its questions, so Q1, Q2 and Q4 of one action are
+never mixed from two coders.
+
+With ``split`` and ``part`` (train or test), every table and chart is over that part's
+sessions only: the dataset table, the code shares, the mental-model tables and the
+agreement of the human coders. Stored agreement runs and LLM validation runs are shown as
+they were run (over their own items), and the page says so.
 
 With mental-model labels (codebook ``mental_model``) present:
 
@@ -26,7 +34,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -74,6 +82,8 @@ class Chart:
     xlabel: str
     ylabel: str
     caption: str = ""
+    n: pd.DataFrame | None = None
+    """The n behind each value (same shape as ``data``), written beside bars and points."""
 
 
 @dataclass
@@ -122,6 +132,21 @@ def question_codes(question: Question | None, seen: Sequence[str]) -> list[str]:
     return known + sorted(set(seen) - set(known))
 
 
+def option_label(code: str, labels: Mapping[str, str]) -> str:
+    """A code as charts show it: its codebook label, with the code when the two differ
+    (``Request repair (ReqRepair)``; ``Acknowledge``; a code without a label as is)."""
+    label = labels.get(str(code))
+    if not label or label == code:
+        return str(code)
+    if label.lower() == str(code).lower():
+        return label
+    return f"{label} ({code})"
+
+
+def _with_n(name: Any, n: Any) -> str:
+    return f"{name} (n = {int(n)})"
+
+
 def code_shares(
     answers: pd.DataFrame, by: str, codes: Sequence[str], *, multi: bool = False
 ) -> tuple[pd.DataFrame, pd.Series]:
@@ -166,10 +191,14 @@ def _share_table(
     return Table(key, title, ["code", "label", *groups], rows, note, tuple(groups))
 
 
-def _chart_data(shares: pd.DataFrame) -> pd.DataFrame:
-    """Drop codes nobody used in any group (the table keeps them)."""
+def _chart_data(shares: pd.DataFrame, sizes: pd.Series, labels: Mapping[str, str]) -> pd.DataFrame:
+    """Drop codes nobody used in any group (the table keeps them); codes are shown with
+    their labels and each group (a series) with its n."""
     data = shares[(shares > 0).any(axis=1)].copy()
-    data.columns = pd.Index([str(c) for c in data.columns], name=shares.columns.name)
+    data.index = pd.Index([option_label(c, labels) for c in data.index], name="code")
+    data.columns = pd.Index(
+        [_with_n(c, sizes.get(c, 0)) for c in data.columns], name=shares.columns.name
+    )
     return data
 
 
@@ -205,8 +234,12 @@ def _mean_sd(mean: float | None, sd: float | None) -> str:
     return f"{mean:.1f}" + (f" ({sd:.1f})" if sd is not None else "")
 
 
-def data_section(store: Store, split: str | None, actions: pd.DataFrame) -> Section:
+def data_section(
+    store: Store, split: str | None, actions: pd.DataFrame, part: str | None = None
+) -> Section:
     rows = stats(store, split)
+    if part in ("train", "test"):
+        rows = [r for r in rows if r["split"] == part]
     shown = [
         {
             **({"split": r["split"]} if split else {}),
@@ -228,7 +261,7 @@ def data_section(store: Store, split: str | None, actions: pd.DataFrame) -> Sect
     ]
     text = [
         f"{actions['session'].nunique()} sessions and {len(actions)} actions"
-        + (" in this part of the split." if "split" in actions and split else "."),
+        + (f" in the {part} part of the split." if part in ("train", "test") else "."),
         "Per session: mean (SD, sample standard deviation). Role rows count that role's "
         "actions only.",
     ]
@@ -245,6 +278,7 @@ def distribution_section(
     actions: pd.DataFrame,
     by: str,
     split: str | None,
+    part: str | None = None,
 ) -> Section:
     joined = source.labels.merge(actions, on="action_id", how="inner")
     section = Section(f"Codes: {codebook.title}", [source.describe()])
@@ -252,7 +286,7 @@ def distribution_section(
         section.paragraphs.append("No labels on the actions in this report.")
         return section
     groupings = [by] + [g for g in ("role",) if g != by and (actions["role"] != NO_VALUE).any()]
-    if split:
+    if split and part not in ("train", "test"):  # one part: a by-split table says nothing
         groupings.append("split")
     for question in codebook.questions:
         answers = joined[joined["question"] == question.id]
@@ -286,7 +320,7 @@ def distribution_section(
                     key,
                     f"{codebook.title} ({question.id}) by {grouping}",
                     "bars",
-                    _chart_data(shares),
+                    _chart_data(shares, sizes, labels),
                     xlabel=f"share of {what}",
                     ylabel="code",
                     caption=f"n per {grouping}: "
@@ -297,7 +331,12 @@ def distribution_section(
 
 
 def _mental_model_wide(source: LabelSource) -> pd.DataFrame:
+    """One row per action, one column per question. Each action's answers must come from
+    one coder (a source made with ``per_action``): mixing coders is refused."""
     labels = source.labels
+    mixed = labels.groupby("action_id")["coder"].nunique()
+    if (mixed > 1).any():
+        raise ValueError(f"answers of action {mixed[mixed > 1].index[0]} come from two coders")
     wide = labels.pivot_table(
         index="action_id", columns="question", values="value", aggfunc="first"
     )
@@ -318,11 +357,14 @@ def mental_model_section(
     if not available:
         return None
     mm_coders = [c for c in coders or () if c in available] or None
-    mm = label_source(store, MENTAL_MODEL, mm_coders, required=False)
+    mm = label_source(store, MENTAL_MODEL, mm_coders, required=False, per_action=True)
+    mm = mm.restricted(actions["action_id"])
     section = Section("Mental model and grounding", [mm.describe()])
     if mm.labels.empty:
         section.paragraphs.append(
-            "Mental-model labels exist, but none by gold or an LLM coder; pass --coders."
+            "No mental-model labels on the actions in this report."
+            if store.answered_labels(MENTAL_MODEL, mm.priority)
+            else "Mental-model labels exist, but none by gold or an LLM coder; pass --coders."
         )
         return section
     wide = _mental_model_wide(mm).merge(actions, on="action_id", how="inner")
@@ -387,27 +429,39 @@ def _act_items(
             percent,
         )
     )
+    act_labels = {o.code: o.label for o in act_q.options} | {"other": "Other"}
+    shown = same_page.dropna()
+    answered = q4.groupby("act").size().reindex(shown.index, fill_value=0)
+    same_page_data = shown.to_frame("same page (Q4 = yes)")
+    same_page_data.index = pd.Index([option_label(a, act_labels) for a in shown.index])
     section.items.append(
         Chart(
             f"{codebook.name}_same_page",
             f"Same page (Q4 = yes) within each {codebook.name} code",
             "bars",
-            same_page.dropna().to_frame("same page (Q4 = yes)"),
-            xlabel="share of actions with Q4 = yes",
+            same_page_data,
+            xlabel="share of actions with Q4 = yes (n: actions with Q4 answered)",
             ylabel=f"{codebook.name} {act_q.id}",
+            n=pd.DataFrame(
+                {"same page (Q4 = yes)": answered.to_numpy()}, index=same_page_data.index
+            ),
         )
     )
-    stacked = q2_shares.T.loc[[a for a in order if q2_sizes.get(a, 0) > 0]]
+    kept = [a for a in order if q2_sizes.get(a, 0) > 0]
+    stacked = q2_shares.T.loc[kept]
     stacked = stacked.loc[:, (stacked > 0).any(axis=0)]
+    caption = "; ".join(f"{c} = {q2_labels.get(c, c)}" for c in stacked.columns)
+    stacked.index = pd.Index([_with_n(option_label(a, act_labels), q2_sizes[a]) for a in kept])
+    stacked.columns = [f"{c}: {q2_labels[c]}" if q2_labels.get(c) else c for c in stacked.columns]
     section.items.append(
         Chart(
             f"{codebook.name}_q2",
             f"Q2 answers within each {codebook.name} code",
             "stacked",
             stacked,
-            xlabel="share of actions (Q2 answered)",
+            xlabel="share of actions (Q2 answered; n per code)",
             ylabel=f"{codebook.name} {act_q.id}",
-            caption="; ".join(f"{c} = {q2_labels.get(c, c)}" for c in stacked.columns),
+            caption=caption,
         )
     )
 
@@ -452,14 +506,18 @@ def _progress_items(section: Section, wide: pd.DataFrame) -> None:
     )
     data = shares[conditions].copy()
     data.index = bins
+    n = sizes.reindex(columns=conditions).copy()
+    n.index = bins
+    names = {c: _with_n(c, sizes[c].sum()) for c in conditions}
     section.items.append(
         Chart(
             "alignment_progress",
             "Alignment over task progress",
             "lines",
-            data,
-            xlabel="position in session (quintile)",
+            data.rename(columns=names),
+            xlabel="position in session (quintile; n: actions with Q1, Q2 and Q4 answered)",
             ylabel="share aligned (Q1 = t3, Q2 = p1, Q4 = yes)",
+            n=n.rename(columns=names),
         )
     )
 
@@ -468,9 +526,14 @@ def _fmt(value: float | None) -> float | None:
     return None if value is None else round(float(value), 3)
 
 
-def agreement_rows(store: Store, n_boot: int = AGREEMENT_BOOT) -> list[dict[str, Any]]:
-    """Agreement of the human coders on every labelled codebook and question."""
+def agreement_rows(
+    store: Store, n_boot: int = AGREEMENT_BOOT, action_ids: Collection[str] | None = None
+) -> list[dict[str, Any]]:
+    """Agreement of the human coders on every labelled codebook and question (over
+    ``action_ids`` only, when given)."""
     import agreement  # lazy: only the report needs it
+
+    keep = None if action_ids is None else set(action_ids)
 
     rows: list[dict[str, Any]] = []
     for name in store.labelled_codebooks():
@@ -494,6 +557,8 @@ def agreement_rows(store: Store, n_boot: int = AGREEMENT_BOOT) -> list[dict[str,
         for q in book.questions:
             base = {"codebook": name, "question": q.id, "coders": ", ".join(humans)}
             labels = store.label_rows(name, coders=humans, question=q.id, answered_only=True)
+            if keep is not None:
+                labels = [r for r in labels if r["action_id"] in keep]
             if not labels:
                 rows.append({**base, "note": "no answers"})
                 continue
@@ -650,16 +715,24 @@ def _scalar(value: Any, width: int = 80) -> Any:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
-def agreement_section(store: Store, n_boot: int = AGREEMENT_BOOT) -> Section:
+def agreement_section(
+    store: Store,
+    n_boot: int = AGREEMENT_BOOT,
+    action_ids: Collection[str] | None = None,
+    scope: str = "",
+) -> Section:
+    """``action_ids``/``scope``: restrict the measured agreement to these actions, and say
+    so (stored runs cannot be restricted: they are shown as run)."""
+    where = f" in {scope}" if scope else ""
     section = Section(
         "Agreement",
         [
-            "Human coders only (not gold, not llm:*), over every item at least two of them "
-            "answered; Fleiss' kappa uses the items all of them answered (95% percentile "
-            f"bootstrap CI, {n_boot} resamples, seed 0).",
+            f"Human coders only (not gold, not llm:*), over every item{where} at least two "
+            "of them answered; Fleiss' kappa uses the items all of them answered (95% "
+            f"percentile bootstrap CI, {n_boot} resamples, seed 0).",
         ],
     )
-    rows = agreement_rows(store, n_boot)
+    rows = agreement_rows(store, n_boot, action_ids)
     if rows:
         section.items.append(Table("agreement", "Inter-coder agreement", AGREEMENT_COLUMNS, rows))
     else:
@@ -680,13 +753,14 @@ def agreement_section(store: Store, n_boot: int = AGREEMENT_BOOT) -> Section:
                 "Stored agreement runs (annotate agree)",
                 [*shown, "figures"],
                 rows,
-                "figures: the kappa, alpha and AC1 values found in each run's stored results.",
+                "figures: the kappa, alpha and AC1 values found in each run's stored results."
+                + (f" Shown as run, over the run's own items, not only {scope}." if scope else ""),
             )
         )
     return section
 
 
-def llm_section(store: Store) -> Section:
+def llm_section(store: Store, scope: str = "") -> Section:
     runs = store.llm_validation_runs()
     section = Section("LLM validation")
     if not runs:
@@ -695,6 +769,11 @@ def llm_section(store: Store) -> Section:
     section.paragraphs.append(
         "Validation runs of the LLM coder against the held-out gold items, newest first; "
         "kappa is the gate figure (the lowest Fleiss' kappa of LLM + gold over the questions)."
+        + (
+            f" Shown as run, over the held-out items of each run, not only {scope}."
+            if scope
+            else ""
+        )
     )
     columns = [c for c in LLM_COLUMNS if c in runs[0]]
     section.items.append(
@@ -744,15 +823,23 @@ def build_report(
     actions = _actions(store, parts, part)
     if actions.empty:
         raise UsageError("no actions in this report", hint="check --split and --part")
+    one_part = part in ("train", "test")
+    if one_part:  # every table and chart: this part's sessions only
+        source = source.restricted(actions["action_id"])
+    part_scope = f"the {part} part of split '{split}'" if one_part else ""
     sections = [
-        data_section(store, split, actions),
-        distribution_section(book, source, actions, by, split),
+        data_section(store, split, actions, part),
+        distribution_section(book, source, actions, by, split, part),
     ]
     mm = mental_model_section(store, book, source, actions, coders)
     if mm is not None:
         sections.append(mm)
-    sections.append(agreement_section(store, n_boot))
-    sections.append(llm_section(store))
+    sections.append(
+        agreement_section(
+            store, n_boot, set(actions["action_id"]) if one_part else None, scope=part_scope
+        )
+    )
+    sections.append(llm_section(store, part_scope))
     scope = f"split '{split}'" + (f", {part} part" if part else "") if split else "all sessions"
     paragraphs = [
         f"Project file: {store.path}. Codebook: {book.name} {book.version_hash} "

@@ -4,9 +4,13 @@ Every session is described by a feature vector: per role block (Guide, then Foll
 any other role; one block when the data have no roles), the share of each action type among
 that role's actions in the session, and for each chosen codebook and question the share of
 that role's labelled actions given each code (every code of the codebook, plus any other
-code seen; a code the session never used is 0). Within each group (each condition with
-``--per condition``, otherwise all sessions) the test subset T of the requested size k is
-the one minimising
+code seen; a code the session never used is 0): for a single-choice question each value;
+for a multi-select question each option (the share of answers that include it); for a
+yes/no question with reasons (Q4) both: the share of yes and of no, and the share of
+answers that give each reason (columns ``role:cb.Q4.reason:code``).
+
+Within each group (each condition with ``--per condition``, otherwise all sessions) the test
+subset T of the requested size k is the one minimising
 
     objective(T) = sum_f |mean_T(f) - mean_R(f)| + sum_f |sd_T(f) - sd_R(f)|
 
@@ -15,12 +19,21 @@ standard deviation (ddof = 0, so a side of one session is defined: its sd is 0).
 objective of a split is the sum over groups.
 
 Search: when a group has at most ``max_exhaustive`` (default 10^6) subsets, all of them are
-scored (vectorised with numpy over chunks of combinations, in lexicographic order; ties go
-to the first). Otherwise a seeded local search: ``restarts`` random test subsets, each
-improved by steepest descent over single swaps (one test session for one train session; all
-k * (n - k) swaps scored at once) until no swap lowers the objective; the best local optimum
-wins. It usually finds the exhaustive optimum on small cases (tested) but is not guaranteed
-to. For comparison a seeded random split of the same sizes is scored too.
+scored (vectorised with numpy over chunks of combinations, in lexicographic order).
+Otherwise a seeded local search: ``restarts`` random test subsets, each improved by
+steepest descent over single swaps (one test session for one train session; all
+k * (n - k) swaps scored at once; the first best swap is made) until no swap lowers the
+objective by more than 1e-12; the best local optimum wins. It usually finds the exhaustive
+optimum on small cases (tested) but is not guaranteed to. For comparison a seeded random
+split of the same sizes is scored too.
+
+Ties: both searches score subsets from running sums and sums of squares, so subsets whose
+objectives are equal in exact arithmetic can differ by rounding (about 1e-16). The
+exhaustive scan keeps the subset with the smallest computed value and, only among exactly
+equal computed values, the first in lexicographic order; a tie up to rounding therefore goes
+to whichever rounds lower, not necessarily the first. The local search treats local optima
+within 1e-12 of each other as equal and keeps the lexicographically smallest (sorted
+indices). The reported objective of the chosen subset is recomputed directly.
 """
 
 from __future__ import annotations
@@ -28,7 +41,7 @@ from __future__ import annotations
 import itertools
 import math
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -102,7 +115,9 @@ def _check_sizes(n: int, k: int) -> None:
 
 
 def exhaustive_search(features: np.ndarray, k: int) -> Choice:
-    """Score every subset of size ``k`` (lexicographic order; the first best wins)."""
+    """Score every subset of size ``k`` in lexicographic order; keep the smallest computed
+    value, the first one among exactly equal values (ties up to rounding: see the module
+    docs)."""
     n = len(features)
     _check_sizes(n, k)
     scorer = _Scorer(features, k)
@@ -176,19 +191,55 @@ def best_subset(
 # -- features -----------------------------------------------------------------------------
 
 
-def _question_codes(codebook: Codebook, question: str, seen: Sequence[str]) -> list[str]:
-    q = next((q for q in codebook.questions if q.id == question), None)
-    if q is None:  # a question of an older codebook version
-        return sorted(set(seen))
-    known = q.set_codes if q.kind == "multi" else q.codes
+def _question_kind(codebook: Codebook | None, question: str, answers: pd.DataFrame) -> str:
+    """The question's kind; for a question the codebook does not have (an older version),
+    guessed from the answers: no values is multi, values with reasons is yes_no_reasons."""
+    known = {q.id: q.kind for q in codebook.questions} if codebook else {}
+    if question in known:
+        return known[question]
+    if answers["value"].isna().all():
+        return "multi"
+    return "yes_no_reasons" if any(len(cs) for cs in answers["codes"]) else "single"
+
+
+def _question_codes(
+    codebook: Codebook | None, question: str, seen: Sequence[str], *, sets: bool
+) -> list[str]:
+    """The codes a feature is made for: the codebook's (values, or with ``sets`` the codes a
+    set may hold: multi-select options, yes/no reasons), then any other code seen."""
+    q = next((q for q in codebook.questions if q.id == question), None) if codebook else None
+    known = [] if q is None else (q.set_codes if sets else q.codes)
     return list(known) + sorted(set(seen) - set(known))
 
 
-def _is_multi(codebook: Codebook | None, question: str, answers: pd.DataFrame) -> bool:
-    known = {q.id: q.kind for q in codebook.questions} if codebook else {}
-    if question in known:
-        return known[question] == "multi"
-    return bool(answers["value"].isna().all())
+def _value_is(frame: pd.DataFrame, code: str) -> pd.Series:
+    return frame["value"] == code
+
+
+def _codes_include(frame: pd.DataFrame, code: str) -> pd.Series:
+    return frame["codes"].map(lambda cs: code in cs).astype(bool)
+
+
+def _share_blocks(
+    answers: pd.DataFrame,
+    sessions: Sequence[str],
+    roles: Sequence[str],
+    prefix: str,
+    codes: Sequence[str],
+    hit: Callable[[pd.DataFrame, str], pd.Series],
+) -> list[pd.DataFrame]:
+    """Per role, the share of the role's answered actions in each session that ``hit`` the
+    code (0 where the role answered nothing)."""
+    blocks = []
+    for role in roles:
+        mine = answers[answers["role"] == role]
+        total = mine.groupby("session").size().reindex(sessions, fill_value=0)
+        block = {}
+        for code in codes:
+            n = mine[hit(mine, code)].groupby("session").size().reindex(sessions, fill_value=0)
+            block[f"{role}:{prefix}:{code}"] = n / total.replace(0, 1)
+        blocks.append(pd.DataFrame(block, index=sessions))
+    return blocks
 
 
 def session_features(
@@ -222,29 +273,20 @@ def session_features(
         if frame.empty:
             continue
         joined = frame.merge(acts, on="action_id", how="inner")
+        cb = (codebooks or {}).get(name)
         for question in sorted(joined["question"].unique()):
             answers = joined[joined["question"] == question]
-            cb = (codebooks or {}).get(name)
-            multi = _is_multi(cb, question, answers)
-            seen = (
-                sorted({c for cs in answers["codes"] for c in cs})
-                if multi
-                else sorted(answers["value"].dropna().unique())
-            )
-            codes = _question_codes(cb, question, seen) if cb else seen
-            for role in roles:
-                mine = answers[answers["role"] == role]
-                total = mine.groupby("session").size().reindex(sessions, fill_value=0)
-                block = {}
-                for code in codes:
-                    hit = (
-                        mine["codes"].map(lambda cs, c=code: c in cs)
-                        if multi
-                        else mine["value"] == code
-                    )
-                    n = mine[hit].groupby("session").size().reindex(sessions, fill_value=0)
-                    block[f"{role}:{name}.{question}:{code}"] = n / total.replace(0, 1)
-                blocks.append(pd.DataFrame(block, index=sessions))
+            kind = _question_kind(cb, question, answers)
+            if kind != "multi":  # single, yes/no: the share of each value
+                seen = sorted(answers["value"].dropna().unique())
+                codes = _question_codes(cb, question, seen, sets=False)
+                prefix = f"{name}.{question}"
+                blocks += _share_blocks(answers, sessions, roles, prefix, codes, _value_is)
+            if kind != "single":  # multi-select options, yes/no reasons: share including each
+                seen = sorted({c for cs in answers["codes"] for c in cs})
+                codes = _question_codes(cb, question, seen, sets=True)
+                prefix = f"{name}.{question}" + (".reason" if kind == "yes_no_reasons" else "")
+                blocks += _share_blocks(answers, sessions, roles, prefix, codes, _codes_include)
     out = pd.concat(blocks, axis=1).fillna(0.0)
     out.index.name = "session"
     return out

@@ -96,6 +96,44 @@ def _items(n: int) -> str:
     return f"{n} item" + ("" if n == 1 else "s")
 
 
+def _join(*notes: str | None) -> str | None:
+    """Notes joined by "; ", each once; None when there is none."""
+    kept = [n for n in dict.fromkeys(notes) if n]
+    return "; ".join(kept) or None
+
+
+def _with_ci(reason: str | None, interval: dict[str, Any]) -> str | None:
+    """A statistic's ``reason`` and why its interval is missing (unless for that same
+    reason), or a remark on the interval."""
+    why = interval.get("undefined_reason")
+    if interval.get("low") is None and why:
+        return _join(reason, None if why == reason else "no CI: " + why)
+    return _join(reason, interval.get("note"))
+
+
+# -- which items the multi-select figures use ---------------------------------------------------
+
+
+def _sets(q: dict[str, Any]) -> dict[str, Any] | None:
+    return q.get("reasons") or q.get("codes")
+
+
+def kappa_scope(q: dict[str, Any]) -> str:
+    """The items the per-code (per-reason) kappas use: every coder answered (answered 'no')."""
+    n = _sets(q)["items_used"]  # type: ignore[index]
+    if q["kind"] == "yes_no_reasons":
+        return f"among the {_items(n)} every coder answered 'no'"
+    return f"among the {_items(n)} every coder answered"
+
+
+def alpha_scope(q: dict[str, Any]) -> str:
+    """The items MASI alpha and the per-code alphas use: two or more answers (or 'no's)."""
+    n = _sets(q)["alpha_masi"]["n_items"]  # type: ignore[index]
+    if q["kind"] == "yes_no_reasons":
+        return f"among the {_items(n)} two or more coders answered 'no'"
+    return f"among the {_items(n)} with two or more answers"
+
+
 # -- rows of the report (one source for every format) -------------------------------------------
 
 
@@ -161,17 +199,16 @@ def summary_rows(q: dict[str, Any]) -> list[dict[str, Any]]:
                 or f"all coders agree on {_pct(pa['unanimous'])} of items",
             }
         )
-    s = q.get("reasons") or q.get("codes")
+    s = _sets(q)
     if s is not None:
         what = "Reasons" if q["kind"] == "yes_no_reasons" else "Sets"
         m = s["alpha_masi"]
-        scope = "items with a 'no'" if q["kind"] == "yes_no_reasons" else "items"
         rows.append(
             {
                 "statistic": f"{what}: MASI alpha",
                 "value": _num(m["alpha"]),
                 "ci": "",
-                "notes": m["undefined_reason"] or f"{m['n_items']} {scope} with 2+ answers",
+                "notes": m["undefined_reason"] or alpha_scope(q),
             }
         )
         e = s["exact_agreement"]
@@ -202,8 +239,24 @@ def category_rows(q: dict[str, Any]) -> list[dict[str, Any]]:
     ]
 
 
+def code_reason(q: dict[str, Any], code: dict[str, Any]) -> str | None:
+    """Why a per-code (per-reason) kappa is missing, in the question's own terms."""
+    f = code["fleiss"]
+    if f["kappa"] is None and not f["n_items"] and q["kind"] == "yes_no_reasons":
+        return "No item was answered 'no' by every coder, so the per-reason kappa has no data."
+    return f["undefined_reason"]
+
+
+def codes_title(q: dict[str, Any]) -> str:
+    what = "reason" if q["kind"] == "yes_no_reasons" else "code"
+    return (
+        f"Per {what} (chosen or not): Fleiss' kappa {kappa_scope(q)}; nominal alpha "
+        f"{alpha_scope(q)}"
+    )
+
+
 def code_rows(q: dict[str, Any]) -> list[dict[str, Any]]:
-    s = q.get("reasons") or q.get("codes")
+    s = _sets(q)
     if s is None:
         return []
     return [
@@ -212,7 +265,7 @@ def code_rows(q: dict[str, Any]) -> list[dict[str, Any]]:
             "chosen": _pct(c["prevalence"]),
             "kappa": _num(c["fleiss"]["kappa"]),
             "alpha": _num(c["alpha"]["alpha"]),
-            "notes": c["fleiss"]["undefined_reason"] or "",
+            "notes": code_reason(q, c) or "",
         }
         for c in s["per_code"]
     ]
@@ -229,7 +282,7 @@ def pair_rows(q: dict[str, Any]) -> list[dict[str, Any]]:
             "kappa": _num(p["kappa"]),
             "ci": _ci(p["ci"]),
             "agree": _pct(p["observed_agreement"]),
-            "band": p["undefined_reason"] or p["band"] or "",
+            "band": _join(p["band"], _with_ci(p["undefined_reason"], p["ci"])) or "",
         }
         for p in v["pairwise"]
     ]
@@ -287,12 +340,18 @@ def _left_out_lines(q: dict[str, Any], bullet: str = "  ") -> list[str]:
         else:
             lines.append("Left out of Fleiss' kappa: none (every coder answered every item).")
     if sets:
-        why = (
-            "reasons are compared among the coders who answered 'no'"
-            if q["kind"] == "yes_no_reasons"
-            else "MASI alpha uses every item with two or more answers"
-        )
-        lines.append(f"Left out of the per-code kappas: {_items(len(sets))} ({why}):")
+        if q["kind"] == "yes_no_reasons":
+            lines.append(
+                f"Left out of the per-reason kappas: {_items(len(sets))} answered 'no' by some "
+                "coders but not by every coder (MASI alpha and the per-reason alphas use every "
+                "item two or more coders answered 'no'):"
+            )
+        else:
+            lines.append(
+                f"Left out of the per-code kappas: {_items(len(sets))} not answered by every "
+                "coder (MASI alpha and the per-code alphas use every item with two or more "
+                "answers):"
+            )
         lines += _grouped(sets, bullet)
     not_coded = q["not_coded"]
     if not_coded:
@@ -380,7 +439,7 @@ def render_table(results: dict[str, Any]) -> None:
             what = "reason" if q["kind"] == "yes_no_reasons" else "code"
             console.print(
                 _table(
-                    f"Per {what} (chosen or not: Fleiss' kappa and nominal alpha)",
+                    codes_title(q),
                     [
                         ("code", what.capitalize(), "left"),
                         ("chosen", "Chosen", "right"),
@@ -444,8 +503,23 @@ def methods_sentence(results: dict[str, Any]) -> str:
     if any(q["kind"] != "single" for q in qs):
         sentence += (
             " Multi-code answers (sets) were compared with Krippendorff's alpha using the "
-            "MASI distance (Passonneau, 2006) and, code by code, with binary Fleiss' kappa."
+            "MASI distance (Passonneau, 2006) and, code by code, with binary (chosen or not) "
+            "Fleiss' kappa and nominal alpha."
         )
+    for q in qs:
+        if _sets(q) is None or not q["n_items"]:
+            continue
+        if q["kind"] == "yes_no_reasons":
+            sentence += (
+                f" The reasons of a 'no' to {q['question']} were compared among the coders who "
+                f"answered 'no': the per-reason kappas {kappa_scope(q)}, MASI alpha and the "
+                f"per-reason alphas {alpha_scope(q)}."
+            )
+        else:
+            sentence += (
+                f" For {q['question']}, the per-code kappas are {kappa_scope(q)}, MASI alpha "
+                f"and the per-code alphas {alpha_scope(q)}."
+            )
     return sentence
 
 
@@ -484,7 +558,7 @@ def render_markdown(results: dict[str, Any]) -> None:
             what = "Reason" if q["kind"] == "yes_no_reasons" else "Code"
             columns = [("code", what), ("chosen", "Chosen"), ("kappa", "Kappa"),
                        ("alpha", "Alpha"), ("notes", "Notes")]  # fmt: skip
-            out.append(_md(codes, columns))
+            out.append(_md(codes, columns, title=codes_title(q)))
         pairs = pair_rows(q)
         if pairs:
             columns = [("pair", "Coders"), ("items", "Items"), ("kappa", "Cohen's kappa"),
@@ -513,7 +587,8 @@ CSV_COLUMNS = (
     "estimate",
     "ci_low",
     "ci_high",
-    "se",
+    "se0",
+    "ase",
     "z",
     "p_value",
     "n_items",
@@ -546,11 +621,12 @@ def csv_rows(results: dict[str, Any]) -> list[dict[str, Any]]:
         if v is not None:
             f, ci = v["fleiss"], v["fleiss_ci"]
             add("value", "fleiss_kappa", estimate=f["kappa"], ci_low=ci["low"],
-                ci_high=ci["high"], se=f["se0"], z=f["z"], p_value=f["p_value"],
-                n_items=f["n_items"], band=f["band"], note=f["undefined_reason"])  # fmt: skip
+                ci_high=ci["high"], se0=f["se0"], z=f["z"], p_value=f["p_value"],
+                n_items=f["n_items"], band=f["band"],
+                note=_with_ci(f["undefined_reason"], ci))  # fmt: skip
             for c in f["per_category"]:
-                add("value", "category_kappa", c["category"], estimate=c["kappa"], se=c["se0"],
-                    z=c["z"], p_value=c["p_value"], n_items=f["n_items"],
+                add("value", "category_kappa", c["category"], estimate=c["kappa"],
+                    se0=c["se0"], z=c["z"], p_value=c["p_value"], n_items=f["n_items"],
                     note=c["undefined_reason"])  # fmt: skip
             a = v["alpha"]
             add("value", "krippendorff_alpha", estimate=a["alpha"], n_items=a["n_items"],
@@ -563,25 +639,32 @@ def csv_rows(results: dict[str, Any]) -> list[dict[str, Any]]:
                 note=pa["undefined_reason"])  # fmt: skip
             add("value", "unanimous", estimate=pa["unanimous"], n_items=pa["n_items"])
             for p in v["pairwise"]:
+                # "se" is the ASE in runs stored before it was named "ase"
                 add("value", "cohen_kappa", f"{p['coder_a']}|{p['coder_b']}",
                     estimate=p["kappa"], ci_low=p["ci"]["low"], ci_high=p["ci"]["high"],
-                    se=p["se"], z=p["z"], p_value=p["p_value"], n_items=p["n_items"],
-                    band=p["band"], note=p["undefined_reason"])  # fmt: skip
+                    se0=p["se0"], ase=p.get("ase", p.get("se")), z=p["z"],
+                    p_value=p["p_value"], n_items=p["n_items"], band=p["band"],
+                    note=_with_ci(p["undefined_reason"], p["ci"]))  # fmt: skip
         part = "reasons" if q["kind"] == "yes_no_reasons" else "codes"
         s = q.get(part)
         if s is not None:
             m = s["alpha_masi"]
             add(part, "masi_alpha", estimate=m["alpha"], n_items=m["n_items"],
-                note=m["undefined_reason"])  # fmt: skip
+                note=m["undefined_reason"] or alpha_scope(q))  # fmt: skip
             e = s["exact_agreement"]
             add(part, "same_set", estimate=e["proportion"], n_items=e["n_items"],
                 note=e["undefined_reason"])  # fmt: skip
             for c in s["per_code"]:
                 add(part, "code_kappa", c["code"], estimate=c["fleiss"]["kappa"],
-                    n_items=c["fleiss"]["n_items"], band=c["fleiss"]["band"],
-                    note=c["fleiss"]["undefined_reason"])  # fmt: skip
+                    se0=c["fleiss"]["se0"], z=c["fleiss"]["z"],
+                    p_value=c["fleiss"]["p_value"], n_items=c["fleiss"]["n_items"],
+                    band=c["fleiss"]["band"],
+                    note=_join(code_reason(q, c),
+                               kappa_scope(q) if c["fleiss"]["n_items"] else None))  # fmt: skip
                 add(part, "code_alpha", c["code"], estimate=c["alpha"]["alpha"],
-                    n_items=c["alpha"]["n_items"], note=c["alpha"]["undefined_reason"])  # fmt: skip
+                    n_items=c["alpha"]["n_items"],
+                    note=_join(c["alpha"]["undefined_reason"],
+                               alpha_scope(q) if c["alpha"]["n_items"] else None))  # fmt: skip
         for x in q["left_out"]:
             add(x["part"], "left_out", x["item"], note=x["reason"])
         for x in q["not_coded"]:
@@ -652,7 +735,10 @@ def agree_command(
     ] = False,
     run: Annotated[
         int | None,
-        typer.Option(help="Show a stored run again, and whether its labels changed since."),
+        typer.Option(
+            help="Show a stored run again, and how many of its labels were added, deleted "
+            "or changed since."
+        ),
     ] = None,
     runs: Annotated[bool, typer.Option("--runs", help="List the stored runs.")] = False,
     db: DbOption = DEFAULT_DB_PATH,
@@ -676,18 +762,9 @@ def agree_command(
         if run is not None:
             stored = stored_run(store, run)
             _render(stored.results, fmt)
-            state = (
-                "unchanged since"
-                if stored.unchanged
-                else (
-                    f"{stored.missing} of them deleted since"
-                    if stored.missing
-                    else "changed since (labels_sha256 differs)"
-                )
-            )
             _run_line(
                 f"run {run} ({stored.run['created_at']}): {stored.run['n_labels']} labels, "
-                f"{state}.",
+                f"{stored.summary()}.",
                 fmt,
             )
             return

@@ -192,9 +192,10 @@ def merge_command(
 ) -> None:
     """Merge coders' project files into this one.
 
-    Actions are matched by id; codebook versions, samples and labels (with their coder,
-    codebook hash and times) are carried over. One transaction per file; a differing label
-    is a conflict and ours is kept unless --prefer newer.
+    Actions are matched by id; codebook versions, samples, session splits and labels (with
+    their coder, codebook hash, times, notes and flags) are carried over. One transaction
+    per file; a differing label is a conflict and ours is kept unless --prefer newer. LLM
+    runs and agreement runs stay in the other file: the command lists the ones it leaves.
     """
     with open_store(db, create=True) as store:
         results = merge_files(store, others, prefer=prefer)
@@ -211,10 +212,30 @@ def merge_command(
             extra.append("samples differ (kept ours): " + ", ".join(r.differing_samples))
         if r.new_session_splits:
             extra.append("session splits added: " + ", ".join(r.new_session_splits))
+        if r.differing_session_splits:
+            extra.append(
+                "session splits differ (kept ours): " + ", ".join(r.differing_session_splits)
+            )
+        if r.notes_carried or r.flags_carried:
+            extra.append(f"{r.notes_carried} notes and {r.flags_carried} flags carried over")
+        if r.note_conflicts:
+            extra.append(
+                f"{r.note_conflicts} notes differ ({r.replaced_notes} took the newer note)"
+            )
+        left = [
+            f"{len(ids)} {what} (id {', '.join(map(str, ids))})"
+            for what, ids in (
+                ("LLM runs", r.llm_runs_left),
+                ("agreement runs", r.agreement_runs_left),
+            )
+            if ids
+        ]
+        if left:
+            extra.append("left in that file, not merged: " + ", ".join(left))
         console.print(
             f"{r.path}: {r.new_actions} new actions of {r.actions_in_file}, "
             f"{r.new_codebook_versions} new codebook versions, {r.new_labels} new labels, "
-            f"{r.filled_labels} filled, {len(r.conflicts)} conflicts "
+            f"{r.filled_labels} filled, {r.answer_conflicts} conflicts "
             f"({r.replaced_labels} took the newer answer)"
             + ("; " + "; ".join(extra) if extra else "")
             + ("" if r.changed else " - nothing changed")
@@ -227,7 +248,16 @@ def merge_command(
             print_rows(
                 console,
                 shown,
-                ["action_id", "codebook", "question", "coder", "ours", "theirs", "resolution"],
+                [
+                    "action_id",
+                    "codebook",
+                    "question",
+                    "coder",
+                    "what",
+                    "ours",
+                    "theirs",
+                    "resolution",
+                ],
                 fmt,
                 title=f"Conflicts in {r.path}",
             )

@@ -2,14 +2,14 @@
 
 A run keeps its inputs (codebook and hash, sample and a hash of its items, coders,
 questions), its settings, its results as JSON, and the ids of the exact labels it used,
-together with a hash of their content, so any reported number can be traced back to the
-labels it came from (and one can tell whether those labels changed since).
+together with a hash of their content and a digest of each label, so any reported number
+can be traced back to the labels it came from (and one can tell which labels changed since).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -39,6 +39,8 @@ class AgreementRunRecord:
     settings: dict[str, Any]
     results: dict[str, Any]
     annotate_version: str
+    label_digests: Mapping[int, str] | None = None
+    """Label id -> digest of its content when the run read it (to tell later which changed)."""
 
 
 class AgreementRunsMixin(StoreBase):
@@ -140,9 +142,11 @@ class AgreementRunsMixin(StoreBase):
                 ),
             )
             run_id = int(cur.lastrowid or 0)
+            digests = run.label_digests or {}
             conn.executemany(
-                "INSERT OR IGNORE INTO agreement_run_labels (run_id, label_id) VALUES (?, ?)",
-                ((run_id, i) for i in run.label_ids),
+                "INSERT OR IGNORE INTO agreement_run_labels (run_id, label_id, digest) "
+                "VALUES (?, ?, ?)",
+                ((run_id, i, digests.get(i)) for i in run.label_ids),
             )
         return run_id
 
@@ -155,13 +159,12 @@ class AgreementRunsMixin(StoreBase):
         out = dict(row)
         for key in ("label_codebook_hashes", "coders", "questions", "settings", "results"):
             out[key] = json.loads(out[key])
-        out["label_ids"] = [
-            r[0]
-            for r in self.conn.execute(
-                "SELECT label_id FROM agreement_run_labels WHERE run_id = ? ORDER BY label_id",
-                (run_id,),
-            )
-        ]
+        rows = self.conn.execute(
+            "SELECT label_id, digest FROM agreement_run_labels WHERE run_id = ? ORDER BY label_id",
+            (run_id,),
+        ).fetchall()
+        out["label_ids"] = [r[0] for r in rows]
+        out["label_digests"] = {r[0]: r[1] for r in rows}  # digest None: run stored before m005
         return out
 
     def agreement_runs(self) -> list[dict[str, Any]]:

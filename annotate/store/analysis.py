@@ -267,34 +267,48 @@ class AnalysisMixin(StoreBase):
         return self.conn.total_changes - before
 
     def differing_labels(self) -> list[dict[str, Any]]:
-        """Labels on the same key in both files whose answers differ: ours and theirs."""
+        """Labels on the same key in both files whose answers differ, or where theirs has a
+        note or a flag ours lacks: both rows' answer, note, flag and times."""
         return [
             dict(r)
             for r in self.conn.execute(
                 "SELECT m.id AS our_id, o.action_id, o.codebook, o.question, o.coder, "
                 "m.value AS our_value, m.codes AS our_codes, m.other_text AS our_other_text, "
+                "m.note AS our_note, m.flagged AS our_flagged, "
                 "m.updated_at AS our_updated_at, m.codebook_hash AS our_codebook_hash, "
                 "o.value AS their_value, o.codes AS their_codes, "
-                "o.other_text AS their_other_text, o.updated_at AS their_updated_at, "
+                "o.other_text AS their_other_text, o.note AS their_note, "
+                "o.flagged AS their_flagged, o.updated_at AS their_updated_at, "
                 "o.codebook_hash AS their_codebook_hash "
                 f"FROM {MERGE_ALIAS}.labels o JOIN main.labels m ON m.action_id = o.action_id "
                 "AND m.codebook = o.codebook AND m.question = o.question AND m.coder = o.coder "
                 "WHERE o.value IS NOT m.value OR o.codes IS NOT m.codes "
                 "OR o.other_text IS NOT m.other_text "
+                "OR (coalesce(o.note, '') <> '' AND o.note IS NOT m.note) "
+                "OR o.flagged > m.flagged "
                 "ORDER BY o.codebook, o.coder, o.action_id, o.question"
             )
         ]
 
-    def take_their_label(self, our_id: int, key: Mapping[str, Any]) -> None:
-        """Overwrite our label row ``our_id`` with the attached file's row of the same key."""
+    def take_their_answer(self, our_id: int, key: Mapping[str, Any]) -> None:
+        """Overwrite the answer of our label row ``our_id`` (answer, codebook hash, times,
+        source) with the attached file's row of the same key; note and flag are left alone
+        (see :meth:`set_label_note_flag`)."""
         self.conn.execute(
-            "UPDATE main.labels SET (codebook_hash, value, codes, other_text, note, flagged, "
-            "skipped, seconds, source, meta, created_at, updated_at) = ("
-            " SELECT codebook_hash, value, codes, other_text, note, flagged, skipped, seconds,"
+            "UPDATE main.labels SET (codebook_hash, value, codes, other_text, skipped, seconds, "
+            "source, meta, created_at, updated_at) = ("
+            " SELECT codebook_hash, value, codes, other_text, skipped, seconds,"
             f" source, meta, created_at, updated_at FROM {MERGE_ALIAS}.labels o"
             " WHERE o.action_id = ? AND o.codebook = ? AND o.question = ? AND o.coder = ?) "
             "WHERE id = ?",
             (key["action_id"], key["codebook"], key["question"], key["coder"], our_id),
+        )
+
+    def set_label_note_flag(self, our_id: int, note: str | None, flagged: bool) -> None:
+        """Set the note and flag of our label row ``our_id`` (its times are kept)."""
+        self.conn.execute(
+            "UPDATE main.labels SET note = ?, flagged = ? WHERE id = ?",
+            (note, int(flagged), our_id),
         )
 
     def merge_samples(self) -> tuple[list[str], list[str]]:
@@ -332,15 +346,29 @@ class AnalysisMixin(StoreBase):
             copied.append(name)
         return copied, differing
 
-    def merge_session_splits(self) -> list[str]:
-        """Copy session splits absent here; return their names."""
+    def merge_session_splits(self) -> tuple[list[str], list[str]]:
+        """Copy session splits absent here; return (copied names, same-named splits whose
+        sessions or parts differ from ours, which are kept)."""
         if not self._has_table("session_splits", MERGE_ALIAS):
-            return []
+            return [], []
         names = [
             r[0]
             for r in self.conn.execute(
                 f"SELECT name FROM {MERGE_ALIAS}.session_splits WHERE name NOT IN "
                 "(SELECT name FROM main.session_splits) ORDER BY 1"
+            )
+        ]
+        differing = [
+            r[0]
+            for r in self.conn.execute(
+                f"SELECT s.name FROM {MERGE_ALIAS}.session_splits s "
+                "JOIN main.session_splits m ON m.name = s.name WHERE EXISTS ("
+                f" SELECT session, part FROM {MERGE_ALIAS}.session_split_items WHERE split = s.name"
+                " EXCEPT SELECT session, part FROM main.session_split_items WHERE split = s.name"
+                ") OR EXISTS ("
+                " SELECT session, part FROM main.session_split_items WHERE split = s.name"
+                f" EXCEPT SELECT session, part FROM {MERGE_ALIAS}.session_split_items"
+                " WHERE split = s.name) ORDER BY 1"
             )
         ]
         for name in names:
@@ -354,4 +382,30 @@ class AnalysisMixin(StoreBase):
                 f"{MERGE_ALIAS}.session_split_items WHERE split = ?",
                 (name,),
             )
-        return names
+        return names, differing
+
+    def runs_left_behind(self) -> tuple[list[int], list[int]]:
+        """Ids of the attached file's LLM runs and agreement runs that a merge does not carry
+        over and that this file does not already hold (an LLM run matched on its start time,
+        coder, model, codebook and prompt hash; an agreement run on its time, codebook and
+        labels hash)."""
+        return (
+            self._unmatched_ids(
+                "llm_runs", ("started_at", "coder", "model", "codebook", "prompt_hash")
+            ),
+            self._unmatched_ids("agreement_runs", ("created_at", "codebook", "labels_hash")),
+        )
+
+    def _unmatched_ids(self, table: str, key: Sequence[str]) -> list[int]:
+        if not self._has_table(table, MERGE_ALIAS):
+            return []
+        unmatched = ""
+        if self._has_table(table):
+            same = " AND ".join(f"m.{c} = o.{c}" for c in key)
+            unmatched = f" WHERE NOT EXISTS (SELECT 1 FROM main.{table} m WHERE {same})"
+        return [
+            r[0]
+            for r in self.conn.execute(
+                f"SELECT o.id FROM {MERGE_ALIAS}.{table} o{unmatched} ORDER BY o.id"
+            )
+        ]

@@ -261,9 +261,16 @@ def m003_agreement_runs(conn: sqlite3.Connection) -> None:
     )
 
 
+def m005_agreement_run_digests(conn: sqlite3.Connection) -> None:
+    """A digest of each label's content as an agreement run read it, so `annotate agree
+    --run` can tell which labels changed since (runs stored before keep NULL)."""
+    run_script(conn, "ALTER TABLE agreement_run_labels ADD COLUMN digest TEXT")
+
+
 MIGRATIONS: list[tuple[int, Migration]] = [
     (1, m001_initial),
     (2, m002_llm),
     (3, m003_agreement_runs),
     (4, m004_session_splits),
+    (5, m005_agreement_run_digests),
 ]
