@@ -66,19 +66,40 @@ COMMANDS: tuple[Command, ...] = (
     Command("flag", "f", "flag", "Flag this item for discussion (again: unflag)", "f", "ctrl+f"),
     Command("note", "m", "note", "Write a note on this item", "m", "f2"),
     Command("goto", "g", "go to", "Go to item number ...", "g", "ctrl+g"),
-    Command("uncoded", "j", "next uncoded", "Jump to the next uncoded item", "j", "f3"),
+    Command(
+        "uncoded",
+        "j",
+        "next uncoded",
+        "Jump to the next item neither coded nor skipped (then to the skipped ones)",
+        "j",
+        "f3",
+    ),
     Command("define", "question_mark", "define", "Definition, examples, instructions", "?", "f4"),
     Command("help", "f1", "keys", "All keys"),
     Command("quit", "q", "quit", "Quit (everything answered is already saved)", "q", "ctrl+q"),
 )
-QUESTION_KEYS = (
-    ("↑ ↓", "highlight an option"),
-    ("Enter", "choose the highlighted option; confirm the reasons"),
-    ("Space", "toggle the highlighted reason"),
-    ("Esc", "leave the reasons of a 'no' unanswered"),
-    ("Tab ⇧Tab", "next / previous question of this item"),
-    ("PgUp PgDn", "scroll the context (PgUp at the top shows earlier turns)"),
-)
+
+
+def question_keys(codebook: Codebook) -> list[tuple[str, str]]:
+    """The keys besides the commands that do something with this codebook: (keys, does)."""
+    rows = [("↑ ↓", "highlight an option")]
+    if has_toggles(codebook):
+        rows += [
+            ("Enter", "choose the highlighted option; confirm the reasons"),
+            ("Space", "toggle the highlighted reason (or choose the highlighted option)"),
+            ("Esc", "leave the reasons of a 'no' unanswered"),
+        ]
+    else:
+        rows.append(("Enter Space", "choose the highlighted option"))
+    if len(codebook.questions) > 1:
+        rows.append(("Tab ⇧Tab", "next / previous question of this item"))
+    rows.append(("PgUp PgDn", "scroll the context (PgUp at the top shows earlier turns)"))
+    return rows
+
+
+def has_toggles(codebook: Codebook) -> bool:
+    """Whether a question takes several choices (reasons of a 'no', multi-select)."""
+    return any(q.kind in ("yes_no_reasons", "multi") for q in codebook.questions)
 
 
 def codebook_keys(codebook: Codebook) -> set[str]:
@@ -218,15 +239,21 @@ def _time_of(action: Action, start: datetime | None) -> float | None:
     return action.elapsed_s
 
 
-def check_coder(store: Store, codebook: str, coder: str) -> bool:
+def human_coders(store: Store) -> list[str]:
+    """The human coders recorded in the project file (any codebook; not gold nor LLMs)."""
+    return [c for c in store.coders() if c not in RESERVED_CODERS and not c.startswith("llm:")]
+
+
+def check_coder(store: Store, codebook: str, coder: str, *, new_coder: bool = False) -> bool:
     """Validate a coder name for coding; return True when the coder is new to this codebook.
 
-    New names are allowed (a new coder starts fresh). Refused: names that are not plain
-    identifiers, names reserved for non-human coders (``gold``, ``llm:...``), and a name
-    that differs from an existing coder's only in case (almost always a typo).
+    A name the file already has labels from (in any codebook) is accepted. A name it does
+    not have is accepted only with ``new_coder`` (``--new-coder``), or while the file has no
+    human coder yet: an unknown name is far more often a typo than a new coder. Always
+    refused: names that are not plain identifiers, names reserved for non-human coders
+    (``gold``, ``llm:...``), and a name that differs from an existing coder's only in case.
     """
-    existing = store.coders(codebook)
-    humans = [c for c in existing if c not in RESERVED_CODERS and not c.startswith("llm:")]
+    humans = human_coders(store)
     choices = "existing coders: " + (", ".join(humans) if humans else "none yet")
     if coder in RESERVED_CODERS:
         raise UsageError(f"coder '{coder}' is reserved for {RESERVED_CODERS[coder]}", hint=choices)
@@ -237,13 +264,19 @@ def check_coder(store: Store, codebook: str, coder: str) -> bool:
             f"coder name '{coder}' is not allowed",
             hint="use letters, digits and . _ - @ + (no spaces); " + choices,
         )
-    if coder in existing:
-        return False
-    clash = [c for c in existing if c.casefold() == coder.casefold()]
+    new_here = coder not in store.coders(codebook)
+    if coder in humans:
+        return new_here
+    clash = [c for c in humans if c.casefold() == coder.casefold()]
     if clash:
         raise UsageError(
             f"coder '{coder}' differs from the existing coder '{clash[0]}' only in case",
             hint=f"use --coder {clash[0]} to continue, or a clearly different name; {choices}",
+        )
+    if humans and not new_coder:
+        raise NotFoundError(
+            f"unknown coder '{coder}' ({choices})",
+            hint=f"check the spelling, or pass --new-coder to start a new coder '{coder}'",
         )
     return True
 
@@ -280,6 +313,7 @@ class CodingSession:
         context: int = 8,
         lookahead: int = 0,
         clock: Callable[[], float] = time.monotonic,
+        new_coder: bool = False,
     ):
         if context < 0 or lookahead < 0:
             raise UsageError("--context and --lookahead must be 0 or more")
@@ -291,7 +325,7 @@ class CodingSession:
         self.lookahead = lookahead
         self.clock = clock
         self.sample = self._sample_name(sample)
-        self.is_new_coder = check_coder(store, self.codebook.name, coder)
+        self.is_new_coder = check_coder(store, self.codebook.name, coder, new_coder=new_coder)
         if loaded.text:
             store.register_codebook(loaded)
         self.version_warning = self._version_warning()
@@ -567,8 +601,8 @@ class CodingSession:
             )
             item.skipped = False
         self.undo_stack.append(_Undo("answer", self.index, self.q_index, previous, was_skipped))
-        if self.q_index + 1 < len(item.questions):
-            self._set_question(self.q_index + 1)
+        if not item.coded:  # the first question still open, wherever this one was
+            self._set_question(item.first_open())
             return None
         return self._advance()
 
@@ -602,14 +636,18 @@ class CodingSession:
         return spent
 
     def _leave(self) -> None:
-        """Count the time spent on the current item without answering (if it has a row)."""
+        """Count the time spent on the current item since the last answer, answered or not.
+
+        The seconds go to the current question's row (made if the item has none yet), in
+        one transaction, so that time on items skipped or passed over counts too.
+        """
         spent = self._lap()
-        item = self.item
-        if spent <= 0 or not (item.answers or item.skipped or item.flagged or item.note):
+        if spent <= 0:
             return
-        q = self.question.id if self.question.id in item.answers else None
-        q = q or next(iter(item.answers), None) or item.questions[0].id
-        self.store.add_seconds(item.action.id, self.codebook, self.coder, q, spent)
+        item = self.item
+        self.store.add_item_seconds(
+            item.action.id, self.codebook, self.coder, self.question.id, spent
+        )
         item.seconds += spent
 
     def _enter(self, index: int, question: int | None = None) -> None:
@@ -710,12 +748,14 @@ class CodingSession:
             )
             item.skipped = entry.was_skipped
             self.undo_stack.pop()
-            self._lap()
+            self._leave()
             self._enter(entry.index, entry.question)
             return Feedback("info", f"Skip of item #{entry.index + 1} undone.")
         q = item.questions[entry.question]
         if entry.previous is None:
-            self.store.clear_answer(item.action.id, self.codebook.name, q.id, self.coder)
+            self.store.clear_answer(
+                item.action.id, self.codebook.name, q.id, self.coder, keep_time=True
+            )
             item.answers.pop(q.id, None)
         else:
             self.store.save_answer(item.action.id, self.codebook, q.id, self.coder, entry.previous)
@@ -724,7 +764,7 @@ class CodingSession:
             self.store.set_skipped(item.action.id, self.codebook, self.coder, ids, True)
             item.skipped = True
         self.undo_stack.pop()
-        self._lap()
+        self._leave()
         self.finished = False
         self._enter(entry.index, entry.question)
         return Feedback("info", f"Answer to {q.id} of item #{entry.index + 1} undone.")

@@ -68,7 +68,9 @@ def next_step(status: dict[str, Any], coders_by_book: dict[str, list[str]]) -> s
         return f"annotate code --codebook traum --sample {sample} --coder YOUR_NAME"
     book = max(humans, key=lambda b: len(humans[b]))
     if len(humans[book]) < 2:
-        return f"annotate code --codebook {book} --sample {sample} --coder ANOTHER_CODER"
+        return (
+            f"annotate code --codebook {book} --sample {sample} --coder ANOTHER_CODER --new-coder"
+        )
     coded = {
         p["coder"]: p["coded"]
         for p in status["progress"]

@@ -145,7 +145,7 @@ class Pty:
 
 def code_argv(db: Path, codebook: str, coder: str) -> list[str]:
     return [sys.executable, "-m", "annotate", "code", "--codebook", codebook,
-            "--coder", coder, "--db", str(db)]  # fmt: skip
+            "--coder", coder, "--new-coder", "--db", str(db)]  # fmt: skip
 
 
 def item(n: int) -> re.Pattern[bytes]:

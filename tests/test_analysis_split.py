@@ -117,6 +117,25 @@ def test_exhaustive_scores_in_chunks_like_one_pass(monkeypatch) -> None:
     assert exhaustive_search(x, 3) == whole
 
 
+def test_a_tie_up_to_rounding_goes_to_the_first_subset_in_both_searches(monkeypatch) -> None:
+    import annotate.analysis.session_split as mod
+
+    # Sessions 2k and 2k+1 are identical, so many subsets tie in exact arithmetic. Rounding
+    # can make a later one come out lower by ~1e-16: simulate that by making every later
+    # subset's computed value a little lower, as the worst case of rounding.
+    x = np.repeat(np.random.default_rng(3).dirichlet(np.ones(5), size=5), 2, axis=0)
+    best = min(objective(x, t) for t in itertools.combinations(range(10), 3))
+    first = next(t for t in itertools.combinations(range(10), 3) if objective(x, t) <= best + 1e-12)
+    exact = mod._Scorer.subsets
+
+    def rounded_down_later(self, idx):
+        return exact(self, idx) - 1e-15 * np.arange(len(idx)) / len(idx)
+
+    monkeypatch.setattr(mod._Scorer, "subsets", rounded_down_later)
+    assert exhaustive_search(x, 3).test == first
+    assert local_search(x, 3, seed=1).test == first
+
+
 def test_features_concatenate_guide_and_follower_with_unseen_codes_as_zero() -> None:
     actions = pd.DataFrame(
         [

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 import subprocess
 import sys
 
@@ -29,20 +30,73 @@ def test_unknown_codebook_lists_choices(cli, demo_db) -> None:
 def test_reserved_and_case_clash_coders(cli, demo_db) -> None:
     r = cli("code", "--codebook", "traum", "--coder", "gold", "--db", str(demo_db), db=None)
     assert r.exit_code == 1 and "reserved" in _err(r) and "existing coders: none yet" in _err(r)
+    _import_ana_ben_caro(cli, demo_db)
+    r = cli("code", "--codebook", "traum", "--coder", "Ana", "--db", str(demo_db), db=None)
+    assert r.exit_code == 1
+    assert "only in case" in _err(r) and "--coder ana" in _err(r)
+    assert "existing coders: ana, ben, caro" in _err(r)
+
+
+def _import_ana_ben_caro(cli, db) -> None:
     r = cli(
         "import-labels",
         str(REPO / "data" / "demo_labels.csv"),
         "--codebook",
         "traum",
         "--db",
-        str(demo_db),
+        str(db),
         db=None,
     )
     assert r.exit_code == 0, _err(r)
-    r = cli("code", "--codebook", "traum", "--coder", "Ana", "--db", str(demo_db), db=None)
+
+
+def _busy_port():
+    """A socket listening on 127.0.0.1 (the caller closes it); its port is in use."""
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    s.listen()
+    return s
+
+
+def test_unknown_coder_lists_coders_and_new_coder_starts_one(cli, demo_db) -> None:
+    _import_ana_ben_caro(cli, demo_db)
+    # --web on a busy port: the step after the coder check fails at once (never a TUI here)
+    with _busy_port() as busy:
+        port = busy.getsockname()[1]
+        code = ("code", "--codebook", "traum", "--coder", "zed", "--web", "--port", str(port))
+        r = cli(*code, "--db", str(demo_db), db=None)
+        assert r.exit_code == 1
+        lines = _err(r).strip().splitlines()
+        assert lines[0] == "error: unknown coder 'zed' (existing coders: ana, ben, caro)"
+        assert lines[1].startswith("hint:") and "--new-coder" in lines[1] and len(lines) == 2
+        r = cli(*code, "--new-coder", "--db", str(demo_db), db=None)  # passes the coder check
     assert r.exit_code == 1
-    assert "only in case" in _err(r) and "--coder ana" in _err(r)
-    assert "existing coders: ana, ben, caro" in _err(r)
+    assert "unknown coder" not in _err(r)
+    assert f"port {port} on 127.0.0.1 is already in use" in _err(r)
+
+
+def test_web_on_a_busy_port_is_one_line(cli, demo_db) -> None:
+    with _busy_port() as busy:
+        port = busy.getsockname()[1]
+        code = ("code", "--codebook", "traum", "--coder", "dora", "--web", "--port", str(port))
+        r = cli(*code, "--db", str(demo_db), db=None)
+    assert r.exit_code == 1
+    lines = _err(r).strip().splitlines()
+    assert lines == [
+        f"error: port {port} on 127.0.0.1 is already in use",
+        f"hint: pass another port, e.g. --port {port + 1}",
+    ]
+    assert "Serving" not in r.stdout
+    r = cli(*code[:-1], "0", "--db", str(demo_db), db=None)
+    assert r.exit_code == 1 and "--port 0 is not a port number" in _err(r)
+
+
+def test_web_command_keeps_new_coder() -> None:
+    from annotate.tui.app import web_command
+
+    argv = web_command("p.db", "traum", "zed", None, context=8, lookahead=0, new_coder=True)
+    assert argv.endswith("--new-coder")
+    assert "--new-coder" not in web_command("p.db", "traum", "ana", None, context=8, lookahead=0)
 
 
 def test_missing_sample_says_how_to_make_one(cli, demo_db) -> None:
@@ -82,9 +136,10 @@ def test_help_documents_coders_and_keys(cli) -> None:
     r = cli("code", "--help", db=None)
     assert r.exit_code == 0
     text = " ".join(r.output.split())
-    assert "A new name starts a new coder" in text
-    assert "resumes at your first uncoded item" in text
+    assert "resumes at your first item neither coded nor skipped" in text
+    assert "--new-coder" in text and "Start a new coder" in text
     assert "Backspace undo" in text
+    assert all(k in text for k in ("Space", "Esc", "Tab/Shift+Tab", "PgUp/PgDn"))
 
 
 def test_core_stays_free_of_textual() -> None:

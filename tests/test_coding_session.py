@@ -144,7 +144,7 @@ def test_resume_at_first_uncoded_and_blind(db, open_session) -> None:
         cb = codebook("traum").codebook
         for aid in ids:
             store.save_answer(aid, cb, "act", "ana", Answer("Cancel"))
-    s = open_session()
+    s = open_session(new_coder=True)  # the file has a coder (ana): dora is new
     s.press("1")
     s.press("2")
     s.go(1)
@@ -161,14 +161,21 @@ def test_resume_at_first_uncoded_and_blind(db, open_session) -> None:
 
 
 def test_undo_back_and_change(db, open_session) -> None:
-    s = open_session()
+    clock = Clock()
+    s = open_session(clock=clock)
     ids = sample_ids(db)
     s.press("1")
+    clock.tick(3)
     s.press("2")
+    clock.tick(4)
     fb = s.undo()
     assert fb.kind == "info" and s.index == 1
     assert (ids[1], "act") not in answers(db, "dora", "traum")
-    assert not [r for r in labels(db, "dora") if r["action_id"] == ids[1]]  # row removed
+    rows = {r["action_id"]: r for r in labels(db, "dora")}
+    # the answer is gone; the time spent stays: 3 s on item 2, 4 s on item 3 before undo
+    assert (rows[ids[1]]["value"], rows[ids[1]]["codes"]) == (None, None)
+    assert rows[ids[1]]["seconds"] == pytest.approx(3)
+    assert rows[ids[2]]["value"] is None and rows[ids[2]]["seconds"] == pytest.approx(4)
     s.go(-1)
     before = labels(db, "dora")[0]
     s.press("4")  # change item 1
@@ -225,11 +232,28 @@ def test_idle_time_is_capped_and_browsing_time_counts(db, open_session) -> None:
     clock.tick(10_000)
     s.press("1")
     clock.tick(5)
-    s.go(-1)  # 5 s on item 2 without answering: nothing to attach it to
+    s.go(-1)  # 5 s on item 2 without answering: kept on a row without an answer
     clock.tick(7)
     s.go(1)  # 7 s reviewing item 1: added to its row
-    row = labels(db, "dora")[0]
-    assert row["seconds"] == pytest.approx(IDLE_CAP_S + 7)
+    ids = sample_ids(db)
+    rows = {r["action_id"]: r for r in labels(db, "dora")}
+    assert rows[ids[0]]["seconds"] == pytest.approx(IDLE_CAP_S + 7)
+    assert rows[ids[1]]["seconds"] == pytest.approx(5)
+    assert (rows[ids[1]]["value"], rows[ids[1]]["skipped"]) == (None, 0)
+    clock.tick(2)
+    s.skip()  # 2 + 2 s on item 2, then skipped
+    clock.tick(6)
+    s.goto(5)  # 6 s on item 3, passed over with g
+    clock.tick(1)
+    s.close()  # 1 s on item 5 when quitting
+    rows = {r["action_id"]: r for r in labels(db, "dora")}
+    assert rows[ids[1]]["seconds"] == pytest.approx(7) and rows[ids[1]]["skipped"] == 1
+    assert rows[ids[2]]["seconds"] == pytest.approx(6)
+    assert rows[ids[4]]["seconds"] == pytest.approx(1)
+    assert answers(db, "dora", "traum") == {(ids[0], "act"): ("Initiate", None, None)}
+    s2 = open_session()  # the time is read back, and browsing does not count as coding
+    assert [it.seconds for it in s2.items[:5]] == pytest.approx([IDLE_CAP_S + 7, 7, 6, 0, 1])
+    assert (s2.counts().coded, s2.counts().skipped, s2.index) == (1, 1, 2)
 
 
 def test_pace_and_eta(db, open_session) -> None:
@@ -258,7 +282,7 @@ def test_codebook_change_warns_and_labels_keep_version(db, open_session, tmp_pat
         store.close()
     hashes = [r["codebook_hash"] for r in labels(db, "dora")]
     assert set(hashes) == {old_hash, changed.codebook.version_hash}
-    assert open_session(coder="erin").version_warning is None
+    assert open_session(coder="erin", new_coder=True).version_warning is None
 
 
 def test_coder_names(db) -> None:
@@ -280,6 +304,53 @@ def test_coder_names(db) -> None:
                 check_coder(store, "traum", bad)
             assert words in exc.value.message
             assert "Ana" in (exc.value.hint or "")
+
+
+def test_unknown_coder_needs_new_coder(db) -> None:
+    from annotate.codebook import Answer
+
+    first = sample_ids(db)[0]
+    with Store(db) as store:
+        assert check_coder(store, "traum", "dora") is True  # no coder yet: anyone may start
+        for coder in ("gold", "llm:gpt"):  # not human coders: still none known
+            store.save_answer(first, codebook("traum").codebook, "act", coder, Answer("Cancel"))
+        assert check_coder(store, "traum", "dora") is True
+        store.save_answer(first, codebook("mental_model").codebook, "Q1", "ana", Answer("t1"))
+        with pytest.raises(NotFoundError) as exc:
+            check_coder(store, "traum", "dora")
+        assert exc.value.message == "unknown coder 'dora' (existing coders: ana)"
+        assert "--new-coder" in (exc.value.hint or "")
+        with pytest.raises(NotFoundError):
+            CodingSession(store, codebook("traum"), "dora", "main")
+        assert check_coder(store, "traum", "dora", new_coder=True) is True
+        assert check_coder(store, "traum", "ana") is True  # known from another codebook
+        assert check_coder(store, "mental_model", "ana") is False
+        s = CodingSession(store, codebook("traum"), "dora", "main", new_coder=True)
+        s.press("1")
+        assert check_coder(store, "traum", "dora") is False  # known from now on
+
+
+def test_answer_goes_to_the_first_open_question(db, open_session) -> None:
+    s = open_session("mental_model")
+    first = s.item.action.id
+    s.step_question(-1)  # Shift+Tab from Q1: Q4
+    assert s.question.id == "Q4"
+    s.press("y")
+    assert (s.index, s.question.id) == (0, "Q1")  # back to the first unanswered question
+    s.press("2")
+    s.step_question(1)  # Tab past Q2 to Q3
+    s.press("3")
+    assert (s.index, s.question.id) == (0, "Q2")
+    assert not s.item.coded and s.counts().coded == 0
+    s.press("1")  # the last open question: the item is done
+    assert (s.index, s.q_index) == (1, 0)
+    got = {q: v[0] for (a, q), v in answers(db, "dora", "mental_model").items() if a == first}
+    assert got == {"Q1": "t2", "Q2": "p1", "Q3": "r3", "Q4": "yes"}
+    s.go(-1)
+    s.step_question(1)
+    s.press("4")  # changing one answer of a coded item moves on
+    assert (s.index, s.q_index) == (1, 0)
+    assert answers(db, "dora", "mental_model")[(first, "Q2")][0] == "p4"
 
 
 def test_missing_sample_and_codebook(db, tmp_path) -> None:

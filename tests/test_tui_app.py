@@ -12,7 +12,9 @@ import pytest
 from annotate.codebook import Answer
 from annotate.store import Store
 from annotate.tui.app import CodingApp, make_app
+from annotate.tui.screens.coding import CodingScreen
 from annotate.tui.screens.prompt import TextPrompt
+from annotate.tui.widgets.keybar import key_label
 from tests.test_coding_support import answers, codebook, labels, project, sample_ids
 
 SIZE = (80, 24)
@@ -163,7 +165,7 @@ async def test_blind_never_shows_other_coders(db) -> None:
         for aid in ids:
             store.save_answer(aid, cb, "act", "zzsecret", Answer("other", other_text="SECRETLABEL"))
             store.set_note(aid, cb, "zzsecret", ["act"], "SECRETNOTE")
-    app = make_app(db, "traum", "dora")
+    app = make_app(db, "traum", "dora", new_coder=True)
     async with app.run_test(size=SIZE) as pilot:
         shots = []
         for _ in range(len(ids)):
@@ -264,3 +266,93 @@ async def test_pageup_at_the_top_shows_earlier_turns(db) -> None:
         shown = len(before.rows)
         await keys(pilot, "pageup", "pageup", "pageup")
         assert len(before.rows) > shown or before.session_start
+
+
+async def test_shift_tab_to_q4_then_the_open_questions(db) -> None:
+    ids = sample_ids(db)
+    app = make_app(db, "mental_model", "dora")
+    async with app.run_test(size=SIZE) as pilot:
+        s = app.session
+        await keys(pilot, "shift+tab", "y")  # Q4 first
+        assert (s.index, s.question.id) == (0, "Q1")  # not moved on: Q1-Q3 are open
+        assert "Q4 yes" in (app.screen.query_one("#question").border_title or "")
+        await keys(pilot, "1", "tab", "2")  # Q1, then Tab past Q2 to Q3
+        assert (s.index, s.question.id) == (0, "Q2")
+        await keys(pilot, "3")
+        assert (s.index, s.q_index) == (1, 0)
+    got = {q: v[0] for (a, q), v in answers(db, "dora", "mental_model").items() if a == ids[0]}
+    assert got == {"Q1": "t1", "Q2": "p3", "Q3": "r2", "Q4": "yes"}
+
+
+def _bar_text(app: CodingApp) -> str:
+    bar = app.screen.query_one("#keys")
+    return bar.render().plain
+
+
+@pytest.mark.parametrize("book", ["traum", "mental_model"])
+async def test_every_binding_is_in_the_key_bar_and_the_help(db, book) -> None:
+    from textual.actions import parse
+
+    app = make_app(db, book, "dora")
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        screen = app.screen
+        bar = _bar_text(app)
+        on_screen = screen_text(app)
+        await pilot.resize_terminal(100, 70)  # tall enough for the whole help screen
+        await keys(pilot, "f1")
+        assert type(app.screen).__name__ == "HelpScreen"
+        help_text = screen_text(app)
+        await keys(pilot, "escape")
+        shown = []
+        for binding in CodingScreen.BINDINGS:
+            _, action, params = parse(binding.action)
+            if not screen.check_action(action, params):
+                continue
+            command = binding.id.removeprefix("annotate.") if binding.id else None
+            key = app.session.keys[command] if command else binding.key
+            label = key_label(key)
+            shown.append(label)
+            assert binding.show, binding
+            assert label in bar, (label, bar)
+            assert label in help_text, label
+        assert {"Space", "PgUp", "PgDn", "↑", "↓", "Enter"} <= set(shown)
+        if book == "mental_model":
+            assert {"Esc", "Tab", "⇧Tab"} <= set(shown)
+            assert "Esc cancel" in on_screen and "Tab/⇧Tab question" in on_screen
+        else:  # nothing to cancel and no other question: Esc and Tab are not bound
+            assert "Esc" not in shown and "Tab" not in shown
+        assert "PgUp/PgDn scroll" in on_screen
+        assert all(line.rstrip() for line in bar.splitlines())  # the bar fits: no empty line
+        assert len(bar.splitlines()) <= 3
+
+
+async def test_context_says_pgup_shows_earlier_turns(db) -> None:
+    app = make_app(db, "traum", "dora", context=2)
+    async with app.run_test(size=SIZE) as pilot:
+        await keys(pilot, "g", "7", "enter")
+        context = app.screen.query_one("#context")
+        context.scroll_home(animate=False, immediate=True)
+        await pilot.pause()
+        before = app.screen.query_one("#before")
+        assert not before.session_start
+        assert "── PgUp: earlier turns ──" in screen_text(app)
+        for _ in range(40):  # back to the start of the session
+            if before.session_start:
+                break
+            await keys(pilot, "pageup")
+        context.scroll_home(animate=False, immediate=True)
+        await pilot.pause()
+        text = screen_text(app)
+        assert "── start of the session ──" in text and "PgUp: earlier" not in text
+
+
+async def test_instructions_are_reflowed_to_the_width(db) -> None:
+    app = make_app(db, "traum", "dora")
+    async with app.run_test(size=(160, 50)) as pilot:
+        await keys(pilot, "question_mark")
+        text = screen_text(app)
+    # "... Grounding is the work\npartners do ..." in the YAML: one line on a wide screen
+    assert "Grounding is the work partners do" in text
+    # "... is Acknowledge\n  (acting on content ...": a list item's lines are joined too
+    assert "is Acknowledge (acting on content" in text

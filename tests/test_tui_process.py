@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from annotate.tui.app import make_app
-from tests.test_coding_support import answers, project, sample_ids
+from tests.test_coding_support import answers, labels, project, sample_ids
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="needs a pty")
 
@@ -108,6 +108,50 @@ async def test_kill_9_loses_nothing_answered_and_resumes(tmp_path: Path) -> None
         assert app.session.item.flagged
         await pilot.press("2")
     assert answers(db, "dora", "traum")[(ids[3], "act")][0] == "Continue"
+
+
+def test_two_coders_in_two_processes_on_one_file(tmp_path: Path) -> None:
+    """Two terminals code the same sample in the same file at the same time."""
+    db = project(tmp_path)
+    ids = sample_ids(db)
+    keys = {"dora": ("1234567" * 2)[: len(ids)], "erin": ("7654321" * 2)[: len(ids)]}
+    terms = {
+        coder: Terminal(
+            "code",
+            "--codebook",
+            "traum",
+            "--coder",
+            coder,
+            "--new-coder",
+            "--db",
+            str(db),
+            cwd=tmp_path,
+        )
+        for coder in keys
+    }
+    try:
+        for term in terms.values():
+            term.wait_for(b"item")
+        for i in range(len(ids)):  # interleaved, without waiting for each other's writes
+            for coder, term in terms.items():
+                term.send(keys[coder][i])
+            time.sleep(0.02)
+        for coder in keys:
+            _until(lambda c=coder: len(answers(db, c, "traum")) == len(ids), timeout=60)
+        for term in terms.values():
+            term.send("q")
+        for term in terms.values():
+            term.proc.wait(30)
+            assert term.proc.returncode == 0, bytes(term.output[-2000:])
+    finally:
+        for term in terms.values():
+            term.kill()
+    names = {"1": "Initiate", "2": "Continue", "3": "Acknowledge", "4": "Repair"}
+    names |= {"5": "ReqRepair", "6": "ReqAck", "7": "Cancel"}
+    for coder, typed in keys.items():
+        got = answers(db, coder, "traum")
+        assert [got[(i, "act")][0] for i in ids] == [names[k] for k in typed]
+        assert all(r["source"] == "tui" for r in labels(db, coder))
 
 
 def _flags(db: Path) -> list[str]:

@@ -28,12 +28,12 @@ optimum on small cases (tested) but is not guaranteed to. For comparison a seede
 split of the same sizes is scored too.
 
 Ties: both searches score subsets from running sums and sums of squares, so subsets whose
-objectives are equal in exact arithmetic can differ by rounding (about 1e-16). The
-exhaustive scan keeps the subset with the smallest computed value and, only among exactly
-equal computed values, the first in lexicographic order; a tie up to rounding therefore goes
-to whichever rounds lower, not necessarily the first. The local search treats local optima
-within 1e-12 of each other as equal and keeps the lexicographically smallest (sorted
-indices). The reported objective of the chosen subset is recomputed directly.
+objectives are equal in exact arithmetic can differ by rounding (about 1e-16). Both treat
+values within ``TIE`` (1e-12) of each other as equal: the exhaustive scan keeps the first
+subset in lexicographic order among those within 1e-12 of the best, and a later subset
+replaces it only when lower by more than that; the local search keeps the lexicographically
+smallest (sorted indices) of local optima within 1e-12. The reported objective of the chosen
+subset is recomputed directly.
 """
 
 from __future__ import annotations
@@ -59,6 +59,7 @@ from annotate.store.analysis import SessionSplitWrite
 RESTARTS = 256
 PER_CHOICES = ("condition",)
 CHUNK_FLOATS = 4_000_000  # floats per scoring chunk (about 32 MB)
+TIE = 1e-12  # objectives closer than this are equal (they differ by rounding only)
 
 
 # -- the objective ------------------------------------------------------------------------
@@ -115,9 +116,8 @@ def _check_sizes(n: int, k: int) -> None:
 
 
 def exhaustive_search(features: np.ndarray, k: int) -> Choice:
-    """Score every subset of size ``k`` in lexicographic order; keep the smallest computed
-    value, the first one among exactly equal values (ties up to rounding: see the module
-    docs)."""
+    """Score every subset of size ``k`` in lexicographic order; keep the first one whose
+    value is within ``TIE`` of the smallest (see the module docs)."""
     n = len(features)
     _check_sizes(n, k)
     scorer = _Scorer(features, k)
@@ -133,8 +133,8 @@ def exhaustive_search(features: np.ndarray, k: int) -> Choice:
             break
         idx = flat.reshape(-1, k)
         values = scorer.subsets(idx)
-        i = int(np.argmin(values))
-        if values[i] < best_value:
+        i = int(np.argmax(values <= values.min() + TIE))  # the first of the chunk's best
+        if values[i] < best_value - TIE:
             best_value, best_idx = float(values[i]), tuple(int(v) for v in idx[i])
         offset += len(idx)
     return Choice(best_idx, objective(features, best_idx), "exhaustive", offset, offset)
@@ -161,14 +161,14 @@ def local_search(features: np.ndarray, k: int, *, seed: int, restarts: int = RES
             values = scorer.from_sums(t1 + d1, t2 + d2)
             evaluated += values.size
             i, j = np.unravel_index(int(np.argmin(values)), values.shape)
-            if values[i, j] >= current - 1e-12:
+            if values[i, j] >= current - TIE:
                 break
             current = float(values[i, j])
             t1, t2 = t1 + d1[i, j], t2 + d2[i, j]
             test[i], train[j] = train[j], test[i]
         candidate = tuple(sorted(int(v) for v in test))
-        if current < best_value - 1e-12 or (
-            abs(current - best_value) <= 1e-12 and candidate < best_idx
+        if current < best_value - TIE or (
+            abs(current - best_value) <= TIE and candidate < best_idx
         ):
             best_value, best_idx = current, candidate
     return Choice(best_idx, objective(features, best_idx), "search", math.comb(n, k), evaluated)

@@ -17,9 +17,11 @@ def code_command(
     coder: Annotated[
         str,
         typer.Option(
-            help="Your coder name. A new name starts a new coder; the same name resumes at "
-            "your first uncoded item. 'gold' and 'llm:...' are reserved, and a name that "
-            "differs from an existing coder only in case is refused.",
+            help="Your coder name. The same name resumes at your first item neither coded "
+            "nor skipped. A name the file has no labels from is refused with the list of "
+            "its coders, unless you pass --new-coder (or the file has no coder yet). 'gold' "
+            "and 'llm:...' are reserved, and a name that differs from an existing coder "
+            "only in case is refused.",
         ),
     ],
     sample: Annotated[
@@ -33,26 +35,53 @@ def code_command(
     web: Annotated[
         bool, typer.Option("--web", help="Serve the app to a browser on 127.0.0.1 instead.")
     ] = False,
-    port: Annotated[int, typer.Option(help="Port for --web.")] = 8000,
+    port: Annotated[
+        int, typer.Option(help="Port for --web (one already in use is refused at once).")
+    ] = 8000,
+    new_coder: Annotated[
+        bool,
+        typer.Option(
+            "--new-coder",
+            help="Start a new coder named --coder (needed once the file has coders, so "
+            "that a typo does not start a stranger).",
+        ),
+    ] = False,
     db: DbOption = DEFAULT_DB_PATH,
 ) -> None:
     """Code a sample, one keypress per answer. Every answer is saved at once.
 
-    Keys: the option keys shown next to each option answer the question; ←/→ back and
-    next; Backspace undo; s skip; f flag; m note; g go to item; j next uncoded;
+    Keys: the option keys shown next to each option answer the question (↑/↓ and Enter
+    choose the highlighted one; Space toggles a reason, Esc drops them); Tab/Shift+Tab
+    next/previous question; ←/→ back and next item; Backspace undo; s skip; f flag;
+    m note; g go to item; j next uncoded item; PgUp/PgDn earlier/later turns;
     ? definition and instructions; F1 all keys; q quit. (If the codebook uses one of these
     letters as an option key, that command moves to its alternative, shown in the app.)
+    A multi-question item moves on once all its questions are answered.
     Coding is blind: other coders' labels are never shown. Two coders can code the same
     file at the same time.
     """
-    from annotate.tui.app import make_app, serve_web, web_command  # keeps textual off start-up
+    from annotate.tui.app import (  # keeps textual off start-up
+        check_port,
+        make_app,
+        serve_web,
+        web_command,
+    )
 
-    app = make_app(db, codebook, coder, sample, context=context, lookahead=lookahead)
+    app = make_app(
+        db, codebook, coder, sample, context=context, lookahead=lookahead, new_coder=new_coder
+    )
     session = app.session
     if web:
         app.close_session()  # the checks passed; each browser gets its own session
+        check_port(port)
         command = web_command(
-            db, codebook, coder, session.sample, context=context, lookahead=lookahead
+            db,
+            codebook,
+            coder,
+            session.sample,
+            context=context,
+            lookahead=lookahead,
+            new_coder=new_coder,
         )
         console.print(
             f"Serving the coding app for {coder} on http://127.0.0.1:{port} (Ctrl+C to stop).",

@@ -137,8 +137,21 @@ class LabelsMixin(StoreBase):
             ),
         )
 
-    def clear_answer(self, action_id: str, codebook: str, question_id: str, coder: str) -> None:
-        """Undo an answer: the row goes back to unanswered (or away, if nothing else is on it)."""
+    def clear_answer(
+        self,
+        action_id: str,
+        codebook: str,
+        question_id: str,
+        coder: str,
+        *,
+        keep_time: bool = False,
+    ) -> None:
+        """Undo an answer: the row goes back to unanswered (or away, if nothing else is on it).
+
+        With ``keep_time`` a row that holds time spent on the item stays, so that the
+        coder's time is not lost with the answer.
+        """
+        keep = " AND coalesce(seconds, 0) = 0" if keep_time else ""
         with self.transaction() as conn:
             conn.execute(
                 "UPDATE labels SET value = NULL, codes = NULL, other_text = NULL, updated_at = ? "
@@ -147,7 +160,7 @@ class LabelsMixin(StoreBase):
             )
             conn.execute(
                 "DELETE FROM labels WHERE action_id = ? AND codebook = ? AND question = ? "
-                "AND coder = ? AND flagged = 0 AND skipped = 0 AND note IS NULL",
+                "AND coder = ? AND flagged = 0 AND skipped = 0 AND note IS NULL" + keep,
                 (action_id, codebook, question_id, coder),
             )
 
@@ -211,14 +224,28 @@ class LabelsMixin(StoreBase):
     ) -> None:
         self._mark(action_id, codebook, coder, questions, "skipped", int(skipped))
 
-    def add_seconds(
+    def add_item_seconds(
         self, action_id: str, codebook: Codebook, coder: str, question: str, seconds: float
     ) -> None:
+        """Add time spent on an item to its row for ``question``, making an unanswered row
+        (no value, not skipped) if there is none yet. One transaction."""
+        stamp = now()
         with self.transaction() as conn:
             conn.execute(
-                "UPDATE labels SET seconds = coalesce(seconds, 0) + ? WHERE action_id = ? "
-                "AND codebook = ? AND question = ? AND coder = ?",
-                (seconds, action_id, codebook.name, question, coder),
+                "INSERT INTO labels (action_id, codebook, codebook_hash, question, coder, "
+                "seconds, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?) "
+                "ON CONFLICT (action_id, codebook, question, coder) DO UPDATE SET "
+                "seconds = coalesce(labels.seconds, 0) + excluded.seconds",
+                (
+                    action_id,
+                    codebook.name,
+                    codebook.version_hash,
+                    question,
+                    coder,
+                    seconds,
+                    stamp,
+                    stamp,
+                ),
             )
 
     # -- reading ------------------------------------------------------------------------

@@ -7,7 +7,9 @@ prints as one line. The app then only pushes the coding screen.
 
 from __future__ import annotations
 
+import errno
 import shlex
+import socket
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -15,6 +17,7 @@ from pathlib import Path
 from textual.app import App
 
 from annotate.coding_session import COMMANDS, CodingSession, resolve_codebook
+from annotate.errors import UsageError
 from annotate.store import Store
 from annotate.tui.screens.coding import BINDING_PREFIX, CodingScreen
 
@@ -66,6 +69,7 @@ def make_app(
     context: int = 8,
     lookahead: int = 0,
     clock: Callable[[], float] | None = None,
+    new_coder: bool = False,
 ) -> CodingApp:
     """Open ``db`` and a coding session; raise a domain error if it cannot start."""
     store = Store(db, create=False)
@@ -73,7 +77,14 @@ def make_app(
         loaded = resolve_codebook(store, codebook)
         kwargs = {"clock": clock} if clock is not None else {}
         session = CodingSession(
-            store, loaded, coder, sample, context=context, lookahead=lookahead, **kwargs
+            store,
+            loaded,
+            coder,
+            sample,
+            context=context,
+            lookahead=lookahead,
+            new_coder=new_coder,
+            **kwargs,
         )
     except BaseException:
         store.close()
@@ -89,6 +100,7 @@ def web_command(
     *,
     context: int,
     lookahead: int,
+    new_coder: bool = False,
 ) -> str:
     """The shell command textual-serve runs for each browser that connects."""
     argv = [
@@ -109,11 +121,42 @@ def web_command(
     ]
     if sample:
         argv += ["--sample", sample]
+    if new_coder:
+        argv.append("--new-coder")
     return shlex.join(argv)
+
+
+def _port_error(port: int, exc: OSError) -> UsageError:
+    if exc.errno == errno.EADDRINUSE:
+        return UsageError(
+            f"port {port} on 127.0.0.1 is already in use",
+            hint=f"pass another port, e.g. --port {port + 1 if port < 65535 else 8000}",
+        )
+    return UsageError(
+        f"cannot serve on 127.0.0.1:{port}: {exc.strerror or exc}",
+        hint="pass another port with --port (1024 to 65535)",
+    )
+
+
+def check_port(port: int) -> None:
+    """Raise a one-line error if the web server could not listen on 127.0.0.1:``port``."""
+    if not 1 <= port <= 65535:
+        raise UsageError(f"--port {port} is not a port number", hint="use 1024 to 65535")
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as the server does
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError as exc:
+            raise _port_error(port, exc) from None
 
 
 def serve_web(command: str, *, port: int, title: str) -> None:
     """Serve ``command`` to browsers on 127.0.0.1:``port`` until Ctrl+C."""
     from textual_serve.server import Server
 
-    Server(command, host="127.0.0.1", port=port, title=title).serve()
+    try:
+        Server(command, host="127.0.0.1", port=port, title=title).serve()
+    except OSError as exc:  # taken between check_port() and now
+        if exc.errno in (errno.EADDRINUSE, errno.EACCES):
+            raise _port_error(port, exc) from None
+        raise

@@ -11,7 +11,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.screen import Screen
 
-from annotate.coding_session import COMMANDS, CodingSession, Feedback
+from annotate.coding_session import COMMANDS, CodingSession, Feedback, has_toggles
 from annotate.errors import AnnotateError
 from annotate.tui.screens.help import DefinitionScreen, HelpScreen
 from annotate.tui.screens.prompt import TextPrompt
@@ -28,15 +28,16 @@ class CodingScreen(Screen[None]):
 
     BINDINGS: ClassVar[list[BindingType]] = [
         *(Binding(c.key, c.id, c.label, id=BINDING_PREFIX + c.id) for c in COMMANDS),
-        Binding("up", "highlight(-1)", "highlight", show=False),
-        Binding("down", "highlight(1)", "highlight", show=False),
-        Binding("enter", "enter", "choose", show=False),
-        Binding("space", "space", "toggle", show=False),
-        Binding("escape", "cancel", "cancel", show=False),
-        Binding("tab", "question(1)", "next question", show=False),
-        Binding("shift+tab", "question(-1)", "previous question", show=False),
-        Binding("pageup", "context_up", "earlier", show=False),
-        Binding("pagedown", "context_down", "later", show=False),
+        # All shown: the key bar (our footer, see _key_entries) lists every one of them.
+        Binding("up", "highlight(-1)", "highlight"),
+        Binding("down", "highlight(1)", "highlight"),
+        Binding("enter", "enter", "choose"),
+        Binding("space", "space", "toggle"),
+        Binding("escape", "cancel", "cancel"),
+        Binding("tab", "question(1)", "next question"),
+        Binding("shift+tab", "question(-1)", "previous question"),
+        Binding("pageup", "context_up", "earlier"),
+        Binding("pagedown", "context_down", "later"),
     ]
 
     def __init__(self, session: CodingSession) -> None:
@@ -53,6 +54,7 @@ class CodingScreen(Screen[None]):
         yield KeyBar(self._key_entries(), id="keys")
 
     def _key_entries(self) -> list[tuple[str, str, str]]:
+        """Every key the screen binds for this codebook: (key shown, label, click action)."""
         k = {cid: key_label(key) for cid, key in self.session.keys.items()}
         entries = [
             (f"{k['prev']}/{k['next']}", "back/next", "screen.prev"),
@@ -62,16 +64,32 @@ class CodingScreen(Screen[None]):
             (k["note"], "note", "screen.note"),
             (k["goto"], "go to #", "screen.goto"),
             (k["uncoded"], "next uncoded", "screen.uncoded"),
-            ("↑↓ Enter", "choose", "screen.enter"),
         ]
+        if has_toggles(self.session.codebook):
+            entries += [
+                ("↑↓ Enter", "choose", "screen.enter"),
+                ("Space", "toggle", "screen.space"),
+                ("Esc", "cancel", "screen.cancel"),
+            ]
+        else:  # Space chooses too; Escape has nothing to cancel
+            entries.append(("↑↓ Enter/Space", "choose", "screen.enter"))
         if len(self.session.codebook.questions) > 1:
-            entries.append(("Tab", "question", "screen.question(1)"))
+            entries.append(("Tab/⇧Tab", "question", "screen.question(1)"))
         entries += [
+            ("PgUp/PgDn", "scroll", "screen.context_up"),
             (k["define"], "define", "screen.define"),
             (k["help"], "keys", "screen.help"),
             (k["quit"], "quit", "screen.quit"),
         ]
         return entries
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """Escape and Tab are bound only where they do something (reasons; questions)."""
+        if action == "cancel":
+            return has_toggles(self.session.codebook)
+        if action == "question":
+            return len(self.session.codebook.questions) > 1
+        return True
 
     def on_mount(self) -> None:
         self.refresh_view()
@@ -99,7 +117,6 @@ class CodingScreen(Screen[None]):
             before = s.context + self._more + self._fill
             context.show(s.context_rows(self._more + self._fill), wanted_before=before)
         context.border_title = self._context_title()
-        context.border_subtitle = "PgUp: earlier turns"
         self.query_one(StatusBar).refresh()
         panel = self.query_one(QuestionPanel)
         panel.border_title = panel.title()

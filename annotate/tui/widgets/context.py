@@ -56,12 +56,18 @@ class ContextRows(Widget):
         super().__init__(**kwargs)  # type: ignore[arg-type]
         self.rows: list[ContextRow] = []
         self.session_start = False
+        self.earlier = False
         self._cache: tuple[int, Text] | None = None
 
-    def set_rows(self, rows: list[ContextRow], *, session_start: bool = False) -> None:
+    def set_rows(
+        self, rows: list[ContextRow], *, session_start: bool = False, earlier: bool = False
+    ) -> None:
+        """``session_start``: the first turn is the session's first; ``earlier``: there are
+        earlier turns (PgUp shows them). Either puts a marker line on top."""
         self.rows = rows
         self.session_start = session_start
-        self.display = bool(rows) or session_start
+        self.earlier = earlier and not session_start
+        self.display = bool(rows) or session_start or self.earlier
         self._cache = None
         self.refresh(layout=True)
 
@@ -73,6 +79,8 @@ class ContextRows(Widget):
         pad = " " * PREFIX
         if self.session_start:
             out.append(pad + "── start of the session ──", style="dim")
+        elif self.earlier:
+            out.append(pad + "── PgUp: earlier turns ──", style="dim")
         for row in self.rows:
             if out:
                 out.append("\n")
@@ -115,7 +123,9 @@ class ContextView(VerticalScroll, can_focus=False):
         item = [r for r in rows if r.is_item]
         after = [r for r in rows if r.after]
         start = len(before) < wanted_before
-        self.query_one("#before", ContextRows).set_rows(before, session_start=start)
+        self.query_one("#before", ContextRows).set_rows(
+            before, session_start=start, earlier=not start
+        )
         self.query_one("#item", ContextRows).set_rows(item)
         self.query_one("#after", ContextRows).set_rows(after)
         self.anchor()  # kept at the bottom (the item and its lookahead) through resizes

@@ -17,7 +17,10 @@ KEY_NAMES = {
     "enter": "Enter",
     "escape": "Esc",
     "tab": "Tab",
+    "shift+tab": "⇧Tab",
+    "space": "Space",
     "pageup": "PgUp",
+    "pagedown": "PgDn",
 }
 
 
