@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Literal
 
+from annotate.agreement_data import is_human
 from annotate.codebook import (
     NO,
     OTHER,
@@ -241,7 +242,7 @@ def _time_of(action: Action, start: datetime | None) -> float | None:
 
 def human_coders(store: Store) -> list[str]:
     """The human coders recorded in the project file (any codebook; not gold nor LLMs)."""
-    return [c for c in store.coders() if c not in RESERVED_CODERS and not c.startswith("llm:")]
+    return [c for c in store.coders() if is_human(c)]
 
 
 def check_coder(store: Store, codebook: str, coder: str, *, new_coder: bool = False) -> bool:
@@ -708,10 +709,11 @@ class CodingSession:
         if item.coded:
             return Feedback("info", "This item is coded; nothing to skip.")
         ids = [q.id for q in item.questions]
-        self.store.set_skipped(item.action.id, self.codebook, self.coder, ids, True)
+        with self.store.transaction():  # the skip and its time: one commit
+            self.store.set_skipped(item.action.id, self.codebook, self.coder, ids, True)
+            self._leave()
         was = item.skipped
         item.skipped = True
-        self._leave()
         self.undo_stack.append(_Undo("skip", self.index, self.q_index, None, was))
         return self._advance()
 

@@ -165,8 +165,9 @@ def write(frame: pd.DataFrame, fmt: ExportFormat, out: Path | None) -> str | Non
             partial.write_text(_text(frame, fmt), encoding="utf-8")
         partial.replace(out)
     except OSError as exc:
-        partial.unlink(missing_ok=True)
         raise UsageError(f"--out {out}: cannot write ({exc.strerror or exc})") from None
+    finally:
+        partial.unlink(missing_ok=True)  # gone after the rename; a failed write's leftovers
     return None
 
 

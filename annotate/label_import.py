@@ -152,12 +152,15 @@ def _check_against_store(
                 hint="import the actions first with `annotate import`",
             )
         question = cb.question(w.question)
-        if not (cb.applies(action_type) and question.applies(action_type)):
-            allowed = question.applies_to or cb.applies_to or []
-            raise ImportFormatError(
-                f"{path}:{lineno}: {cb.name} {w.question} does not apply to action "
-                f"'{w.action_id}', a {action_type} (it applies to {', '.join(allowed)})"
-            )
+        for applies, what, allowed in (
+            (cb.applies, cb.name, cb.applies_to),
+            (question.applies, f"{cb.name} {w.question}", question.applies_to),
+        ):
+            if not applies(action_type):
+                raise ImportFormatError(
+                    f"{path}:{lineno}: {what} does not apply to action '{w.action_id}', "
+                    f"a {action_type} (it applies to {', '.join(allowed or [])})"
+                )
 
 
 def import_labels(store: Store, path: Path, loaded: LoadedCodebook) -> LabelImportResult:

@@ -70,9 +70,12 @@ def test_unknown_coder_lists_coders_and_new_coder_starts_one(cli, demo_db) -> No
         assert lines[0] == "error: unknown coder 'zed' (existing coders: ana, ben, caro)"
         assert lines[1].startswith("hint:") and "--new-coder" in lines[1] and len(lines) == 2
         r = cli(*code, "--new-coder", "--db", str(demo_db), db=None)  # passes the coder check
-    assert r.exit_code == 1
-    assert "unknown coder" not in _err(r)
-    assert f"port {port} on 127.0.0.1 is already in use" in _err(r)
+        assert r.exit_code == 1
+        assert "unknown coder" not in _err(r)
+        assert f"port {port} on 127.0.0.1 is already in use" in _err(r)
+        # the failed start stored nothing under the new name: it is still unknown
+        r = cli(*code, "--db", str(demo_db), db=None)
+        assert r.exit_code == 1 and "error: unknown coder 'zed'" in _err(r)
 
 
 def test_web_on_a_busy_port_is_one_line(cli, demo_db) -> None:

@@ -325,6 +325,13 @@ def test_unknown_coder_needs_new_coder(db) -> None:
         assert check_coder(store, "traum", "dora", new_coder=True) is True
         assert check_coder(store, "traum", "ana") is True  # known from another codebook
         assert check_coder(store, "mental_model", "ana") is False
+        browser = CodingSession(store, codebook("traum"), "eve", "main", new_coder=True)
+        browser.go(1)
+        browser.close()  # looked at two items, answered nothing: time rows only
+        assert store.query("SELECT count(*) FROM labels WHERE coder = 'eve'")[0][0] > 0
+        assert "eve" not in store.coders()  # browsing does not make a coder
+        with pytest.raises(NotFoundError):
+            check_coder(store, "traum", "eve")
         s = CodingSession(store, codebook("traum"), "dora", "main", new_coder=True)
         s.press("1")
         assert check_coder(store, "traum", "dora") is False  # known from now on

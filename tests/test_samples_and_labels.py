@@ -184,7 +184,7 @@ def test_import_labels_bad_row_names_it_and_stores_nothing(
         ),
         (
             "action_id,coder,value\n{id},ana,acknowledge\n{draw},ana,instruct\n",
-            "codings.csv:3: hcrc_moves move does not apply to action '{draw}', a draw "
+            "codings.csv:3: hcrc_moves does not apply to action '{draw}', a draw "
             "(it applies to message)",
         ),
     ],

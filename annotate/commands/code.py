@@ -72,7 +72,8 @@ def code_command(
     )
     session = app.session
     if web:
-        app.close_session()  # the checks passed; each browser gets its own session
+        # the checks passed; each browser gets its own session, and nothing was coded here
+        app.close_session(count_time=False)
         check_port(port)
         command = web_command(
             db,

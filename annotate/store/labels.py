@@ -291,10 +291,15 @@ class LabelsMixin(StoreBase):
         return pd.DataFrame(self.label_rows(codebook, **filters), columns=list(LABEL_COLUMNS))
 
     def coders(self, codebook: str | None = None) -> list[str]:
-        sql = "SELECT DISTINCT coder FROM labels"
+        """Coders with a label: an answer, skip, flag or note. A row that holds only the time
+        spent looking at an item (a coder who browsed and quit) does not make a coder."""
+        sql = (
+            "SELECT DISTINCT coder FROM labels WHERE (value IS NOT NULL OR codes IS NOT NULL "
+            "OR skipped OR flagged OR note IS NOT NULL)"
+        )
         params: tuple[Any, ...] = ()
         if codebook:
-            sql += " WHERE codebook = ?"
+            sql += " AND codebook = ?"
             params = (codebook,)
         return [r[0] for r in self.conn.execute(sql + " ORDER BY coder", params)]
 

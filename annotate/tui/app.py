@@ -48,13 +48,15 @@ class CodingApp(App[None]):
     def on_unmount(self) -> None:
         self.close_session()
 
-    def close_session(self) -> None:
-        """Count the time on the current item, then close the project file (once)."""
+    def close_session(self, *, count_time: bool = True) -> None:
+        """Count the time on the current item (unless the coder never saw it), then close
+        the project file (once)."""
         if self._closed:
             return
         self._closed = True
         try:
-            self.session.close()
+            if count_time:
+                self.session.close()
         finally:
             if self.own_store:
                 self.session.store.close()
