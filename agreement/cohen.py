@@ -120,44 +120,40 @@ def kappa_from_confusion(confusion: ConfusionMatrix, ci: float = 0.95) -> CohenK
             "On a single item the asymptotic standard errors are undefined, so Cohen's kappa "
             "has no confidence interval and no z-test."
         )
-        return CohenKappa(
-            a, b, 1, finite(kappa), None,
-            Interval(None, None, level, ASYMPTOTIC, undefined_reason=reason),
-            None, None, None, observed, expected,
-            finite((float(np.minimum(rows, cols).sum()) - expected) / (1.0 - expected)),
-            landis_koch(kappa), confusion, reason,
-        )  # fmt: skip
-    # Fleiss, Cohen & Everitt (1969), as in SAS PROC FREQ.
-    term_a = float((np.diag(probs) * (1.0 - (rows + cols) * (1.0 - kappa)) ** 2).sum())
-    off = probs * (cols[:, None] + rows[None, :]) ** 2
-    np.fill_diagonal(off, 0.0)
-    term_b = (1.0 - kappa) ** 2 * float(off.sum())
-    term_c = (kappa - expected * (1.0 - kappa)) ** 2
-    var = (term_a + term_b - term_c) / ((1.0 - expected) ** 2 * n)
-    var = var if var > ROUNDING else 0.0  # exact zeros come out as ±1e-17
-    var0 = (expected + expected**2 - float((rows * cols * (rows + cols)).sum())) / (
-        (1.0 - expected) ** 2 * n
-    )
-    ase = math.sqrt(var)
-    half = normal_quantile(level) * ase
-    interval = Interval(
-        finite(kappa - half),
-        finite(kappa + half),
-        level,
-        ASYMPTOTIC,
-        note=None
-        if ase
-        else "The asymptotic standard error is 0, so the interval has no width; it says "
-        "nothing about how precise kappa is.",
-    )
-    reason = None
-    se0 = math.sqrt(var0) if var0 > ROUNDING else None
-    z = kappa / se0 if se0 else None
-    if se0 is None:
-        reason = (
-            "The standard error under H0 is 0 (one coder used a single category), "
-            "so the z-test is undefined."
+        ase = se0 = z = None
+        interval = Interval(None, None, level, ASYMPTOTIC, undefined_reason=reason)
+    else:
+        # Fleiss, Cohen & Everitt (1969), as in SAS PROC FREQ.
+        term_a = float((np.diag(probs) * (1.0 - (rows + cols) * (1.0 - kappa)) ** 2).sum())
+        off = probs * (cols[:, None] + rows[None, :]) ** 2
+        np.fill_diagonal(off, 0.0)
+        term_b = (1.0 - kappa) ** 2 * float(off.sum())
+        term_c = (kappa - expected * (1.0 - kappa)) ** 2
+        var = (term_a + term_b - term_c) / ((1.0 - expected) ** 2 * n)
+        var = var if var > ROUNDING else 0.0  # exact zeros come out as ±1e-17
+        var0 = (expected + expected**2 - float((rows * cols * (rows + cols)).sum())) / (
+            (1.0 - expected) ** 2 * n
         )
+        ase = math.sqrt(var)
+        half = normal_quantile(level) * ase
+        interval = Interval(
+            finite(kappa - half),
+            finite(kappa + half),
+            level,
+            ASYMPTOTIC,
+            note=None
+            if ase
+            else "The asymptotic standard error is 0, so the interval has no width; it says "
+            "nothing about how precise kappa is.",
+        )
+        reason = None
+        se0 = math.sqrt(var0) if var0 > ROUNDING else None
+        z = kappa / se0 if se0 else None
+        if se0 is None:
+            reason = (
+                "The standard error under H0 is 0 (one coder used a single category), "
+                "so the z-test is undefined."
+            )
     kappa_max = (float(np.minimum(rows, cols).sum()) - expected) / (1.0 - expected)
     return CohenKappa(
         coder_a=a,

@@ -173,17 +173,12 @@ def _encode_blocks(
     dtype = _code_dtype(len(resolved))
     out = []
     for length, pieces in factorized:
-        if len(pieces) == 1:
-            local, names = pieces[0]
-            lookup = np.array([position[n] for n in names] + [MISSING], dtype=dtype)
-            out.append(lookup.take(local))  # index -1 (missing) picks the trailing MISSING
-            continue
         codes = np.empty(length, dtype=dtype)
         start = 0
         for local, names in pieces:
             # Index -1 (missing) picks the trailing MISSING.
             lookup = np.array([position[n] for n in names] + [MISSING], dtype=dtype)
-            codes[start : start + len(local)] = lookup[local]
+            codes[start : start + len(local)] = lookup.take(local)
             start += len(local)
         out.append(codes)
     return out, resolved

@@ -15,7 +15,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -488,6 +488,19 @@ def _left_out(data: QuestionData, report: Any, part: str) -> list[LeftOut]:
     return out
 
 
+def _reasons_worded(report: MultiSelectReport) -> MultiSelectReport:
+    """The reasons' report, where a per-reason kappa without items says why in the
+    question's terms (stored with the run: every format shows it)."""
+    why = "No item was answered 'no' by every coder, so the per-reason kappa has no data."
+    per_code = tuple(
+        replace(c, fleiss=replace(c.fleiss, undefined_reason=why))
+        if c.fleiss.kappa is None and not c.fleiss.n_items
+        else c
+        for c in report.per_code
+    )
+    return replace(report, per_code=per_code)
+
+
 def _differing(data: QuestionData) -> list[int]:
     """Rows where the coders who answered did not all give the same answer."""
     out: list[int] = []
@@ -557,6 +570,8 @@ def run_agreement(
                 left_out += _left_out(data, report, "value")
             if q.kind != "single":
                 sets_report = multi_select_report(set_matrix(data), q.set_codes)
+                if q.kind == "yes_no_reasons":
+                    sets_report = _reasons_worded(sets_report)
                 part = "reasons" if q.kind == "yes_no_reasons" else "codes"
                 left_out += _left_out(data, sets_report, part)
         except AnnotateError:

@@ -7,7 +7,7 @@ from typer.core import TyperGroup
 
 from annotate import __version__
 from annotate.commands import agree, analysis, code, codebooks, data, llm, samples, status
-from annotate.commands.common import err_console
+from annotate.commands.common import print_error
 from annotate.errors import AnnotateError
 
 
@@ -18,9 +18,7 @@ class AnnotateGroup(TyperGroup):
         try:
             return super().invoke(ctx)
         except AnnotateError as exc:
-            err_console.print(f"error: {exc.message}", markup=False, soft_wrap=True)
-            if exc.hint:
-                err_console.print(f"hint: {exc.hint}", markup=False, soft_wrap=True)
+            print_error(exc)
             raise typer.Exit(1) from None
 
 

@@ -81,21 +81,56 @@ COMMANDS: tuple[Command, ...] = (
 )
 
 
-def question_keys(codebook: Codebook) -> list[tuple[str, str]]:
-    """The keys besides the commands that do something with this codebook: (keys, does)."""
-    rows = [("↑ ↓", "highlight an option")]
-    if has_toggles(codebook):
-        rows += [
-            ("Enter", "choose the highlighted option; confirm the reasons"),
-            ("Space", "toggle the highlighted reason (or choose the highlighted option)"),
-            ("Esc", "leave the reasons of a 'no' unanswered"),
-        ]
-    else:
-        rows.append(("Enter Space", "choose the highlighted option"))
-    if len(codebook.questions) > 1:
-        rows.append(("Tab ⇧Tab", "next / previous question of this item"))
-    rows.append(("PgUp PgDn", "scroll the context (PgUp at the top shows earlier turns)"))
-    return rows
+@dataclass(frozen=True)
+class QuestionKey:
+    """Keys of the coding screen besides the commands: a row of the help (F1) and, unless
+    ``bar_keys`` is None, an entry of the key bar (a click on it runs ``action``).
+
+    ``when``: the codebooks the row is for ("toggles": a question takes several choices,
+    see :func:`has_toggles`; "questions": more than one question). ``gates``: a screen
+    action bound only where the row is for.
+    """
+
+    keys: str
+    does: str
+    bar_keys: str | None = None  # None: in the help only
+    bar_label: str = ""
+    action: str = ""  # run by a click in the key bar
+    when: Literal["always", "toggles", "no toggles", "questions"] = "always"
+    gates: str | None = None
+
+
+# help: keys, what they do / key bar: keys, label, action on a click
+QUESTION_KEYS: tuple[QuestionKey, ...] = (
+    QuestionKey("↑ ↓", "highlight an option"),
+    QuestionKey("Enter", "choose the highlighted option; confirm the reasons",
+                "↑↓ Enter", "choose", "enter", when="toggles"),
+    QuestionKey("Space", "toggle the highlighted reason (or choose the highlighted option)",
+                "Space", "toggle", "space", when="toggles"),
+    QuestionKey("Esc", "leave the reasons of a 'no' unanswered",
+                "Esc", "cancel", "cancel", when="toggles", gates="cancel"),
+    QuestionKey("Enter Space", "choose the highlighted option",
+                "↑↓ Enter/Space", "choose", "enter", when="no toggles"),
+    QuestionKey("Tab ⇧Tab", "next / previous question of this item",
+                "Tab/⇧Tab", "question", "question(1)", when="questions", gates="question"),
+    QuestionKey("PgUp PgDn", "scroll the context (PgUp at the top shows earlier turns)",
+                "PgUp/PgDn", "scroll", "context_up"),
+)  # fmt: skip
+
+
+def question_keys(codebook: Codebook) -> tuple[list[QuestionKey], set[str]]:
+    """The rows of :data:`QUESTION_KEYS` for this codebook, and the screen actions that
+    stay unbound (gated by a row not for it)."""
+    toggles = has_toggles(codebook)
+    applies = {
+        "always": True,
+        "toggles": toggles,
+        "no toggles": not toggles,
+        "questions": len(codebook.questions) > 1,
+    }
+    rows = [k for k in QUESTION_KEYS if applies[k.when]]
+    unbound = {k.gates for k in QUESTION_KEYS if k.gates and not applies[k.when]}
+    return rows, unbound
 
 
 def has_toggles(codebook: Codebook) -> bool:
@@ -331,6 +366,7 @@ class CodingSession:
             store.register_codebook(loaded)
         self.version_warning = self._version_warning()
         self.keys = command_keys(self.codebook)
+        self.question_keys, self.unbound_actions = question_keys(self.codebook)
         self.items, self.not_applicable = self._load_items()
         if not self.items:
             raise UsageError(

@@ -427,3 +427,23 @@ def test_migration_5_keeps_the_runs_of_a_version_4_file(cli, demo) -> None:
         again = upgraded.agreement_run(7)
         assert again["label_ids"] == [1, 2] and again["label_digests"] == {1: None, 2: None}
     assert all(run["label_digests"][i] for i in run["label_ids"])  # new runs have them
+
+
+def test_a_per_reason_kappa_without_items_says_why_in_every_format(cli, demo, tmp_path) -> None:
+    with Store(demo) as s:
+        ids = [r["id"] for r in s.action_rows()][:10]
+    reason = MENTAL.question("Q4").options[0].code
+    rows = ["action_id,coder,question,value,codes,other_text,note"]
+    for i in ids:  # 'caro' never answers 'no': no item has every coder's reasons
+        rows += [f"{i},ana,Q4,no,{reason},,", f"{i},ben,Q4,no,{reason},,", f"{i},caro,Q4,yes,,,"]
+    path = tmp_path / "q4.csv"
+    path.write_text("\n".join(rows) + "\n")
+    assert cli("import-labels", str(path), "--codebook", "mental_model").exit_code == 0
+    why = "No item was answered 'no' by every coder, so the per-reason kappa has no data."
+    args = ("agree", "--codebook", "mental_model", "--question", "Q4")
+    q = json.loads(cli(*args, "-f", "json").stdout)["results"][0]
+    assert {c["fleiss"]["undefined_reason"] for c in q["reasons"]["per_code"]} == {why}
+    rows = list(csv.DictReader(io.StringIO(cli(*args, "-f", "csv").stdout)))
+    assert {r["note"] for r in rows if r["statistic"] == "code_kappa"} == {why}
+    assert why in cli(*args, "-f", "markdown").stdout
+    assert why in " ".join(cli(*args).stdout.split())  # the table wraps long lines

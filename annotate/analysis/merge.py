@@ -232,9 +232,9 @@ def merge_file(
             note_decision = decide_note(row, prefer)
             if note_decision in (Decision.keep, Decision.take):
                 conflicts.append(_conflict(row, note_decision, "note"))
+            take_note = note_decision in (Decision.fill, Decision.take)
             raise_flag = bool(row["their_flagged"]) and not row["our_flagged"]
-            if note_decision in (Decision.fill, Decision.take) or raise_flag:
-                take_note = note_decision in (Decision.fill, Decision.take)
+            if take_note or raise_flag:
                 store.set_label_note_flag(
                     row["our_id"],
                     row["their_note"] if take_note else row["our_note"],

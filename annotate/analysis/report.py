@@ -124,12 +124,14 @@ def _ordered(values: Sequence[str], column: str) -> list[str]:
     return sorted(values)
 
 
-def question_codes(question: Question | None, seen: Sequence[str]) -> list[str]:
-    """The question's codes in codebook order, then any other code seen in the labels."""
-    known: list[str] = []
-    if question is not None:
-        known = list(question.set_codes if question.kind == "multi" else question.codes)
-    return known + sorted(set(seen) - set(known))
+def question_codes(
+    question: Question | None, seen: Sequence[str], *, sets: bool = False
+) -> list[str]:
+    """The question's codes in codebook order (the codes a value may hold, or with ``sets``
+    the codes a set may hold: multi-select options, yes/no reasons), then any other code
+    seen in the labels."""
+    known = [] if question is None else (question.set_codes if sets else question.codes)
+    return list(known) + sorted(set(seen) - set(known))
 
 
 def option_label(code: str, labels: Mapping[str, str]) -> str:
@@ -298,7 +300,7 @@ def distribution_section(
             if multi
             else sorted(answers["value"].dropna().unique())
         )
-        codes = question_codes(question, seen)
+        codes = question_codes(question, seen, sets=multi)
         labels = {o.code: o.label for o in question.options}
         labels.update({"other": "Other", "yes": "Yes", "no": "No"})
         for grouping in groupings:
@@ -331,13 +333,10 @@ def distribution_section(
 
 
 def _mental_model_wide(source: LabelSource) -> pd.DataFrame:
-    """One row per action, one column per question. Each action's answers must come from
-    one coder (a source made with ``per_action``): mixing coders is refused."""
-    labels = source.labels
-    mixed = labels.groupby("action_id")["coder"].nunique()
-    if (mixed > 1).any():
-        raise ValueError(f"answers of action {mixed[mixed > 1].index[0]} come from two coders")
-    wide = labels.pivot_table(
+    """One row per action, one column per question, from a ``per_action`` source (each
+    action's answers come from one coder)."""
+    assert source.per_action
+    wide = source.labels.pivot_table(
         index="action_id", columns="question", values="value", aggfunc="first"
     )
     for q in ALIGNED:
@@ -357,13 +356,13 @@ def mental_model_section(
     if not available:
         return None
     mm_coders = [c for c in coders or () if c in available] or None
-    mm = label_source(store, MENTAL_MODEL, mm_coders, required=False, per_action=True)
-    mm = mm.restricted(actions["action_id"])
+    full = label_source(store, MENTAL_MODEL, mm_coders, required=False, per_action=True)
+    mm = full.restricted(actions["action_id"])
     section = Section("Mental model and grounding", [mm.describe()])
     if mm.labels.empty:
         section.paragraphs.append(
             "No mental-model labels on the actions in this report."
-            if store.answered_labels(MENTAL_MODEL, mm.priority)
+            if not full.labels.empty
             else "Mental-model labels exist, but none by gold or an LLM coder; pass --coders."
         )
         return section
@@ -401,6 +400,7 @@ def _act_items(
     same_page = (
         q4.assign(hit=q4[SAME_PAGE[0]] == SAME_PAGE[1]).groupby("act")["hit"].mean().reindex(order)
     )
+    q4_sizes = q4.groupby("act").size()
     q2 = joined[joined["Q2"].notna()]
     q2_shares, q2_sizes = code_shares(q2.assign(value=q2["Q2"]), "act", q2_codes)
     q2_shares = q2_shares.reindex(columns=order, fill_value=0.0)
@@ -410,7 +410,7 @@ def _act_items(
             {
                 "act": act,
                 "actions": int((joined["act"] == act).sum()),
-                "Q4 answered": int((q4["act"] == act).sum()),
+                "Q4 answered": int(q4_sizes.get(act, 0)),
                 "same page (Q4 = yes)": None
                 if pd.isna(same_page.get(act))
                 else float(same_page[act]),
@@ -431,7 +431,6 @@ def _act_items(
     )
     act_labels = {o.code: o.label for o in act_q.options} | {"other": "Other"}
     shown = same_page.dropna()
-    answered = q4.groupby("act").size().reindex(shown.index, fill_value=0)
     same_page_data = shown.to_frame("same page (Q4 = yes)")
     same_page_data.index = pd.Index([option_label(a, act_labels) for a in shown.index])
     section.items.append(
@@ -443,7 +442,8 @@ def _act_items(
             xlabel="share of actions with Q4 = yes (n: actions with Q4 answered)",
             ylabel=f"{codebook.name} {act_q.id}",
             n=pd.DataFrame(
-                {"same page (Q4 = yes)": answered.to_numpy()}, index=same_page_data.index
+                {"same page (Q4 = yes)": q4_sizes[shown.index].to_numpy()},
+                index=same_page_data.index,
             ),
         )
     )
@@ -533,8 +533,6 @@ def agreement_rows(
     ``action_ids`` only, when given)."""
     import agreement  # lazy: only the report needs it
 
-    keep = None if action_ids is None else set(action_ids)
-
     rows: list[dict[str, Any]] = []
     for name in store.labelled_codebooks():
         humans = [c for c in store.coders(name) if c != GOLD and not is_llm(c)]
@@ -556,9 +554,9 @@ def agreement_rows(
             continue
         for q in book.questions:
             base = {"codebook": name, "question": q.id, "coders": ", ".join(humans)}
-            labels = store.label_rows(name, coders=humans, question=q.id, answered_only=True)
-            if keep is not None:
-                labels = [r for r in labels if r["action_id"] in keep]
+            labels = store.label_rows(
+                name, coders=humans, question=q.id, answered_only=True, action_ids=action_ids
+            )
             if not labels:
                 rows.append({**base, "note": "no answers"})
                 continue

@@ -50,6 +50,7 @@ import pandas as pd
 
 from annotate.analysis import MAX_EXHAUSTIVE
 from annotate.analysis.coders import label_source
+from annotate.analysis.report import question_codes
 from annotate.analysis.stats import NO_VALUE, role_key
 from annotate.codebook import Codebook
 from annotate.errors import UsageError
@@ -191,25 +192,12 @@ def best_subset(
 # -- features -----------------------------------------------------------------------------
 
 
-def _question_kind(codebook: Codebook | None, question: str, answers: pd.DataFrame) -> str:
-    """The question's kind; for a question the codebook does not have (an older version),
-    guessed from the answers: no values is multi, values with reasons is yes_no_reasons."""
-    known = {q.id: q.kind for q in codebook.questions} if codebook else {}
-    if question in known:
-        return known[question]
+def _guessed_kind(answers: pd.DataFrame) -> str:
+    """The kind of a question the codebook does not have (an older version), from the
+    answers: no values is multi, values with reasons is yes_no_reasons."""
     if answers["value"].isna().all():
         return "multi"
     return "yes_no_reasons" if any(len(cs) for cs in answers["codes"]) else "single"
-
-
-def _question_codes(
-    codebook: Codebook | None, question: str, seen: Sequence[str], *, sets: bool
-) -> list[str]:
-    """The codes a feature is made for: the codebook's (values, or with ``sets`` the codes a
-    set may hold: multi-select options, yes/no reasons), then any other code seen."""
-    q = next((q for q in codebook.questions if q.id == question), None) if codebook else None
-    known = [] if q is None else (q.set_codes if sets else q.codes)
-    return list(known) + sorted(set(seen) - set(known))
 
 
 def _value_is(frame: pd.DataFrame, code: str) -> pd.Series:
@@ -274,17 +262,19 @@ def session_features(
             continue
         joined = frame.merge(acts, on="action_id", how="inner")
         cb = (codebooks or {}).get(name)
+        known = {q.id: q for q in cb.questions} if cb else {}
         for question in sorted(joined["question"].unique()):
             answers = joined[joined["question"] == question]
-            kind = _question_kind(cb, question, answers)
+            q = known.get(question)
+            kind = q.kind if q else _guessed_kind(answers)
             if kind != "multi":  # single, yes/no: the share of each value
                 seen = sorted(answers["value"].dropna().unique())
-                codes = _question_codes(cb, question, seen, sets=False)
+                codes = question_codes(q, seen)
                 prefix = f"{name}.{question}"
                 blocks += _share_blocks(answers, sessions, roles, prefix, codes, _value_is)
             if kind != "single":  # multi-select options, yes/no reasons: share including each
                 seen = sorted({c for cs in answers["codes"] for c in cs})
-                codes = _question_codes(cb, question, seen, sets=True)
+                codes = question_codes(q, seen, sets=True)
                 prefix = f"{name}.{question}" + (".reason" if kind == "yes_no_reasons" else "")
                 blocks += _share_blocks(answers, sessions, roles, prefix, codes, _codes_include)
     out = pd.concat(blocks, axis=1).fillna(0.0)

@@ -239,14 +239,6 @@ def category_rows(q: dict[str, Any]) -> list[dict[str, Any]]:
     ]
 
 
-def code_reason(q: dict[str, Any], code: dict[str, Any]) -> str | None:
-    """Why a per-code (per-reason) kappa is missing, in the question's own terms."""
-    f = code["fleiss"]
-    if f["kappa"] is None and not f["n_items"] and q["kind"] == "yes_no_reasons":
-        return "No item was answered 'no' by every coder, so the per-reason kappa has no data."
-    return f["undefined_reason"]
-
-
 def codes_title(q: dict[str, Any]) -> str:
     what = "reason" if q["kind"] == "yes_no_reasons" else "code"
     return (
@@ -265,7 +257,7 @@ def code_rows(q: dict[str, Any]) -> list[dict[str, Any]]:
             "chosen": _pct(c["prevalence"]),
             "kappa": _num(c["fleiss"]["kappa"]),
             "alpha": _num(c["alpha"]["alpha"]),
-            "notes": code_reason(q, c) or "",
+            "notes": c["fleiss"]["undefined_reason"] or "",
         }
         for c in s["per_code"]
     ]
@@ -659,7 +651,7 @@ def csv_rows(results: dict[str, Any]) -> list[dict[str, Any]]:
                     se0=c["fleiss"]["se0"], z=c["fleiss"]["z"],
                     p_value=c["fleiss"]["p_value"], n_items=c["fleiss"]["n_items"],
                     band=c["fleiss"]["band"],
-                    note=_join(code_reason(q, c),
+                    note=_join(c["fleiss"]["undefined_reason"],
                                kappa_scope(q) if c["fleiss"]["n_items"] else None))  # fmt: skip
                 add(part, "code_alpha", c["code"], estimate=c["alpha"]["alpha"],
                     n_items=c["alpha"]["n_items"],

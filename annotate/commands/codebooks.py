@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from annotate.codebook import OTHER, available_codebooks, find_codebook, load_codebook_file
-from annotate.commands.common import FormatOption, console, err_console
+from annotate.commands.common import FormatOption, console, err_console, print_error
 from annotate.errors import CodebookError
 from annotate.render import OutputFormat, print_rows, to_json
 
@@ -85,10 +85,7 @@ def validate_command(
             cb = load_codebook_file(path).codebook
         except CodebookError as exc:
             failed += 1
-            for line in exc.details:
-                err_console.print(f"error: {line}", markup=False, soft_wrap=True)
-            if exc.hint:
-                err_console.print(f"hint: {exc.hint}", markup=False, soft_wrap=True)
+            print_error(exc, details=True)
             continue
         console.print(f"{path}: ok ({cb.name} v{cb.version}, hash {cb.version_hash})", markup=False)
     if failed:

@@ -10,11 +10,22 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
+from annotate.errors import AnnotateError
 from annotate.render import OutputFormat
 from annotate.store import DEFAULT_DB, Store
 
 console = Console(highlight=False)
 err_console = Console(stderr=True, highlight=False)
+
+
+def print_error(exc: AnnotateError, *, details: bool = False) -> None:
+    """``error: ...`` (a line for each of ``exc.details`` with ``details``), then
+    ``hint: ...``, on stderr."""
+    for line in exc.details if details else [exc.message]:
+        err_console.print(f"error: {line}", markup=False, soft_wrap=True)
+    if exc.hint:
+        err_console.print(f"hint: {exc.hint}", markup=False, soft_wrap=True)
+
 
 DbOption = Annotated[
     Path,

@@ -172,16 +172,25 @@ class LabelsMixin(StoreBase):
         questions: Iterable[str],
         column: str,
         value: Any,
+        *,
+        add: bool = False,
     ) -> None:
-        assert column in {"flagged", "skipped", "note"}
+        """Set ``column`` on the coder's rows for ``questions`` (a missing row is made,
+        unanswered) in one transaction. ``add``: add ``value`` to the stored one, and leave
+        ``updated_at`` as it is."""
+        assert column in {"flagged", "skipped", "note", "seconds"}
+        update = (
+            f"{column} = coalesce(labels.{column}, 0) + excluded.{column}"
+            if add
+            else f"{column} = excluded.{column}, updated_at = excluded.updated_at"
+        )
         stamp = now()
         with self.transaction() as conn:
             for q in questions:
                 conn.execute(
                     "INSERT INTO labels (action_id, codebook, codebook_hash, question, coder, "
                     f"{column}, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?) "
-                    "ON CONFLICT (action_id, codebook, question, coder) DO UPDATE SET "
-                    f"{column} = excluded.{column}, updated_at = excluded.updated_at",
+                    f"ON CONFLICT (action_id, codebook, question, coder) DO UPDATE SET {update}",
                     (
                         action_id,
                         codebook.name,
@@ -229,24 +238,7 @@ class LabelsMixin(StoreBase):
     ) -> None:
         """Add time spent on an item to its row for ``question``, making an unanswered row
         (no value, not skipped) if there is none yet. One transaction."""
-        stamp = now()
-        with self.transaction() as conn:
-            conn.execute(
-                "INSERT INTO labels (action_id, codebook, codebook_hash, question, coder, "
-                "seconds, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?) "
-                "ON CONFLICT (action_id, codebook, question, coder) DO UPDATE SET "
-                "seconds = coalesce(labels.seconds, 0) + excluded.seconds",
-                (
-                    action_id,
-                    codebook.name,
-                    codebook.version_hash,
-                    question,
-                    coder,
-                    seconds,
-                    stamp,
-                    stamp,
-                ),
-            )
+        self._mark(action_id, codebook, coder, [question], "seconds", seconds, add=True)
 
     # -- reading ------------------------------------------------------------------------
 

@@ -11,7 +11,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.screen import Screen
 
-from annotate.coding_session import COMMANDS, CodingSession, Feedback, has_toggles
+from annotate.coding_session import COMMANDS, CodingSession, Feedback
 from annotate.errors import AnnotateError
 from annotate.tui.screens.help import DefinitionScreen, HelpScreen
 from annotate.tui.screens.prompt import TextPrompt
@@ -56,7 +56,7 @@ class CodingScreen(Screen[None]):
     def _key_entries(self) -> list[tuple[str, str, str]]:
         """Every key the screen binds for this codebook: (key shown, label, click action)."""
         k = {cid: key_label(key) for cid, key in self.session.keys.items()}
-        entries = [
+        return [
             (f"{k['prev']}/{k['next']}", "back/next", "screen.prev"),
             (k["undo"], "undo", "screen.undo"),
             (k["skip"], "skip", "screen.skip"),
@@ -64,32 +64,20 @@ class CodingScreen(Screen[None]):
             (k["note"], "note", "screen.note"),
             (k["goto"], "go to #", "screen.goto"),
             (k["uncoded"], "next uncoded", "screen.uncoded"),
-        ]
-        if has_toggles(self.session.codebook):
-            entries += [
-                ("↑↓ Enter", "choose", "screen.enter"),
-                ("Space", "toggle", "screen.space"),
-                ("Esc", "cancel", "screen.cancel"),
-            ]
-        else:  # Space chooses too; Escape has nothing to cancel
-            entries.append(("↑↓ Enter/Space", "choose", "screen.enter"))
-        if len(self.session.codebook.questions) > 1:
-            entries.append(("Tab/⇧Tab", "question", "screen.question(1)"))
-        entries += [
-            ("PgUp/PgDn", "scroll", "screen.context_up"),
+            *(
+                (q.bar_keys, q.bar_label, "screen." + q.action)
+                for q in self.session.question_keys
+                if q.bar_keys
+            ),
             (k["define"], "define", "screen.define"),
             (k["help"], "keys", "screen.help"),
             (k["quit"], "quit", "screen.quit"),
         ]
-        return entries
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        """Escape and Tab are bound only where they do something (reasons; questions)."""
-        if action == "cancel":
-            return has_toggles(self.session.codebook)
-        if action == "question":
-            return len(self.session.codebook.questions) > 1
-        return True
+        """Escape and Tab are bound only where they do something (reasons; questions): see
+        ``QuestionKey.gates``."""
+        return action not in self.session.unbound_actions
 
     def on_mount(self) -> None:
         self.refresh_view()

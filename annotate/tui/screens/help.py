@@ -17,7 +17,7 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
-from annotate.coding_session import COMMANDS, Choice, CodingSession, question_keys
+from annotate.coding_session import COMMANDS, Choice, CodingSession
 from annotate.tui.widgets.keybar import key_label
 
 _LIST_ITEM = re.compile(r"^(\s*)([-*•]|\d+[.)])\s+(.*)$")
@@ -75,8 +75,8 @@ def keys_table(session: CodingSession) -> RenderableType:
     for c in session.choices():
         table.add_row(Text(c.key, style="bold"), f"{q.id}: {c.label}")
     table.add_row("", "")
-    for key, does in question_keys(session.codebook):
-        table.add_row(Text(key, style="bold"), does)
+    for k in session.question_keys:
+        table.add_row(Text(k.keys, style="bold"), k.does)
     for c in COMMANDS:
         table.add_row(Text(key_label(session.keys[c.id]), style="bold"), c.description)
     table.add_row(Text("ctrl+q", style="bold"), "Quit from anywhere")

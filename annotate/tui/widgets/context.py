@@ -66,8 +66,8 @@ class ContextRows(Widget):
         earlier turns (PgUp shows them). Either puts a marker line on top."""
         self.rows = rows
         self.session_start = session_start
-        self.earlier = earlier and not session_start
-        self.display = bool(rows) or session_start or self.earlier
+        self.earlier = earlier
+        self.display = bool(rows) or session_start or earlier
         self._cache = None
         self.refresh(layout=True)
 
