@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from annotate.agreement_data import is_human
 from annotate.codebook import find_codebook
 from annotate.errors import AnnotateError
 from annotate.store import Store
@@ -63,7 +64,7 @@ def next_step(status: dict[str, Any], coders_by_book: dict[str, list[str]]) -> s
     if status["llm_splits"]:
         book = status["llm_splits"][-1]["codebook"]
         return f"annotate llm-label --codebook {book} --model MODEL --shots 8"
-    humans = {b: [c for c in cs if c != GOLD and not is_llm(c)] for b, cs in coders_by_book.items()}
+    humans = {b: [c for c in cs if is_human(c)] for b, cs in coders_by_book.items()}
     if not any(humans.values()):
         return f"annotate code --codebook traum --sample {sample} --coder YOUR_NAME"
     book = max(humans, key=lambda b: len(humans[b]))

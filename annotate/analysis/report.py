@@ -42,7 +42,8 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
-from annotate.analysis.coders import GOLD, LabelSource, is_llm, label_source
+from annotate.agreement_data import is_human
+from annotate.analysis.coders import LabelSource, label_source
 from annotate.analysis.stats import MEASURES, NO_VALUE, role_key, stats
 from annotate.codebook import Codebook, Question
 from annotate.errors import AnnotateError, NotFoundError, UsageError
@@ -535,7 +536,7 @@ def agreement_rows(
 
     rows: list[dict[str, Any]] = []
     for name in store.labelled_codebooks():
-        humans = [c for c in store.coders(name) if c != GOLD and not is_llm(c)]
+        humans = [c for c in store.coders(name) if is_human(c)]
         try:
             book = store.stored_codebook(name)
         except AnnotateError:
