@@ -8,8 +8,10 @@
   twice), and shares one in-flight request between identical concurrent callers.
 - 429, 5xx, timeouts and connection errors are retried with exponential backoff, waiting
   ``Retry-After`` (or ``retry-after-ms``) when the endpoint sends it.
-- A 400 about ``response_format`` downgrades :class:`FormatFallback` (json_schema ->
-  json_object -> none) once for the whole run, and the request is sent again.
+- A refusal whose body names the response format (any 4xx or 5xx: llama-cpp-python answers
+  an unknown ``type`` with HTTP 500) downgrades :class:`FormatFallback` one mode
+  (json_schema -> json_object_schema -> json_object -> none) once for the whole run, and the
+  request is sent again. The body decides, not the status code.
 """
 
 from __future__ import annotations
@@ -113,14 +115,24 @@ class MemoryCache:
 
 @dataclass
 class FormatFallback:
-    """Which ``response_format`` kind the endpoint accepts; only ever moves down."""
+    """Which ``response_format`` kind the endpoint accepts; only ever moves down.
+
+    ``forced`` (``--response-format``) never moves: a refusal of that mode stops the run.
+    """
 
     mode: FormatMode = "json_schema"
+    forced: bool = False
     changes: list[str] = field(default_factory=list)
 
     def downgrade(self, failed: FormatMode, reason: str) -> None:
         if self.mode != failed:
             return  # another request already moved it
+        if self.forced:
+            raise EndpointError(
+                f"the endpoint refused --response-format {failed} ({reason})",
+                hint="leave out --response-format and annotate finds a format the endpoint "
+                "accepts, or choose a later one: " + ", ".join(FORMAT_MODES),
+            )
         nxt: FormatMode = FORMAT_MODES[FORMAT_MODES.index(failed) + 1]
         self.mode = nxt
         self.changes.append(f"{failed} -> {nxt}: {reason}")
@@ -175,13 +187,32 @@ def retry_after_seconds(headers: Any) -> float | None:
         return max(0.0, parsed.timestamp() - time.time())
 
 
+FORMAT_WORDS = ("response_format", "json_schema", "json_object", "structured output")
+"""A refusal naming one of these is about the response format (OpenAI's ``param``, vLLM's and
+LM Studio's messages, a pydantic validation error on ``response_format.type``)."""
+
+
 def _is_format_error(status: int, message: str, param: str | None) -> bool:
-    if status not in (400, 422):
+    if status < 400 or status in (401, 403, 404, 429):
         return False
     text = message.lower()
-    return param == "response_format" or any(
-        word in text for word in ("response_format", "json_schema", "json_object", "structured")
-    )
+    return param == "response_format" or any(word in text for word in FORMAT_WORDS)
+
+
+def _status_message(exc: Any) -> str:
+    """What the endpoint said on one line, without the SDK's "Error code: N" (we say HTTP N).
+
+    The SDK only reads ``{"error": {"message": ...}}``; LM Studio answers
+    ``{"error": "..."}`` and FastAPI servers ``{"detail": ...}``, so an empty message
+    falls back to the body as sent (shortened)."""
+    status = exc.status_code
+    message = str(getattr(exc, "message", exc)).removeprefix(f"Error code: {status}")
+    message = message.removeprefix(" - ").strip()
+    if not message:
+        body = exc.body if exc.body is not None else exc.response.text
+        message = body if isinstance(body, str) else json.dumps(body, ensure_ascii=False)
+    message = " ".join(message.split())  # one line (pydantic and tracebacks span several)
+    return (message[:400] + " ...") if len(message) > 400 else message or "(no body)"
 
 
 def _read_completion(raw: str) -> tuple[str, int, int]:
@@ -287,8 +318,7 @@ class Caller:
                 completion = await self._post(self._body(request, mode))
             except openai.APIStatusError as exc:
                 status = exc.status_code
-                message = _scrub(str(getattr(exc, "message", exc)), secret)
-                message = message.removeprefix(f"Error code: {status} - ")  # we say HTTP n
+                message = _scrub(_status_message(exc), secret)
                 if mode != "none" and _is_format_error(status, message, exc.param):
                     self.stats.fallbacks += 1
                     self.fallback.downgrade(mode, f"HTTP {status}: {message}")

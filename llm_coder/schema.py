@@ -16,8 +16,12 @@ from typing import Any, Literal
 from annotate.codebook import NO, OTHER, YES, Answer, Question
 from annotate.errors import CodebookError
 
-FormatMode = Literal["json_schema", "json_object", "none"]
-FORMAT_MODES: tuple[FormatMode, ...] = ("json_schema", "json_object", "none")
+FormatMode = Literal["json_schema", "json_object_schema", "json_object", "none"]
+FORMAT_MODES: tuple[FormatMode, ...] = ("json_schema", "json_object_schema", "json_object", "none")
+"""Tried in this order. ``json_object_schema`` is ``{"type": "json_object", "schema": ...}``,
+which llama.cpp's servers (``llama-server``, ``llama-cpp-python``) turn into constrained
+decoding; ``none`` sends no ``response_format`` and relies on the prompt, which spells out
+every code and the reply format in every mode."""
 
 _NULLABLE_TEXT = {"type": ["string", "null"]}
 
@@ -59,6 +63,8 @@ def response_format(mode: FormatMode, schema: dict[str, Any]) -> dict[str, Any] 
             "type": "json_schema",
             "json_schema": {"name": "codebook_answer", "strict": True, "schema": schema},
         }
+    if mode == "json_object_schema":
+        return {"type": "json_object", "schema": schema}
     if mode == "json_object":
         return {"type": "json_object"}
     return None

@@ -28,7 +28,7 @@ from llm_coder.client import LazyClient, LLMConfig
 from llm_coder.cost import Estimate, Price, estimate_message_tokens, estimate_tokens
 from llm_coder.prompt import DEFAULT_CONTEXT, Item, Message, Shot, canonical_json
 from llm_coder.runner import ItemResult, PromptBuilder, Runner, Settings
-from llm_coder.schema import answer_to_json, response_format
+from llm_coder.schema import FORMAT_MODES, FormatMode, answer_to_json, response_format
 from llm_coder.split import stratified_split
 
 if TYPE_CHECKING:
@@ -225,6 +225,9 @@ class JobOptions:
     context: int = DEFAULT_CONTEXT
     uncertain_sample: str | None = None
     below: float = 0.8
+    response_format: FormatMode | None = None
+    """Forced with ``--response-format``; otherwise the mode stored for the endpoint + model,
+    else ``json_schema``, stepping down on a refusal."""
 
 
 @dataclass
@@ -258,6 +261,9 @@ class PhaseResult:
     seconds: float
     failures: tuple[str, ...] = ()
     results: tuple[ItemResult, ...] = ()
+    response_format: str = "json_schema"
+    format_changes: tuple[str, ...] = ()
+    """Steps down the endpoint made this run take during this phase."""
 
 
 @dataclass(frozen=True)
@@ -349,7 +355,8 @@ class LabelJob:
         self.settings = Settings(
             options.model, self.endpoint_host, options.temperature, options.votes
         )
-        self.fallback = FormatFallback()
+        self.fallback = self._format_fallback()
+        self._saved_format: str | None = None
         self.run_id: int | None = None
         self.heldout_ids = [
             aid
@@ -357,6 +364,31 @@ class LabelJob:
             if self.codebook.applies(self.sessions.action(aid).action_type)
         ]
         self._rest: list[str] | None = None
+
+    def _format_fallback(self) -> FormatFallback:
+        forced = self.options.response_format
+        if forced is not None:
+            if forced not in FORMAT_MODES:
+                raise UsageError(
+                    f"--response-format {forced}: not a mode",
+                    hint="choose one of " + ", ".join(FORMAT_MODES),
+                )
+            return FormatFallback(mode=forced, forced=True)
+        stored = (
+            self.store.endpoint_format(self.endpoint_host, self.options.model)
+            if self.config
+            else None
+        )
+        return FormatFallback(mode=stored if stored in FORMAT_MODES else "json_schema")
+
+    def _remember_format(self, stats: CallStats) -> None:
+        """Store the mode the endpoint answered in, once a request in it got a reply."""
+        mode = self.fallback.mode
+        if self.config is None or stats.sent == 0 or mode == self._saved_format:
+            return
+        reason = self.fallback.changes[-1] if self.fallback.changes else None
+        self.store.save_endpoint_format(self.endpoint_host, self.options.model, mode, reason)
+        self._saved_format = mode
 
     # -- what to code ---------------------------------------------------------------
 
@@ -425,7 +457,7 @@ class LabelJob:
         )
         return DryRun(
             messages=list(request.messages),
-            response_format=response_format("json_schema", request.schema) or {},
+            response_format=response_format(self.fallback.mode, request.schema) or {},
             item_id=first.action.id,
             estimate=estimate,
             validate_items=len(self.heldout_ids),
@@ -531,6 +563,7 @@ class LabelJob:
                 on_progress(progress)
 
         started = time.perf_counter()
+        changes_before = len(self.fallback.changes)
         items: Iterator[Item] = (self.sessions.item(aid) for aid in ids)
         try:
             await runner.run(items, on_result, concurrency=self.options.concurrency)
@@ -554,6 +587,8 @@ class LabelJob:
             seconds=time.perf_counter() - started,
             failures=tuple(r.failed for r in results if r.failed),
             results=tuple(results),
+            response_format=self.fallback.mode,
+            format_changes=tuple(self.fallback.changes[changes_before:]),
         )
 
     def _record_stats(self, run: dict[str, Any], stats: CallStats) -> None:
@@ -571,6 +606,7 @@ class LabelJob:
             cost=price.cost(tokens_in, tokens_out) if price.known else None,
             response_format=self.fallback.mode,
         )
+        self._remember_format(stats)
 
     def finish(self, status: str, *, only_if_running: bool = False, **fields: Any) -> None:
         if self.run_id is None:

@@ -5,8 +5,9 @@ deterministically: the label for a request comes from ``label_for(target_text, b
 where ``target_text`` is the content of the action to code (the line after
 ``TARGET_MARKER`` in the last user message). Tests steer it with :class:`Fault` entries
 (429 with Retry-After, 500, a hang past the client's timeout, malformed JSON, a label that
-is not in the codebook), a fixed ``latency``, and ``accept`` — which ``response_format``
-kinds the endpoint understands (``json_schema``, only ``json_object``, or ``none``).
+is not in the codebook), a fixed ``latency``, and ``accept`` — how the endpoint treats
+``response_format``, one behaviour per server family in the README's compatibility table
+(each modelled on that server's documentation or source; see :data:`ACCEPT`).
 
 Run it by hand for a demo: ``python -m tests.chat_server --port 8765 --label acknowledge``.
 """
@@ -26,7 +27,18 @@ from typing import Any, Literal
 
 TARGET_MARKER = "Action to code:"
 FaultKind = Literal["429", "500", "hang", "malformed", "bad_label", "401", "too_long"]
-Accept = Literal["json_schema", "json_object", "none"]
+Accept = Literal["json_schema", "json_object", "none", "llama_cpp_python", "ignore", "lm_studio"]
+ACCEPT: dict[str, str] = {
+    "json_schema": "OpenAI, vLLM, llama-server, Ollama: every format honoured",
+    "json_object": "an OpenAI model without structured outputs: json_schema and a 'schema' "
+    "key refused with HTTP 400 and param",
+    "none": "no response_format at all: HTTP 400 with param 'response_format'",
+    "llama_cpp_python": "json_schema -> HTTP 500 with a pydantic validation body; json_object "
+    "with 'schema' honoured (llama_cpp/server/errors.py turns every error into 500)",
+    "ignore": "response_format silently ignored (Ollama with an unknown type): prose around "
+    "the JSON",
+    "lm_studio": "json_schema honoured, json_object refused with HTTP 400 and a string error",
+}
 
 
 @dataclass
@@ -56,9 +68,9 @@ def target_text(body: dict[str, Any]) -> str:
 
 
 def question_ids(body: dict[str, Any]) -> list[str]:
-    """Question ids from the JSON schema if one was sent, else ``["move"]``."""
+    """Question ids from the JSON schema if one was sent (either shape), else ``["move"]``."""
     fmt = body.get("response_format") or {}
-    schema = (fmt.get("json_schema") or {}).get("schema") or {}
+    schema = fmt.get("schema") or (fmt.get("json_schema") or {}).get("schema") or {}
     return list(schema.get("properties") or {}) or ["move"]
 
 
@@ -105,6 +117,35 @@ def _error(status: int, message: str, *, param: str | None = None) -> dict[str, 
             "code": None,
         }
     }
+
+
+def _format_refusal(accept: str, fmt: dict[str, Any]) -> tuple[int, Any] | None:
+    """The status and body this kind of server answers to ``fmt``, or None if it accepts it."""
+    kind = fmt.get("type")
+    if not kind or accept in ("json_schema", "ignore"):
+        return None
+    if accept == "none":
+        message = "'response_format' is not supported by this model"
+        return 400, _error(400, message, param="response_format")
+    if accept == "json_object" and kind == "json_schema":
+        message = (
+            "Invalid parameter: 'response_format' of type 'json_schema' is not supported "
+            "with this model. Use 'json_object' instead."
+        )
+        return 400, _error(400, message, param="response_format")
+    if accept == "json_object" and "schema" in fmt:  # OpenAI: an unknown key is refused
+        message = "Unknown parameter: 'response_format.schema'."
+        return 400, _error(400, message, param="response_format.schema")
+    if accept == "llama_cpp_python" and kind == "json_schema":
+        detail = (
+            "1 validation error:\n  {'type': 'literal_error', 'loc': ('body', 'response_format', "
+            "'type'), 'msg': \"Input should be 'text' or 'json_object'\", 'input': 'json_schema'}"
+        )
+        body = {"error": {"message": detail, "type": "internal_server_error", "param": None}}
+        return 500, body
+    if accept == "lm_studio" and kind != "json_schema":
+        return 400, {"error": "'response_format.type' must be 'json_schema' or 'text'"}
+    return None
 
 
 def _completion(body: dict[str, Any], content: str) -> dict[str, Any]:
@@ -171,27 +212,12 @@ class _Handler(BaseHTTPRequestHandler):
         if state.latency:
             time.sleep(state.latency)
 
-        fmt = body.get("response_format")
-        fmt_type = (fmt or {}).get("type")
-        if fmt_type and state.accept == "none":
-            self._send(
-                400,
-                _error(
-                    400, "'response_format' is not supported by this model", param="response_format"
-                ),
-            )
+        fmt = body.get("response_format") or {}
+        refusal = _format_refusal(state.accept, fmt)
+        if refusal is not None:
+            self._send(*refusal)
             return
-        if fmt_type == "json_schema" and state.accept == "json_object":
-            self._send(
-                400,
-                _error(
-                    400,
-                    "Invalid parameter: 'response_format' of type 'json_schema' is not supported "
-                    "with this model. Use 'json_object' instead.",
-                    param="response_format",
-                ),
-            )
-            return
+        fmt_type = None if state.accept == "ignore" else fmt.get("type")
 
         text = target_text(body)
         fault = state.take_fault(text)
@@ -282,7 +308,7 @@ def main() -> None:
     parser.add_argument("--port", type=int, default=8765)
     parser.add_argument("--label", default="acknowledge")
     parser.add_argument("--latency", type=float, default=0.0)
-    parser.add_argument("--accept", choices=["json_schema", "json_object", "none"])
+    parser.add_argument("--accept", choices=list(ACCEPT))
     args = parser.parse_args()
     label = args.label
     state = ServerState(label_for=lambda text, body: label, latency=args.latency, keep_bodies=False)

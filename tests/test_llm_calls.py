@@ -32,7 +32,9 @@ def chat_server():
         yield server
 
 
-def make_runner(server, *, cache=None, concurrency=4, votes=1, temperature=0.0, **policy):
+def make_runner(
+    server, *, cache=None, concurrency=4, votes=1, temperature=0.0, fallback=None, **policy
+):
     config = LLMConfig("test-model", server.base_url, KEY, timeout_s=policy.get("timeout_s", 5))
     caller = Caller(
         build_client(config),
@@ -43,6 +45,7 @@ def make_runner(server, *, cache=None, concurrency=4, votes=1, temperature=0.0, 
             base_delay_s=0.01,
             timeout_s=policy.get("timeout_s", 5),
         ),
+        fallback=fallback,
     )
     settings = Settings("test-model", config.endpoint_host, temperature, votes)
     return Runner(caller, PromptBuilder(MOVES, []), settings)
@@ -182,18 +185,53 @@ async def test_unusable_twice_is_stored_invalid_with_raw_text(chat_server, fault
     assert chat_server.state.requests == 2 and again["s1-1"].error == error
 
 
-@pytest.mark.parametrize(("accept", "final"), [("json_object", "json_object"), ("none", "none")])
-async def test_response_format_fallback_is_detected_and_remembered(chat_server, accept, final):
+@pytest.mark.parametrize(
+    ("accept", "final", "refusals"),
+    [
+        ("json_object", "json_object", {400: 2}),  # OpenAI also refuses a 'schema' key
+        ("none", "none", {400: 3}),
+        ("llama_cpp_python", "json_object_schema", {500: 1}),  # the body names the format
+        ("ignore", "json_schema", {}),  # accepted and ignored: the replies decide
+        ("lm_studio", "json_schema", {}),
+    ],
+)
+async def test_response_format_fallback_is_detected_and_remembered(
+    chat_server, accept, final, refusals
+):
     chat_server.state.accept = accept
     chat_server.state.label_for = label_by_text
     runner = make_runner(chat_server, concurrency=1)
     results = await run_all(runner, ITEMS, concurrency=1)
     assert all(r.valid for r in results.values())
     assert runner.caller.fallback.mode == final
-    rejected = {"json_object": 1, "none": 2}[accept]
-    assert chat_server.state.statuses[400] == rejected  # remembered: only the first item paid
-    assert chat_server.state.requests == 10 + rejected
+    statuses = chat_server.state.statuses
+    assert {k: v for k, v in statuses.items() if k != 200} == refusals  # only the first item
+    assert chat_server.state.requests == 10 + sum(refusals.values())
+    assert runner.caller.stats.retries == 0  # a format refusal is not retried as a fault
     assert results["s1-1"].answers == {"move": Answer("instruct")}
+    sent = chat_server.state.bodies[-1].get("response_format") or {}
+    kind = {"json_object_schema": "json_object", "none": None}.get(final, final)
+    assert sent.get("type") == kind
+
+
+async def test_json_object_with_schema_sends_the_schema(chat_server):
+    chat_server.state.accept = "llama_cpp_python"
+    runner = make_runner(chat_server, concurrency=1)
+    await run_all(runner, ITEMS[:2], concurrency=1)
+    fmt = chat_server.state.bodies[-1]["response_format"]
+    assert fmt["type"] == "json_object"
+    assert fmt["schema"]["required"] == ["move"]
+    assert fmt["schema"]["properties"]["move"]["properties"]["code"]["enum"][0] == "instruct"
+
+
+async def test_a_forced_format_that_is_refused_stops_the_run(chat_server):
+    chat_server.state.accept = "lm_studio"
+    runner = make_runner(chat_server, fallback=FormatFallback("json_object", forced=True))
+    with pytest.raises(EndpointError) as info:
+        await run_all(runner, ITEMS[:1])
+    assert "refused --response-format json_object (HTTP 400:" in info.value.message
+    assert "must be 'json_schema' or 'text'" in info.value.message
+    assert chat_server.state.requests == 1
 
 
 async def test_concurrency_is_bounded(chat_server):
@@ -231,7 +269,9 @@ def test_fallback_only_moves_down_once_per_mode():
     fb = FormatFallback()
     fb.downgrade("json_schema", "no")
     fb.downgrade("json_schema", "no again (a request that was already in flight)")
-    assert fb.mode == "json_object" and len(fb.changes) == 1
+    assert fb.mode == "json_object_schema" and len(fb.changes) == 1
+    fb.downgrade("json_object_schema", "no")
+    assert fb.mode == "json_object"
     fb.downgrade("json_object", "no")
     assert fb.mode == "none"
 

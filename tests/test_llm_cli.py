@@ -347,18 +347,61 @@ def test_transient_faults_are_retried(cli, maptask, llm_env, db_path, setup, arg
     assert db_rows(db_path, "SELECT count(*) FROM llm_items WHERE valid = 1") == [(72,)]
 
 
-@pytest.mark.parametrize("accept", ["json_object", "none"])
+@pytest.mark.parametrize(
+    ("accept", "mode", "refused"),
+    [
+        ("json_object", "json_object", {400: 2}),
+        ("none", "none", {400: 3}),
+        ("llama_cpp_python", "json_object_schema", {500: 1}),
+    ],
+)
 def test_response_format_fallback_is_detected_and_remembered(
-    cli, maptask, llm_env, db_path, accept
+    cli, maptask, llm_env, db_path, accept, mode, refused
 ):
     llm_env.state.label_for = agreeing(maptask, 0.9)
     llm_env.state.accept = accept
     r = llm_label(cli, "--validate-only", "--concurrency", "1")
     assert r.exit_code == 0, r.output
-    assert llm_env.state.statuses[400] == {"json_object": 1, "none": 2}[accept]
-    assert db_rows(db_path, "SELECT response_format FROM llm_runs") == [(accept,)]
+    assert {k: v for k, v in llm_env.state.statuses.items() if k != 200} == refused
+    assert "72 requests sent, 0 from cache, 0 retries;" in r.stdout
+    assert f"; response_format {mode}\n  response_format json_schema -> " in r.stdout
+    assert db_rows(db_path, "SELECT response_format FROM llm_runs") == [(mode,)]
     formats = db_rows(db_path, "SELECT DISTINCT response_format FROM llm_requests")
-    assert formats == [(accept,)]
+    assert formats == [(mode,)]
+    host = llm_env.base_url.split("/")[2]
+    stored = db_rows(
+        db_path, "SELECT endpoint_host, model, response_format FROM llm_endpoint_formats"
+    )
+    assert stored == [(host, MODEL, mode)]
+    # the next run (new requests: another context) starts in the mode that worked
+    llm_env.state.reset_counts()
+    r = llm_label(cli, "--validate-only", "--context", "3")
+    assert r.exit_code == 0, r.output
+    assert f"response_format {mode}\n" in r.stdout and " -> " not in r.stdout
+    assert llm_env.state.statuses == {200: 72}
+    status = cli("status", "--format", "csv")
+    assert f",{mode}," in status.stdout
+
+
+def test_a_forced_response_format_is_used_or_refused_in_one_line(cli, maptask, llm_env, db_path):
+    llm_env.state.label_for = agreeing(maptask, 0.9)
+    llm_env.state.accept = "llama_cpp_python"
+    r = llm_label(cli, "--validate-only", "--response-format", "json_schema")
+    assert r.exit_code == 1
+    assert (
+        "\nerror: the endpoint refused --response-format json_schema (HTTP 500: 1 validation "
+        "error: {'type': 'literal_error', 'loc': ('body', 'response_format', 'type')"
+    ) in r.stderr
+    assert db_rows(db_path, "SELECT count(*) FROM llm_endpoint_formats") == [(0,)]
+    assert db_rows(db_path, "SELECT count(*) FROM llm_items") == [(0,)]
+    llm_env.state.reset_counts()
+    r = llm_label(cli, "--validate-only", "--response-format", "none")
+    assert r.exit_code == 0, r.output
+    assert "response_format none (forced)" in r.stdout
+    assert all("response_format" not in b for b in llm_env.state.bodies)
+    r = llm_label(cli, "--validate-only", "--response-format", "xml")
+    assert r.exit_code == 1
+    assert r.stderr.startswith("error: --response-format xml: not a mode\nhint: choose one of")
 
 
 @pytest.mark.parametrize(

@@ -110,13 +110,14 @@ def _counts(p: Progress) -> list[tuple[int, str]]:
     return [(p.cached, "cached"), (p.invalid, "invalid"), (p.failed, "failed")]
 
 
-def _phase_line(result: PhaseResult, price: Price) -> str:
-    money = f", cost {format_cost(result.cost)}" if price.known else ""
+def _phase_line(job: LabelJob, result: PhaseResult) -> str:
+    money = f", cost {format_cost(result.cost)}" if job.options.price.known else ""
+    changes = "".join(f"\n  response_format {change}" for change in result.format_changes)
     return (
         f"{result.phase}: {result.items} items ({result.valid} valid, {result.invalid} invalid, "
         f"{result.failed} failed); {result.sent} requests sent, {result.cached} from cache, "
         f"{result.retries} retries; {result.tokens_in:,} tokens in, {result.tokens_out:,} out"
-        f"{money}; {result.seconds:.1f}s"
+        f"{money}; {result.seconds:.1f}s; response_format {result.response_format}{changes}"
     )
 
 
@@ -235,6 +236,16 @@ def llm_label_command(
     below: Annotated[
         float, typer.Option(help="Confidence threshold for --uncertain-sample.")
     ] = 0.8,
+    response_format: Annotated[
+        str | None,
+        typer.Option(
+            "--response-format",
+            metavar="MODE",
+            help="Force one of json_schema, json_object_schema, json_object, none (default: "
+            "the mode this endpoint and model last answered in, else json_schema, stepping "
+            "down when the endpoint refuses one).",
+        ),
+    ] = None,
     concurrency: Annotated[int, typer.Option(help="Requests in flight at once.")] = 8,
     timeout: Annotated[float, typer.Option(help="Seconds before one request is retried.")] = 60.0,
     max_retries: Annotated[
@@ -277,6 +288,7 @@ def llm_label_command(
         context=context,
         uncertain_sample=uncertain_sample,
         below=below,
+        response_format=response_format,  # type: ignore[arg-type]  # checked by LabelJob
     )
     with open_store(db) as store:
         dry_url = base_url or os.environ.get("OPENAI_BASE_URL")
@@ -296,12 +308,14 @@ def llm_label_command(
         console.print(
             f"run {run_id}: {job.coder} at {job.endpoint_host}, split '{job.split.name}' "
             f"({len(job.shot_ids)} shots), prompt {job.builder.prompt_hash[:12]}, "
-            f"codebook {loaded.codebook.name} {loaded.codebook.version_hash}",
+            f"codebook {loaded.codebook.name} {loaded.codebook.version_hash}, "
+            f"response_format {job.fallback.mode}"
+            + (" (forced)" if job.fallback.forced else ""),
             markup=False,
         )
         try:
             validated = _run_phase(job, "validate", job.heldout_ids)
-            console.print(_phase_line(validated, price), markup=False)
+            console.print(_phase_line(job, validated), markup=False, soft_wrap=True)
             if validated.failed:
                 job.finish("incomplete")
                 raise UsageError(
@@ -335,7 +349,7 @@ def llm_label_command(
                 )
             rest = job.rest_ids()
             labelled = _run_phase(job, "label", rest)
-            console.print(_phase_line(labelled, price), markup=False)
+            console.print(_phase_line(job, labelled), markup=False, soft_wrap=True)
             uncertain = job.make_uncertain_sample(labelled.results)
             if uncertain_sample:
                 console.print(

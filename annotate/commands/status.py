@@ -67,6 +67,7 @@ def status_command(fmt: FormatOption = OutputFormat.table, db: DbOption = DEFAUL
                 "status",
                 "gate",
                 "kappa",
+                "response_format",
                 "sent",
                 "cached",
                 "cost",

@@ -209,10 +209,34 @@ class LLMStoreMixin(StoreBase):
             dict(r)
             for r in self.conn.execute(
                 "SELECT id, started_at, status, coder, endpoint_host, codebook, split, gate, "
-                "kappa, forced, sent, cached, tokens_in, tokens_out, cost FROM llm_runs "
+                "kappa, forced, response_format, sent, cached, tokens_in, tokens_out, cost "
+                "FROM llm_runs "
                 "ORDER BY id"
             )
         ]
+
+    # -- response format per endpoint ---------------------------------------------------
+
+    def endpoint_format(self, endpoint_host: str, model: str) -> str | None:
+        row = self.conn.execute(
+            "SELECT response_format FROM llm_endpoint_formats "
+            "WHERE endpoint_host = ? AND model = ?",
+            (endpoint_host, model),
+        ).fetchone()
+        return row[0] if row else None
+
+    def save_endpoint_format(
+        self, endpoint_host: str, model: str, response_format: str, reason: str | None
+    ) -> None:
+        with self.transaction() as conn:
+            conn.execute(
+                "INSERT INTO llm_endpoint_formats "
+                "(endpoint_host, model, response_format, reason, updated_at) "
+                "VALUES (?, ?, ?, ?, ?) ON CONFLICT (endpoint_host, model) DO UPDATE SET "
+                "response_format = excluded.response_format, reason = excluded.reason, "
+                "updated_at = excluded.updated_at",
+                (endpoint_host, model, response_format, reason, now()),
+            )
 
     # -- request cache ------------------------------------------------------------------
 

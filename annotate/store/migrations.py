@@ -267,10 +267,29 @@ def m005_agreement_run_digests(conn: sqlite3.Connection) -> None:
     run_script(conn, "ALTER TABLE agreement_run_labels ADD COLUMN digest TEXT")
 
 
+def m006_llm_endpoint_formats(conn: sqlite3.Connection) -> None:
+    """The response format each endpoint + model accepted, so that the next run starts there
+    and sends no request that is bound to be refused."""
+    run_script(
+        conn,
+        """
+        CREATE TABLE llm_endpoint_formats (
+            endpoint_host TEXT NOT NULL,
+            model TEXT NOT NULL,
+            response_format TEXT NOT NULL,
+            reason TEXT,
+            updated_at TEXT NOT NULL,
+            PRIMARY KEY (endpoint_host, model)
+        );
+        """,
+    )
+
+
 MIGRATIONS: list[tuple[int, Migration]] = [
     (1, m001_initial),
     (2, m002_llm),
     (3, m003_agreement_runs),
     (4, m004_session_splits),
     (5, m005_agreement_run_digests),
+    (6, m006_llm_endpoint_formats),
 ]
