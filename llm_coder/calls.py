@@ -118,11 +118,18 @@ class FormatFallback:
     """Which ``response_format`` kind the endpoint accepts; only ever moves down.
 
     ``forced`` (``--response-format``) never moves: a refusal of that mode stops the run.
+    Until ``settled`` (a reply came back, or the mode was forced or stored for the endpoint),
+    :class:`Caller` sends one request at a time, so that an endpoint that refuses the mode
+    refuses it once, not once per request in flight.
     """
 
     mode: FormatMode = "json_schema"
     forced: bool = False
+    settled: bool = False
     changes: list[str] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.settled = self.settled or self.forced
 
     def downgrade(self, failed: FormatMode, reason: str) -> None:
         if self.mode != failed:
@@ -252,6 +259,7 @@ class Caller:
         self._sem = asyncio.Semaphore(concurrency)
         self._sleep = sleep
         self._inflight: dict[str, asyncio.Future[Reply]] = {}
+        self._probe = asyncio.Lock()
 
     async def call(self, request: ChatRequest) -> Reply:
         key = request.hash
@@ -266,7 +274,7 @@ class Caller:
         self._inflight[key] = future
         try:
             async with self._sem:
-                reply = await self._send(request)
+                reply = await self._send_when_settled(request)
             self.cache.put(CallRecord(request, reply))
             future.set_result(reply)
             return reply
@@ -276,6 +284,13 @@ class Caller:
             raise
         finally:
             del self._inflight[key]
+
+    async def _send_when_settled(self, request: ChatRequest) -> Reply:
+        if not self.fallback.settled:
+            async with self._probe:
+                if not self.fallback.settled:
+                    return await self._send(request)
+        return await self._send(request)
 
     def _body(self, request: ChatRequest, mode: FormatMode) -> dict[str, Any]:
         body: dict[str, Any] = {
@@ -362,6 +377,7 @@ class Caller:
                 response_format=mode,
                 attempts=attempt + 1,
             )
+            self.fallback.settled = True
             self.stats.sent += 1
             self.stats.tokens_in += reply.tokens_in
             self.stats.tokens_out += reply.tokens_out

@@ -379,7 +379,9 @@ class LabelJob:
             if self.config
             else None
         )
-        return FormatFallback(mode=stored if stored in FORMAT_MODES else "json_schema")
+        if stored in FORMAT_MODES:
+            return FormatFallback(mode=stored, settled=True)
+        return FormatFallback()
 
     def _remember_format(self, stats: CallStats) -> None:
         """Store the mode the endpoint answered in, once a request in it got a reply."""

@@ -360,7 +360,7 @@ def test_response_format_fallback_is_detected_and_remembered(
 ):
     llm_env.state.label_for = agreeing(maptask, 0.9)
     llm_env.state.accept = accept
-    r = llm_label(cli, "--validate-only", "--concurrency", "1")
+    r = llm_label(cli, "--validate-only")
     assert r.exit_code == 0, r.output
     assert {k: v for k, v in llm_env.state.statuses.items() if k != 200} == refused
     assert "72 requests sent, 0 from cache, 0 retries;" in r.stdout
