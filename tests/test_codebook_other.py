@@ -12,6 +12,9 @@ from pathlib import Path
 
 import pytest
 
+from annotate.adjudication import plan_gold
+from annotate.agreement_data import select
+from annotate.analysis.report import agreement_rows
 from annotate.codebook import OTHER, Answer, find_codebook, parse_codebook
 from annotate.errors import CodebookError
 from annotate.store import Store
@@ -251,6 +254,21 @@ def test_other_labels_survive_a_new_version_without_other(cli, db_path, tmp_path
     assert "Categories: 6 (" in table and "it is counted as a category" in table
     kept = [r for r in _labels(db_path) if r[3] == OTHER]
     assert len(kept) == 3 and {r[2] for r in kept} == {DX_OLD_HASH}
+    with Store(db_path) as s:
+        (row,) = agreement_rows(s, n_boot=10)
+    assert row["codebook"] == "dx" and row["categories"] == 6 and not row["note"]
+    # a majority for Other is not written as gold under a version without Other: a person
+    # decides it, told why
+    r = cli("adjudicate", "--codebook", "dx", "--majority-only")
+    assert r.exit_code == 0, r.output
+    assert "majority gold for 1 (item, question) cases; 3 to decide" in r.stdout
+    with Store(db_path) as s:
+        selection = select(s, codebook="dx")
+        plan = plan_gold(s, selection)
+        gold = s.label_rows("dx", coders=["gold"])
+    assert [(g["action_id"], g["value"]) for g in gold] == [("s:0", "depression")]
+    (case,) = [c for c in plan.undecided if c.action.id == "s:1"]
+    assert "'other (adjustment disorder)' is not a code of this codebook version" in case.reason
 
 
 def test_merge_keeps_the_old_reading_of_a_merged_codebook(cli, db_path, tmp_path) -> None:
