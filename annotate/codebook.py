@@ -126,6 +126,13 @@ class Codebook(_Strict):
         return [q for q in self.questions if q.applies(action_type)]
 
 
+def _allowed_hint(allowed: list[str], unknown: list[str]) -> str:
+    hint = "allowed: " + ", ".join(allowed)
+    if OTHER in unknown:
+        hint += "; the question does not declare Other (add `allow_other: true` to offer it)"
+    return hint
+
+
 @dataclass(frozen=True)
 class Answer:
     """One coder's answer to one question about one action."""
@@ -144,13 +151,13 @@ class Answer:
         elif self.value not in question.codes:
             raise CodebookError(
                 f"question {question.id}: unknown code '{self.value}'",
-                hint="allowed: " + ", ".join(question.codes),
+                hint=_allowed_hint(question.codes, [self.value]),
             )
         unknown = [c for c in self.codes if c not in question.set_codes]
         if unknown:
             raise CodebookError(
                 f"question {question.id}: unknown code(s) {', '.join(map(repr, unknown))}",
-                hint="allowed: " + ", ".join(question.set_codes),
+                hint=_allowed_hint(question.set_codes, unknown),
             )
         if question.kind == "multi" and not self.codes:
             raise CodebookError(f"question {question.id}: choose at least one option")

@@ -19,6 +19,7 @@ from annotate.codebook import OTHER, Answer, find_codebook, parse_codebook
 from annotate.errors import CodebookError
 from annotate.store import Store
 from annotate.store.migrations import MIGRATIONS
+from tests.conftest import DEMO
 
 DX = """\
 name: dx
@@ -58,6 +59,20 @@ def test_a_question_without_allow_other_has_no_other() -> None:
     assert q.codes == DX_CODES
     with pytest.raises(CodebookError, match="unknown code 'other'"):
         Answer(OTHER, other_text="a greeting").check(q)
+
+
+def test_importing_other_where_it_is_not_declared_says_how_to_declare_it(
+    cli, tmp_path: Path
+) -> None:
+    assert cli("import", str(DEMO)).exit_code == 0
+    labels = tmp_path / "moves.csv"
+    with Store(tmp_path / "project.db") as s:
+        first = next(a["id"] for a in s.action_rows() if a["action_type"] == "message")
+    labels.write_text(f"action_id,coder,question,value,other_text\n{first},ana,move,other,hi\n")
+    r = cli("import-labels", str(labels), "--codebook", "hcrc_moves")
+    assert r.exit_code != 0
+    assert "unknown code 'other'" in r.output
+    assert "does not declare Other (add `allow_other: true` to offer it)" in r.output
 
 
 def test_shipped_codebooks_declare_other_where_the_scheme_has_it() -> None:
