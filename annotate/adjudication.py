@@ -26,7 +26,7 @@ from typing import Any, Literal
 
 from annotate.agreement_data import Selection
 from annotate.codebook import NO, OTHER, YES, Answer, Codebook, Question
-from annotate.errors import AnnotateError, UsageError
+from annotate.errors import AnnotateError, CodebookError, UsageError
 from annotate.models import Action
 from annotate.store import LabelWrite, Store
 from annotate.store.agreement_runs import GOLD_CODER, GOLD_SOURCE
@@ -58,6 +58,16 @@ def answer_text(answer: Answer) -> str:
     if answer.other_text:
         text += f" ({answer.other_text})"
     return text
+
+
+def fits(answer: Answer, question: Question) -> bool:
+    """Whether the codebook version's question allows ``answer``: an "other" given under a
+    version that offered Other does not fit one that no longer does."""
+    try:
+        answer.check(question)
+    except CodebookError:
+        return False
+    return True
 
 
 def _key(answer: Answer) -> tuple[str | None, frozenset[str]]:
@@ -97,6 +107,11 @@ class Case:
         """Why this case needs a person (or how the majority decided it)."""
         if self.flagged_by:
             return "flagged by " + ", ".join(self.flagged_by)
+        if self.majority is not None and not fits(self.majority, self.question):
+            return (
+                f"the majority answer '{answer_text(self.majority)}' is not a code of this "
+                "codebook version (it was made under one that offered it)"
+            )
         if self.majority is not None:
             return f"majority {self.votes} of {len(self.answers)}"
         counts = Counter(_key(a.answer) for a in self.answers if a.answer is not None)
@@ -229,7 +244,7 @@ def plan_gold(store: Store, selection: Selection) -> GoldPlan:
                 )
                 if case.kept_gold:
                     kept.append(case)
-                elif best is not None and not case.flagged_by:
+                elif best is not None and not case.flagged_by and fits(best, q):
                     majority.append(case)
                 else:
                     to_decide.append(case)

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from annotate import __version__
-from annotate.codebook import NO, YES, Codebook, Question, find_codebook
+from annotate.codebook import NO, OTHER, YES, Codebook, Question, find_codebook
 from annotate.errors import AnnotateError, CodebookError, NotFoundError, UsageError
 from annotate.models import describe
 from annotate.store.agreement_runs import GOLD_CODER, AgreementRunRecord
@@ -308,6 +308,86 @@ def question_data(store: Store, selection: Selection, question: Question) -> Que
     )
 
 
+# -- the categories that enter the figures ------------------------------------------------------
+
+FIGURES_OF_PART = {
+    "value": "kappa, alpha and AC1",
+    "codes": "MASI alpha and the per-code figures",
+    "reasons": "MASI alpha and the per-reason figures",
+}
+
+
+@dataclass(frozen=True)
+class Categories:
+    """The categories one part of a question's figures used: the codes the codebook version
+    declares, plus "other" when labels made under a version that offered it use it."""
+
+    part: str
+    """``value`` (kappa, alpha, AC1), ``codes`` (multi) or ``reasons`` (a 'no')."""
+    declared: tuple[str, ...]
+    undeclared: tuple[str, ...] = ()
+    n_undeclared: int = 0
+    """Answers that use an undeclared code."""
+
+    @property
+    def codes(self) -> tuple[str, ...]:
+        return self.declared + self.undeclared
+
+    @property
+    def note(self) -> str | None:
+        if not self.undeclared:
+            return None
+        return (
+            f"'{OTHER}' is not declared by this codebook version, but {self.n_undeclared} "
+            f"answer(s) made under a version that offered Other use it: it is counted as a "
+            "category."
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "part": self.part,
+            "n": len(self.codes),
+            "codes": list(self.codes),
+            "undeclared": list(self.undeclared),
+            "note": self.note,
+        }
+
+
+def undeclared_other(declared: Sequence[str], used: Sequence[str]) -> tuple[str, ...]:
+    """``("other",)`` when answers use "other" and the question does not declare it (labels
+    made under a version that offered Other); the figures count it rather than lose it."""
+    return (OTHER,) if OTHER not in declared and OTHER in used else ()
+
+
+def value_categories(data: QuestionData) -> Categories:
+    declared = tuple(data.question.codes)
+    used = [v for row in data.values for v in row if v is not None]
+    extra = undeclared_other(declared, used)
+    return Categories("value", declared, extra, used.count(OTHER) if extra else 0)
+
+
+def set_categories(data: QuestionData) -> Categories:
+    declared = tuple(data.question.set_codes)
+    used = [c for row in data.sets for s in row if s is not None for c in s]
+    extra = undeclared_other(declared, used)
+    part = "reasons" if data.kind == "yes_no_reasons" else "codes"
+    return Categories(part, declared, extra, used.count(OTHER) if extra else 0)
+
+
+def categories_line(q: dict[str, Any]) -> str | None:
+    """One sentence, e.g. "Categories: 5 (a, b, c, d, e) in kappa, alpha and AC1.", for a
+    question's result (None for runs stored before the count was recorded)."""
+    found = q.get("categories")
+    if not found:
+        return None
+    parts = [
+        f"{'Categories' if c['part'] == 'value' else c['part'].capitalize()}: {c['n']} "
+        f"({', '.join(c['codes'])}) in {FIGURES_OF_PART[c['part']]}"
+        for c in found
+    ]
+    return "; ".join(parts) + "." + "".join(f" {c['note']}" for c in found if c["note"])
+
+
 def value_matrix(data: QuestionData) -> LabelMatrix:
     """The codes (yes/no for yes/no questions) as an :class:`agreement.LabelMatrix`."""
     from agreement import from_wide
@@ -317,7 +397,7 @@ def value_matrix(data: QuestionData) -> LabelMatrix:
             [list(row) for row in data.values] or _empty(data),
             coders=data.coders,
             items=list(data.items),
-            categories=data.question.codes,
+            categories=list(value_categories(data).codes),
         )
     except ValueError as exc:
         raise _outside(data.question, exc) from None
@@ -341,7 +421,7 @@ def set_matrix(data: QuestionData) -> SetLabelMatrix:
             [s for _, s in rows] or _empty(data),
             coders=data.coders,
             items=[i for i, _ in rows],
-            categories=data.question.set_codes,
+            categories=list(set_categories(data).codes),
         )
     except ValueError as exc:
         raise _outside(data.question, exc) from None
@@ -405,6 +485,8 @@ class QuestionResult:
     n_disagreements: int
     disagreements: tuple[Disagreement, ...] = ()
     """Filled only when asked for (``--disagreements``)."""
+    categories: tuple[Categories, ...] = ()
+    """The categories each part of the figures used (value, then codes or reasons)."""
 
     @property
     def sets_name(self) -> str:
@@ -419,6 +501,7 @@ class QuestionResult:
             "prompt": q.prompt,
             "n_items": report.n_items if report else 0,
             "n_coders": len(self.data.coders),
+            "categories": [c.to_dict() for c in self.categories],
             "value": self.report.to_dict() if self.report else None,
             self.sets_name: self.sets.to_dict() if self.sets else None,
             "left_out": [x.to_dict() for x in self.left_out],
@@ -562,14 +645,17 @@ def run_agreement(
         q = data.question
         report = sets_report = None
         left_out: list[LeftOut] = []
+        categories: list[Categories] = []
         try:
             if q.kind != "multi":
+                categories.append(value_categories(data))
                 report = agreement_report(
-                    value_matrix(data), q.codes, ci=ci, n_boot=n_boot, seed=seed
+                    value_matrix(data), categories[-1].codes, ci=ci, n_boot=n_boot, seed=seed
                 )
                 left_out += _left_out(data, report, "value")
             if q.kind != "single":
-                sets_report = multi_select_report(set_matrix(data), q.set_codes)
+                categories.append(set_categories(data))
+                sets_report = multi_select_report(set_matrix(data), categories[-1].codes)
                 if q.kind == "yes_no_reasons":
                     sets_report = _reasons_worded(sets_report)
                 part = "reasons" if q.kind == "yes_no_reasons" else "codes"
@@ -581,7 +667,16 @@ def run_agreement(
         differing = _differing(data)
         found = _disagreements(store, data, differing) if disagreements else ()
         results.append(
-            QuestionResult(q, data, report, sets_report, tuple(left_out), len(differing), found)
+            QuestionResult(
+                q,
+                data,
+                report,
+                sets_report,
+                tuple(left_out),
+                len(differing),
+                found,
+                categories=tuple(categories),
+            )
         )
     rows = [r for d in datas for r in d.rows]
     digests = {i: h for d in datas for i, h in d.label_digests.items()}

@@ -2,13 +2,18 @@
 
 A codebook has one or more questions. Each question is one of three kinds:
 
-- ``single``: exactly one option (or "Other" with free text);
+- ``single``: exactly one option (or "Other" with free text, when declared);
 - ``multi``: one or more options (a set);
 - ``yes_no_reasons``: ``yes`` or ``no``; a ``no`` takes one or more reasons, which are
   the question's options (Q4 of the mental-model survey).
 
 Answers are stored as :class:`Answer`: ``value`` holds the single code (or ``yes``/``no``),
 ``codes`` the selected set for ``multi`` and the reasons for ``yes_no_reasons``.
+
+"Other" is opt-in: a question offers it only with ``allow_other: true``, and an "Other"
+answer always carries free text. (Before schema 7 an omitted ``allow_other`` meant true;
+codebook versions stored then are read with ``other_by_default=True``, see
+:func:`parse_codebook`.)
 """
 
 from __future__ import annotations
@@ -62,7 +67,8 @@ class Question(_Strict):
     prompt: str = Field(min_length=1)
     kind: Literal["single", "multi", "yes_no_reasons"] = "single"
     options: list[Option] = Field(min_length=1)
-    allow_other: bool = True
+    allow_other: bool = False
+    """Offer "Other" (with free text). Opt-in: the codes are the options unless declared."""
     other_key: str = Field(default="o", min_length=1, max_length=1)
     yes_key: str = Field(default="y", min_length=1, max_length=1)
     no_key: str = Field(default="n", min_length=1, max_length=1)
@@ -70,7 +76,7 @@ class Question(_Strict):
 
     @property
     def codes(self) -> list[str]:
-        """Every code an answer's ``value`` may hold, "Other" included (none for multi)."""
+        """Every code an answer's ``value`` may hold, "Other" if declared (none for multi)."""
         if self.kind == "yes_no_reasons":
             return [YES, NO]
         if self.kind == "multi":
@@ -120,6 +126,13 @@ class Codebook(_Strict):
         return [q for q in self.questions if q.applies(action_type)]
 
 
+def _allowed_hint(allowed: list[str], unknown: list[str]) -> str:
+    hint = "allowed: " + ", ".join(allowed)
+    if OTHER in unknown:
+        hint += "; the question does not declare Other (add `allow_other: true` to offer it)"
+    return hint
+
+
 @dataclass(frozen=True)
 class Answer:
     """One coder's answer to one question about one action."""
@@ -138,13 +151,13 @@ class Answer:
         elif self.value not in question.codes:
             raise CodebookError(
                 f"question {question.id}: unknown code '{self.value}'",
-                hint="allowed: " + ", ".join(question.codes),
+                hint=_allowed_hint(question.codes, [self.value]),
             )
         unknown = [c for c in self.codes if c not in question.set_codes]
         if unknown:
             raise CodebookError(
                 f"question {question.id}: unknown code(s) {', '.join(map(repr, unknown))}",
-                hint="allowed: " + ", ".join(question.set_codes),
+                hint=_allowed_hint(question.set_codes, unknown),
             )
         if question.kind == "multi" and not self.codes:
             raise CodebookError(f"question {question.id}: choose at least one option")
@@ -173,6 +186,17 @@ def _loc_to_path(loc: tuple[int | str, ...]) -> str:
     return out
 
 
+def _other_key_problems(q: Question, qi: int) -> list[str]:
+    """An ``other_key`` on a question that does not declare Other: Other is opt-in, so the
+    file most likely counts on the old default (an omitted ``allow_other`` meant true)."""
+    if "other_key" in q.model_fields_set and "allow_other" not in q.model_fields_set:
+        return [
+            f"questions[{qi}].other_key: set, but the question does not declare Other "
+            "(Other is opt-in): add `allow_other: true`, or remove other_key"
+        ]
+    return []
+
+
 def _semantic_problems(cb: Codebook) -> list[str]:
     problems: list[str] = []
     seen_q: dict[str, int] = {}
@@ -180,6 +204,7 @@ def _semantic_problems(cb: Codebook) -> list[str]:
         if q.id in seen_q:
             problems.append(f"questions[{qi}].id: duplicate question id '{q.id}'")
         seen_q[q.id] = qi
+        problems += _other_key_problems(q, qi)
         specials = [("other_key", q.other_key)] if q.allow_other else []
         if q.kind == "yes_no_reasons":
             specials += [("yes_key", q.yes_key), ("no_key", q.no_key)]
@@ -225,8 +250,21 @@ class _UniqueKeyLoader(yaml.SafeLoader):
         return super().construct_mapping(node, deep=deep)
 
 
-def parse_codebook(text: str, source: str) -> Codebook:
-    """Validate YAML text; every mistake becomes ``source: path: problem``."""
+def _declare_other_by_default(data: dict) -> None:
+    """The old default: a question that does not say ``allow_other`` offers Other."""
+    questions = data.get("questions")
+    for q in questions if isinstance(questions, list) else []:
+        if isinstance(q, dict):
+            q.setdefault("allow_other", True)
+
+
+def parse_codebook(text: str, source: str, *, other_by_default: bool = False) -> Codebook:
+    """Validate YAML text; every mistake becomes ``source: path: problem``.
+
+    ``other_by_default`` reads the text as annotate did before schema 7, when a question
+    without ``allow_other`` offered Other: the codebook versions stored then keep their
+    meaning, their codes and their version hash.
+    """
     label = Path(source).name
     try:
         data = yaml.load(text, Loader=_UniqueKeyLoader)  # a SafeLoader subclass
@@ -238,6 +276,8 @@ def parse_codebook(text: str, source: str) -> Codebook:
         ) from exc
     if not isinstance(data, dict):
         raise CodebookError(f"{label}: a codebook must be a mapping with name, title, questions")
+    if other_by_default:
+        _declare_other_by_default(data)
     try:
         cb = Codebook.model_validate(data)
     except ValidationError as exc:

@@ -113,6 +113,7 @@ def test_report_numbers(cli, gold_db, tmp_path) -> None:
     humans = labels.rename(columns={"action_id": "item"})[["item", "coder", "value"]]
     assert traum["fleiss kappa"] == pytest.approx(agreement.fleiss_kappa(humans).kappa, abs=1e-3)
     assert traum["coders"] == "ana, ben, caro" and traum["items"] == 343
+    assert traum["categories"] == 8  # 7 acts and the declared Other
     mm = rows[rows["codebook"] == "mental_model"].iloc[0]
     assert "0 human coder(s)" in mm["note"]
     # alignment over progress, recomputed from the stored mental-model answers

@@ -33,6 +33,7 @@ MOVES = Codebook.model_validate(
             {
                 "id": "move",
                 "prompt": "Which move?",
+                "allow_other": True,
                 "options": [
                     {
                         "code": "instruct",

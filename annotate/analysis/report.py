@@ -42,7 +42,7 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
-from annotate.agreement_data import is_human
+from annotate.agreement_data import is_human, undeclared_other
 from annotate.analysis.coders import LabelSource, label_source
 from annotate.analysis.stats import MEASURES, NO_VALUE, role_key, stats
 from annotate.codebook import Codebook, Question
@@ -571,12 +571,15 @@ def agreement_rows(
                             "value": frame["codes"].map(set),
                         }
                     )
-                    ms = agreement.multi_select_report(long, categories=q.set_codes)
+                    used = [c for codes in frame["codes"] for c in codes or ()]
+                    cats = q.set_codes + list(undeclared_other(q.set_codes, used))
+                    ms = agreement.multi_select_report(long, categories=cats)
                     rows.append(
                         {
                             **base,
                             "items": ms.n_items,
                             "items (all coders)": ms.items_used,
+                            "categories": len(cats),
                             "alpha": _fmt(ms.alpha_masi.alpha),
                             "agreement": _fmt(ms.exact_agreement.proportion),
                             "note": "multi-select: alpha with MASI distance; exact-set agreement",
@@ -584,7 +587,8 @@ def agreement_rows(
                     )
                     continue
                 long = frame.rename(columns={"action_id": "item"})[["item", "coder", "value"]]
-                rep = agreement.agreement_report(long, categories=q.codes, n_boot=n_boot, seed=0)
+                cats = q.codes + list(undeclared_other(q.codes, list(long["value"])))
+                rep = agreement.agreement_report(long, categories=cats, n_boot=n_boot, seed=0)
             except ValueError as exc:
                 rows.append({**base, "note": str(exc)})
                 continue
@@ -594,6 +598,7 @@ def agreement_rows(
                     **base,
                     "items": rep.n_items,
                     "items (all coders)": rep.items_used,
+                    "categories": len(cats),
                     "fleiss kappa": _fmt(rep.fleiss.kappa),
                     "95% CI": "-"
                     if ci.low is None or ci.high is None
@@ -614,6 +619,7 @@ AGREEMENT_COLUMNS = [
     "coders",
     "items",
     "items (all coders)",
+    "categories",
     "fleiss kappa",
     "95% CI",
     "band",

@@ -12,6 +12,7 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
+from annotate.agreement_data import categories_line
 from annotate.commands.common import (
     DEFAULT_DB_PATH,
     DbOption,
@@ -411,6 +412,8 @@ def render_table(results: dict[str, Any]) -> None:
                 summary_rows(q),
             )
         )
+        if categories_line(q):
+            console.print(categories_line(q), markup=False)
         cats = category_rows(q)
         if cats:
             console.print(
@@ -540,6 +543,8 @@ def render_markdown(results: dict[str, Any]) -> None:
                 title=_title(results, q),
             )
         )
+        if categories_line(q):
+            out += [categories_line(q), ""]
         cats = category_rows(q)
         if cats:
             columns = [("category", "Category"), ("share", "Share"), ("kappa", "Kappa"),
@@ -609,6 +614,9 @@ def csv_rows(results: dict[str, Any]) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = []
     for q in results["results"]:
         add = _adder(rows, q["question"])
+        for c in q.get("categories") or ():
+            codes = ", ".join(c["codes"])
+            add(c["part"], "n_categories", estimate=c["n"], note=_join(codes, c["note"]))
         v = q["value"]
         if v is not None:
             f, ci = v["fleiss"], v["fleiss_ci"]

@@ -7,7 +7,13 @@ from typing import Annotated
 
 import typer
 
-from annotate.codebook import OTHER, available_codebooks, find_codebook, load_codebook_file
+from annotate.codebook import (
+    OTHER,
+    Codebook,
+    available_codebooks,
+    find_codebook,
+    load_codebook_file,
+)
 from annotate.commands.common import FormatOption, console, err_console, print_error
 from annotate.errors import CodebookError
 from annotate.render import OutputFormat, print_rows, to_json
@@ -72,13 +78,21 @@ def show_command(
         print_rows(console, rows, ["key", "code", "label", "definition"], fmt)
 
 
+def _other_summary(cb: Codebook) -> str:
+    """Which questions offer "Other": it is opt-in (``allow_other: true``)."""
+    offering = [q.id for q in cb.questions if q.allow_other]
+    return "Other: " + (", ".join(offering) or "no question")
+
+
 @app.command("validate")
 def validate_command(
     paths: Annotated[list[Path], typer.Argument(help="YAML files to check.", metavar="PATH")],
 ) -> None:
     """Check codebook files: every mistake in every file, each with its path in the YAML.
 
-    Exits 1 when any file has a mistake."""
+    A valid file's line names the questions that offer "Other" (with free text): Other is
+    opt-in, declared per question with `allow_other: true`. Exits 1 when any file has a
+    mistake."""
     failed = 0
     for path in paths:
         try:
@@ -87,7 +101,10 @@ def validate_command(
             failed += 1
             print_error(exc, details=True)
             continue
-        console.print(f"{path}: ok ({cb.name} v{cb.version}, hash {cb.version_hash})", markup=False)
+        console.print(
+            f"{path}: ok ({cb.name} v{cb.version}, hash {cb.version_hash}; {_other_summary(cb)})",
+            markup=False,
+        )
     if failed:
         err_console.print(f"{failed} of {len(paths)} file(s) have mistakes", markup=False)
         raise typer.Exit(1)

@@ -248,9 +248,9 @@ class AnalysisMixin(StoreBase):
         before = self.conn.total_changes
         self.conn.execute(
             "INSERT OR IGNORE INTO main.codebooks "
-            "(name, version_hash, title, version, text, source, added_at) "
-            "SELECT name, version_hash, title, version, text, source, added_at "
-            f"FROM {MERGE_ALIAS}.codebooks"
+            "(name, version_hash, title, version, text, source, added_at, other_by_default) "
+            "SELECT name, version_hash, title, version, text, source, added_at, "
+            f"other_by_default FROM {MERGE_ALIAS}.codebooks"
         )
         return self.conn.total_changes - before
 

@@ -1,4 +1,8 @@
-"""Codebook versions: every version a label was made under is kept with its full text."""
+"""Codebook versions: every version a label was made under is kept with its full text.
+
+A version stored before schema 7 has ``other_by_default`` = 1: it was written when a
+question without ``allow_other`` offered "Other", and it is read that way still.
+"""
 
 from __future__ import annotations
 
@@ -16,8 +20,8 @@ class CodebooksMixin(StoreBase):
         with self.transaction() as conn:
             conn.execute(
                 "INSERT OR IGNORE INTO codebooks "
-                "(name, version_hash, title, version, text, source, added_at) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                "(name, version_hash, title, version, text, source, added_at, other_by_default) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, 0)",
                 (cb.name, cb.version_hash, cb.title, cb.version, loaded.text, loaded.source, now()),
             )
         return cb.version_hash
@@ -26,17 +30,20 @@ class CodebooksMixin(StoreBase):
         """A stored version (the newest when ``version_hash`` is None)."""
         if version_hash:
             row = self.conn.execute(
-                "SELECT text FROM codebooks WHERE name = ? AND version_hash = ?",
+                "SELECT text, other_by_default FROM codebooks WHERE name = ? AND version_hash = ?",
                 (name, version_hash),
             ).fetchone()
         else:
             row = self.conn.execute(
-                "SELECT text FROM codebooks WHERE name = ? ORDER BY added_at DESC, rowid DESC",
+                "SELECT text, other_by_default FROM codebooks WHERE name = ? "
+                "ORDER BY added_at DESC, rowid DESC",
                 (name,),
             ).fetchone()
         if row is None:
             raise NotFoundError(f"codebook '{name}' is not in this database")
-        return parse_codebook(row["text"], f"{name}.yaml (stored)")
+        return parse_codebook(
+            row["text"], f"{name}.yaml (stored)", other_by_default=bool(row["other_by_default"])
+        )
 
     def codebook_versions(self) -> list[dict[str, Any]]:
         return [

@@ -285,6 +285,20 @@ def m006_llm_endpoint_formats(conn: sqlite3.Connection) -> None:
     )
 
 
+def m007_explicit_other(conn: sqlite3.Connection) -> None:
+    """Codebooks declare "Other" explicitly (``allow_other: true``). The versions stored
+    before were written when an omitted ``allow_other`` meant true: ``other_by_default`` = 1
+    keeps that reading for them, so their text, version hash, codes and labels are unchanged.
+    Versions stored from now on have 0."""
+    run_script(
+        conn,
+        """
+        ALTER TABLE codebooks ADD COLUMN other_by_default INTEGER NOT NULL DEFAULT 0;
+        UPDATE codebooks SET other_by_default = 1
+        """,
+    )
+
+
 MIGRATIONS: list[tuple[int, Migration]] = [
     (1, m001_initial),
     (2, m002_llm),
@@ -292,4 +306,5 @@ MIGRATIONS: list[tuple[int, Migration]] = [
     (4, m004_session_splits),
     (5, m005_agreement_run_digests),
     (6, m006_llm_endpoint_formats),
+    (7, m007_explicit_other),
 ]
