@@ -157,20 +157,23 @@ def fitted(
         if table is not None:
             return table
     same, same_line = constant(rows, cols, group)
-    cols = [c for c in cols if c not in same]
-    above = [same_line] if same_line else []
-    if same and (table := grid(rows, cols, width, short=True, group=group)) is not None:
-        return Group(*above, table)
     optional = [c for c in cols if c.optional]
-    left_out: list[Col] = []
-    while optional:
-        left_out.insert(0, optional.pop())
-        kept = [c for c in cols if c not in left_out]
-        table = grid(rows, kept, width, short=True, group=group)
-        if table is not None:
-            names = ", ".join(c.title for c in left_out)
-            note = f"Not shown at {width} columns: {names} ({SHOWN_ALL})."
-            return Group(*above, table, Text(note, style="dim"))
+    for n_out in range(len(optional) + 1):
+        left_out = optional[len(optional) - n_out :]
+        for lift in ([], same) if n_out else (same,):
+            kept = [c for c in cols if c not in left_out and c not in lift]
+            if len(kept) == len(cols) or not kept:
+                continue
+            table = grid(rows, kept, width, short=True, group=group)
+            if table is None:
+                continue
+            parts: list[RenderableType] = [same_line] if lift and same_line else []
+            parts.append(table)
+            if left_out:
+                names = ", ".join(c.title for c in left_out)
+                note = f"Not shown at {width} columns: {names} ({SHOWN_ALL})."
+                parts.append(Text(note, style="dim"))
+            return Group(*parts)
     return None
 
 

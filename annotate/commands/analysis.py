@@ -224,7 +224,6 @@ def merge_command(
             + ("" if r.changed else " - nothing changed")
             + ".",
             markup=False,
-            soft_wrap=True,
         )
         if r.conflicts:
             shown = [c.to_dict() for c in r.conflicts[:CONFLICTS_SHOWN]]
