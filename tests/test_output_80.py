@@ -9,6 +9,7 @@ codebook), regenerate the files and read the diff:
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from pathlib import Path
@@ -18,6 +19,8 @@ from typer.testing import CliRunner
 
 from annotate.cli import app
 from annotate.codebook import find_codebook
+from annotate.commands.stats_table import mean_sd, measures
+from tests.conftest import SHARED
 from tests.narrow import assert_reads_at
 from tests.test_analysis_support import DEMO, DEMO_LABELS, demo_traum_rows, write_csv
 
@@ -120,3 +123,29 @@ def test_merge_conflicts(tmp_path, monkeypatch) -> None:
     out = run("merge", "theirs.db", "--db", "ours.db")
     matches_golden("merge_conflicts", out)
     assert_reads_at(out, WIDTH, ['other ("a greeting before the task starts")', "kept ours"])
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory) -> Path:
+    """The demo project plus the whole Map Task corpus (hcrc labels) and the platform export."""
+    if not (SHARED / "maptask").is_dir():
+        pytest.skip("../shared (real Map Task and platform data) is not beside this checkout")
+    db = tmp_path_factory.mktemp("corpus") / "project.db"
+    run("import", str(DEMO), "--db", str(db))
+    run("import-labels", str(DEMO_LABELS), "--codebook", "traum", "--db", str(db))
+    run("import", str(SHARED / "maptask" / "dialogues"), "--labels-as", "hcrc", "--codebook",
+        "hcrc_moves", "--db", str(db))  # fmt: skip
+    run("import", *map(str, sorted((SHARED / "platform").glob("*.jsonl"))), "--db", str(db))
+    run("sample", "--n", "120", "--seed", "7", "--name", "main", "--db", str(db))
+    return db
+
+
+@pytest.mark.parametrize("width", [80, 120])
+def test_real_data_reads_at(corpus, width) -> None:
+    rows = json.loads(run("stats", "--format", "json", "--db", str(corpus)))
+    values = [mean_sd(r[f"{m}_mean"], r[f"{m}_sd"]) for r in rows for m in measures(rows)]
+    assert_reads_at(run("stats", "--db", str(corpus), width=width), width, values)
+    titles = [find_codebook(b).codebook.title for b in ("traum", "hcrc_moves")]
+    assert_reads_at(run("status", "--db", str(corpus), width=width), width, titles)
+    for args in (["list"], ["show", "traum"], ["show", "mental_model"], ["show", "hcrc_moves"]):
+        assert_reads_at(run("codebooks", *args, width=width), width)
