@@ -42,7 +42,10 @@ def stats_command(
     """Describe the dataset: sessions, actions and per-session means and SDs.
 
     One row per condition (and split part) and role: sessions, actions, and the mean and
-    sample SD per session of actions, messages, draws, erases, undos and resets.
+    sample SD per session of actions, messages, draws, erases, undos and resets. In a
+    terminal too narrow for that table, a measure with the same value in every row is
+    given once above it; if that is not enough, a row per measure with the roles as
+    columns.
     """
     from annotate.analysis.stats import stat_columns, stats  # pandas: when needed
 

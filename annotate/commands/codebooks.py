@@ -18,7 +18,7 @@ app = typer.Typer(help="List, show and validate codebooks.", no_args_is_help=Tru
 
 @app.command("list")
 def list_command(fmt: FormatOption = OutputFormat.table) -> None:
-    """Codebooks found in ./codebooks and the shipped ones, with their version hash.
+    """Codebooks found in ./codebooks and the shipped ones, with their version hash and path.
 
     A file that does not load is named on stderr and left out; the others are listed."""
     rows = []
