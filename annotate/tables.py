@@ -14,7 +14,7 @@ import math
 import textwrap
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 from rich import box
 from rich.cells import cell_len
@@ -37,7 +37,6 @@ class Col:
     short: str = ""  # the header when the full ones do not fit
     wrap: bool = False  # the text may wrap between words (prose); else it stays one line
     optional: bool = False  # may be left out when narrow; the output then says so
-    justify: Literal["left", "right"] = "left"
 
     @property
     def title(self) -> str:
@@ -116,13 +115,13 @@ def grid(
     if widths is None:
         return None
     table = Table(header_style="bold", box=box.HEAVY_HEAD)
-    for col, header, w in zip(cols, headers, widths, strict=True):
-        table.add_column(header, width=w, justify=col.justify, overflow="fold")
+    for header, w in zip(headers, widths, strict=True):
+        table.add_column(Text(header), width=w, overflow="fold")
     for i, row in enumerate(cells):
         same_as_last = bool(group) and i > 0 and cells[i - 1][:group] == row[:group]
         last_of_group = bool(group) and i + 1 < len(cells) and cells[i + 1][:group] != row[:group]
-        table.add_row(*([""] * group if same_as_last else row[:group]), *row[group:],
-                      end_section=last_of_group)  # fmt: skip
+        shown = [""] * group + row[group:] if same_as_last else row
+        table.add_row(*map(Text, shown), end_section=last_of_group)  # text, never markup
     return table
 
 

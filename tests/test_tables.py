@@ -70,3 +70,9 @@ def test_grouped_rows_show_the_group_once() -> None:
 def test_split_words_finds_a_word_broken_across_lines() -> None:
     assert split_words("│ acknowl │\n│ edgement │", ["acknowledgement"]) == ["acknowledgement"]
     assert split_words("│ acknowledgement │", ["acknowledgement"]) == []
+
+
+def test_cells_are_text_not_markup() -> None:
+    rows = [{"ours": "no [n1, n3]", "theirs": "[bold]yes[/bold]"}]
+    text = render(fitted(rows, ["ours", "theirs"], 80), 80)
+    assert "no [n1, n3]" in text and "[bold]yes[/bold]" in text
