@@ -63,7 +63,10 @@ def show_command(
         return
     console.print(f"{cb.title} ({cb.name} v{cb.version}, hash {cb.version_hash})", markup=False)
     if cb.instructions:
-        console.print(reflow(cb.instructions) if fmt is OutputFormat.table else cb.instructions)
+        if fmt is OutputFormat.table:
+            console.print(reflow(cb.instructions))  # rewrapped to the terminal
+        else:
+            console.print(cb.instructions.strip(), markup=False, soft_wrap=True)
     for q in cb.questions:
         rows = [
             {"key": o.key, "code": o.code, "label": o.label, "definition": o.definition}
