@@ -126,18 +126,31 @@ def grid(
 
 
 def constant(
-    rows: Sequence[Mapping[str, Any]], cols: Sequence[Col], keep: int = 0
+    rows: Sequence[Mapping[str, Any]], cols: Sequence[Col], width: int, keep: int = 0
 ) -> tuple[list[Col], Text | None]:
     """The columns after the first ``keep`` whose value is the same in every row (of two
-    or more), and a line that gives those values."""
+    or more), and a line that gives those values (wrapped between them if it can be)."""
     if len(rows) < 2:
         return [], None
     cells = cell_texts(rows, cols)
     same = [i for i in range(keep, len(cols)) if all(row[i] == cells[0][i] for row in cells)]
     if not same or len(same) == len(cols):
         return [], None
-    line = ", ".join(f"{cols[i].title} {cells[0][i]}" for i in same)
-    return [cols[i] for i in same], Text(f"In every row: {line}.")
+    pairs = [f"{cols[i].title} {cells[0][i]}" for i in same]
+    return [cols[i] for i in same], Text(wrap_list("In every row: ", pairs, width) + ".")
+
+
+def wrap_list(head: str, items: Sequence[str], width: int) -> str:
+    """``head`` and the items, comma-separated, a line broken between items where one does
+    not fit (within an item only when it is wider than a line)."""
+    lines = [head.rstrip()]
+    for i, item in enumerate(items):
+        piece = item + ("," if i + 1 < len(items) else "")
+        if cell_len(lines[-1]) + 1 + cell_len(piece) + 1 <= width:  # +1: a final "."
+            lines[-1] += " " + piece
+        else:
+            lines.append(piece)
+    return "\n".join(lines)
 
 
 def fitted(
@@ -155,7 +168,7 @@ def fitted(
         table = grid(rows, cols, width, short=short, group=group)
         if table is not None:
             return table
-    same, same_line = constant(rows, cols, group)
+    same, same_line = constant(rows, cols, width, group)
     optional = [c for c in cols if c.optional]
     for n_out in range(len(optional) + 1):
         left_out = optional[len(optional) - n_out :]
@@ -183,7 +196,7 @@ def vertical(
     (a word longer than the line is folded), a blank line between blocks. The columns
     that hold one value are given once, above."""
     cols = as_cols(columns)
-    same, same_line = constant(rows, cols)
+    same, same_line = constant(rows, cols, width)
     cols = [c for c in cols if c not in same]
     label_width = max(cell_len(c.title) for c in cols)
     indent = " " * (label_width + 2)

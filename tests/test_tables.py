@@ -6,7 +6,7 @@ import io
 
 from rich.console import Console
 
-from annotate.tables import Col, column_widths, fit_rows, fitted
+from annotate.tables import Col, column_widths, fit_rows, fitted, wrap_list
 from tests.narrow import assert_reads_at, split_words
 
 PROSE = "Opens a new unit of content that has not been presented before: the first part"
@@ -76,3 +76,8 @@ def test_cells_are_text_not_markup() -> None:
     rows = [{"ours": "no [n1, n3]", "theirs": "[bold]yes[/bold]"}]
     text = render(fitted(rows, ["ours", "theirs"], 80), 80)
     assert "no [n1, n3]" in text and "[bold]yes[/bold]" in text
+
+
+def test_the_line_of_constant_values_breaks_between_values() -> None:
+    text = wrap_list("In every row: ", ["draws 0.0 (0.0)", "erases 0.0 (0.0)"], 34)
+    assert text == "In every row: draws 0.0 (0.0),\nerases 0.0 (0.0)"
