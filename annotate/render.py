@@ -57,13 +57,11 @@ def print_rows(
     columns: Sequence[str | Col],
     fmt: OutputFormat,
     title: str | None = None,
-    *,
-    group: int = 0,
 ) -> None:
     """The rows in ``fmt``. A terminal table fits the console's width (see annotate.tables);
     the other formats always have every column, under its key (Markdown: its full header)."""
     if fmt is OutputFormat.table:
-        console.print(fit_rows(rows, columns, console.width, title, group=group))
+        console.print(fit_rows(rows, columns, console.width, title))
     elif fmt is OutputFormat.markdown:
         console.print(
             markdown_table(rows, columns, title), markup=False, highlight=False, soft_wrap=True
