@@ -5,13 +5,15 @@ from __future__ import annotations
 import csv
 import io
 import json
-import math
 from collections.abc import Sequence
 from enum import StrEnum
 from typing import Any
 
 from rich.console import Console
-from rich.table import Table
+
+from annotate.tables import Col, as_cols, cell, fit_rows
+
+__all__ = ["Col", "OutputFormat", "cell", "csv_text", "markdown_table", "print_rows", "to_json"]
 
 
 class OutputFormat(StrEnum):
@@ -21,39 +23,20 @@ class OutputFormat(StrEnum):
     csv = "csv"
 
 
-def cell(value: Any, digits: int = 3) -> str:
-    if value is None:
-        return "-"
-    if isinstance(value, float):
-        return "-" if math.isnan(value) else f"{value:.{digits}f}"
-    if isinstance(value, list | tuple):
-        return ", ".join(cell(v, digits) for v in value)
-    return str(value)
-
-
-def rich_table(
-    rows: Sequence[dict[str, Any]], columns: Sequence[str], title: str | None = None
-) -> Table:
-    table = Table(title=title, title_justify="left", header_style="bold")
-    for c in columns:
-        table.add_column(c, overflow="fold")
-    for row in rows:
-        table.add_row(*(cell(row.get(c)) for c in columns))
-    return table
-
-
 def markdown_table(
-    rows: Sequence[dict[str, Any]], columns: Sequence[str], title: str | None = None
+    rows: Sequence[dict[str, Any]], columns: Sequence[str | Col], title: str | None = None
 ) -> str:
+    cols = as_cols(columns)
     out = [f"### {title}", ""] if title else []
-    out.append("| " + " | ".join(columns) + " |")
-    out.append("|" + "|".join("---" for _ in columns) + "|")
+    out.append("| " + " | ".join(c.title for c in cols) + " |")
+    out.append("|" + "|".join("---" for _ in cols) + "|")
     for row in rows:
-        out.append("| " + " | ".join(cell(row.get(c)).replace("|", "\\|") for c in columns) + " |")
+        out.append("| " + " | ".join(cell(row.get(c.key)).replace("|", "\\|") for c in cols) + " |")
     return "\n".join(out) + "\n"
 
 
-def csv_text(rows: Sequence[dict[str, Any]], columns: Sequence[str]) -> str:
+def csv_text(rows: Sequence[dict[str, Any]], columns: Sequence[str | Col]) -> str:
+    columns = [c.key for c in as_cols(columns)]
     buf = io.StringIO()
     writer = csv.DictWriter(
         buf, fieldnames=list(columns), extrasaction="ignore", lineterminator="\n"
@@ -71,12 +54,14 @@ def to_json(data: Any) -> str:
 def print_rows(
     console: Console,
     rows: Sequence[dict[str, Any]],
-    columns: Sequence[str],
+    columns: Sequence[str | Col],
     fmt: OutputFormat,
     title: str | None = None,
 ) -> None:
+    """The rows in ``fmt``. A terminal table fits the console's width (see annotate.tables);
+    the other formats always have every column, under its key (Markdown: its full header)."""
     if fmt is OutputFormat.table:
-        console.print(rich_table(rows, columns, title))
+        console.print(fit_rows(rows, columns, console.width, title))
     elif fmt is OutputFormat.markdown:
         console.print(
             markdown_table(rows, columns, title), markup=False, highlight=False, soft_wrap=True
@@ -87,7 +72,7 @@ def print_rows(
         )
     else:
         console.print(
-            to_json([{c: r.get(c) for c in columns} for r in rows]),
+            to_json([{c.key: r.get(c.key) for c in as_cols(columns)} for r in rows]),
             markup=False,
             highlight=False,
             soft_wrap=True,

@@ -17,6 +17,11 @@ from tests.test_analysis_support import DEMO_LABELS, demo_traum_rows, import_dem
 TRAUM = find_codebook("traum").codebook
 
 
+def flat(text: str) -> str:
+    """The output with its lines joined (a long line wraps between words)."""
+    return " ".join(text.split())
+
+
 def dump(path: Path) -> list[str]:
     """Every row of every table (the file's whole content, in a stable order)."""
     conn = sqlite3.connect(path)
@@ -62,9 +67,9 @@ def test_merge_carries_actions_labels_codebooks_and_samples(cli, files) -> None:
     assert (
         f"{theirs}: 4 new actions of 347, 1 new codebook versions, "
         f"{50 + 343} new labels, 0 filled, 1 conflicts (0 took the newer answer); "
-        "samples added: theirs." in r.stdout
+        "samples added: theirs." in flat(r.stdout)
     )
-    assert "Conflicts in" in r.stdout and changed["action_id"] in r.stdout
+    assert "Conflicts in" in flat(r.stdout) and changed["action_id"] in flat(r.stdout)
     with Store(ours) as s:
         assert s.count_actions() == 347
         assert s.coders("traum") == ["ana", "ben"]
@@ -91,8 +96,8 @@ def test_merging_the_same_file_twice_changes_nothing(cli, files) -> None:
     before = dump(ours)
     r = cli("merge", str(theirs), db=ours)
     assert r.exit_code == 0
-    assert "0 new actions of 347, 0 new codebook versions, 0 new labels" in r.stdout
-    assert "1 conflicts" in r.stdout and "nothing changed" in r.stdout
+    assert "0 new actions of 347, 0 new codebook versions, 0 new labels" in flat(r.stdout)
+    assert "1 conflicts" in flat(r.stdout) and "nothing changed" in flat(r.stdout)
     assert dump(ours) == before
 
 
@@ -217,8 +222,8 @@ def test_merge_upgrades_a_copy_of_an_older_file_and_merges_several(cli, tmp_path
     assert cli("split-sessions", "--test", "1", "--name", "theirs", db=other).exit_code == 0
     r = cli("merge", str(old), str(other))
     assert r.exit_code == 0, r.output
-    assert r.stdout.count("0 new actions of 343") == 2
-    assert "session splits added: theirs" in r.stdout
+    assert flat(r.stdout).count("0 new actions of 343") == 2
+    assert "session splits added: theirs" in flat(r.stdout)
     assert old.read_bytes() == old_bytes  # the coder's file is read, never upgraded in place
     with Store(db_path) as s:
         assert s.session_split("theirs")["n_test"] == 1
@@ -262,8 +267,8 @@ def test_notes_and_flags_of_labels_in_both_files_are_carried_once(cli, files) ->
     before = _label(ours, ana[10]["action_id"], "ana")
     r = cli("merge", str(theirs), db=ours)
     assert r.exit_code == 0, r.output
-    assert "1 notes and 1 flags carried over" in r.stdout
-    assert "1 notes differ (0 took the newer note)" in r.stdout
+    assert "1 notes and 1 flags carried over" in flat(r.stdout)
+    assert "1 notes differ (0 took the newer note)" in flat(r.stdout)
     noted = _label(ours, ana[10]["action_id"], "ana")
     assert noted["note"] == "check the map"
     assert noted["updated_at"] == before["updated_at"]  # carrying a note keeps the times
@@ -271,7 +276,7 @@ def test_notes_and_flags_of_labels_in_both_files_are_carried_once(cli, files) ->
     assert _label(ours, ana[12]["action_id"], "ana")["note"] == "our note"
     after = dump(ours)
     again = cli("merge", str(theirs), db=ours)
-    assert "nothing changed" in again.stdout and "carried over" not in again.stdout
+    assert "nothing changed" in flat(again.stdout) and "carried over" not in flat(again.stdout)
     assert dump(ours) == after
     # --prefer newer takes their note when their row is newer
     _make_every_label_old(ours)
@@ -302,10 +307,10 @@ def test_merge_reports_runs_left_behind_and_differing_session_splits(cli, files)
         )  # fmt: skip
     r = cli("merge", str(theirs), db=ours)
     assert r.exit_code == 0, r.output
-    assert "session splits differ (kept ours): main" in r.stdout
+    assert "session splits differ (kept ours): main" in flat(r.stdout)
     assert (
         f"left in that file, not merged: 1 LLM runs (id {run}), 1 agreement runs (id {agreed})"
-        in r.stdout
+        in flat(r.stdout)
     )
     with Store(ours) as s:
         assert sorted(s.session_split("main")["parts"].values()).count("test") == 1

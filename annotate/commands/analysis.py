@@ -17,7 +17,8 @@ from annotate.commands.common import (
     open_store,
     split_list,
 )
-from annotate.render import OutputFormat, print_rows, to_json
+from annotate.commands.stats_table import stats_columns, stats_table, stats_wide
+from annotate.render import Col, OutputFormat, print_rows, to_json
 
 SplitOption = Annotated[
     str | None,
@@ -33,12 +34,6 @@ CodersOption = Annotated[
 CONFLICTS_SHOWN = 30
 
 
-def _mean_sd(mean: float | None, sd: float | None) -> str:
-    if mean is None:
-        return "-"
-    return f"{mean:.1f}" + (f" ({sd:.1f})" if sd is not None else " (-)")
-
-
 def stats_command(
     split: SplitOption = None,
     fmt: FormatOption = OutputFormat.table,
@@ -47,9 +42,12 @@ def stats_command(
     """Describe the dataset: sessions, actions and per-session means and SDs.
 
     One row per condition (and split part) and role: sessions, actions, and the mean and
-    sample SD per session of actions, messages, draws, erases, undos and resets.
+    sample SD per session of actions, messages, draws, erases, undos and resets. In a
+    terminal too narrow for that table, a measure with the same value in every row is
+    given once above it; if that is not enough, a row per measure with the roles as
+    columns.
     """
-    from annotate.analysis.stats import MEASURES, stat_columns, stats  # pandas: when needed
+    from annotate.analysis.stats import stat_columns, stats  # pandas: when needed
 
     with open_store(db) as store:
         rows = stats(store, split)
@@ -57,23 +55,11 @@ def stats_command(
     if fmt in (OutputFormat.csv, OutputFormat.json):  # machine-readable: always the same columns
         print_rows(console, rows, ["split", *keys[-4:], *stat_columns()], fmt)
         return
-    per_session = [f"{m}/session" if m == "actions" else m for m in MEASURES]
-    shown = [
-        {k: r.get(k) for k in keys}
-        | {
-            col: _mean_sd(r[f"{m}_mean"], r[f"{m}_sd"])
-            for col, m in zip(per_session, MEASURES, strict=True)
-        }
-        for r in rows
-    ]
-    columns = [*keys, *per_session]
-    print_rows(
-        console,
-        shown,
-        columns,
-        fmt,
-        title="Per session: mean (SD)" + (f"; split '{split}'" if split else ""),
-    )
+    title = "Per session: mean (SD)" + (f"; split '{split}'" if split else "")
+    if fmt is OutputFormat.markdown:
+        print_rows(console, stats_wide(rows, keys), stats_columns(keys, rows), fmt, title=title)
+        return
+    console.print(stats_table(rows, keys, console.width, title))
 
 
 def report_command(
@@ -241,7 +227,6 @@ def merge_command(
             + ("" if r.changed else " - nothing changed")
             + ".",
             markup=False,
-            soft_wrap=True,
         )
         if r.conflicts:
             shown = [c.to_dict() for c in r.conflicts[:CONFLICTS_SHOWN]]
@@ -254,9 +239,9 @@ def merge_command(
                     "question",
                     "coder",
                     "what",
-                    "ours",
-                    "theirs",
-                    "resolution",
+                    Col("ours", wrap=True),
+                    Col("theirs", wrap=True),
+                    Col("resolution", wrap=True),
                 ],
                 fmt,
                 title=f"Conflicts in {r.path}",

@@ -16,14 +16,15 @@ from annotate.codebook import (
 )
 from annotate.commands.common import FormatOption, console, err_console, print_error
 from annotate.errors import CodebookError
-from annotate.render import OutputFormat, print_rows, to_json
+from annotate.prose import reflow
+from annotate.render import Col, OutputFormat, print_rows, to_json
 
 app = typer.Typer(help="List, show and validate codebooks.", no_args_is_help=True)
 
 
 @app.command("list")
 def list_command(fmt: FormatOption = OutputFormat.table) -> None:
-    """Codebooks found in ./codebooks and the shipped ones, with their version hash.
+    """Codebooks found in ./codebooks and the shipped ones, with their version hash and path.
 
     A file that does not load is named on stderr and left out; the others are listed."""
     rows = []
@@ -43,7 +44,15 @@ def list_command(fmt: FormatOption = OutputFormat.table) -> None:
                 "path": str(path),
             }
         )
-    print_rows(console, rows, ["name", "title", "version", "hash", "questions", "path"], fmt)
+    columns = [
+        "name",
+        Col("title", wrap=True),
+        "version",
+        "hash",
+        "questions",
+        Col("path", optional=True),
+    ]
+    print_rows(console, rows, columns, fmt)
 
 
 @app.command("show")
@@ -60,7 +69,10 @@ def show_command(
         return
     console.print(f"{cb.title} ({cb.name} v{cb.version}, hash {cb.version_hash})", markup=False)
     if cb.instructions:
-        console.print(cb.instructions.strip(), markup=False)
+        if fmt is OutputFormat.table:
+            console.print(reflow(cb.instructions))  # rewrapped to the terminal
+        else:
+            console.print(cb.instructions.strip(), markup=False, soft_wrap=True)
     for q in cb.questions:
         rows = [
             {"key": o.key, "code": o.code, "label": o.label, "definition": o.definition}
@@ -74,8 +86,11 @@ def show_command(
             ]
         if q.allow_other:
             rows.append({"key": q.other_key, "code": OTHER, "label": "Other (free text)"})
-        console.print(f"\n{q.id} ({q.kind}): {q.prompt}", markup=False, soft_wrap=True)
-        print_rows(console, rows, ["key", "code", "label", "definition"], fmt)
+        console.print(f"\n{q.id} ({q.kind}): {q.prompt}", markup=False)
+        columns = ["key", "code", Col("label", wrap=True), Col("definition", wrap=True)]
+        if not any(r.get("definition") for r in rows):
+            columns.pop()  # no option has a definition: no empty column
+        print_rows(console, rows, columns, fmt)
 
 
 def _other_summary(cb: Codebook) -> str:

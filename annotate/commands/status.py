@@ -5,7 +5,7 @@ from __future__ import annotations
 import typer
 
 from annotate.commands.common import DEFAULT_DB_PATH, DbOption, FormatOption, console, open_store
-from annotate.render import OutputFormat, print_rows, to_json
+from annotate.render import Col, OutputFormat, print_rows, to_json
 from annotate.status import project_status
 
 
@@ -31,7 +31,7 @@ def status_command(fmt: FormatOption = OutputFormat.table, db: DbOption = DEFAUL
         print_rows(
             console,
             status["codebooks"],
-            ["name", "version_hash", "title", "labels"],
+            ["name", Col("version_hash", short="hash"), Col("title", wrap=True), "labels"],
             fmt,
             title="Codebooks",
         )
@@ -39,7 +39,7 @@ def status_command(fmt: FormatOption = OutputFormat.table, db: DbOption = DEFAUL
         print_rows(
             console,
             status["samples"],
-            ["name", "n", "seed", "stratify", "origin"],
+            ["name", "n", "seed", Col("stratify", wrap=True), "origin"],
             fmt,
             title="Samples",
         )
@@ -51,7 +51,15 @@ def status_command(fmt: FormatOption = OutputFormat.table, db: DbOption = DEFAUL
         print_rows(
             console,
             rows,
-            ["sample", "codebook", "coder", "coded", "skipped", "flagged", "minutes"],
+            [
+                "sample",
+                "codebook",
+                "coder",
+                "coded",
+                Col("skipped", short="skip"),
+                Col("flagged", short="flag"),
+                Col("minutes", short="min"),
+            ],
             fmt,
             title="Coding progress",
         )
@@ -79,11 +87,13 @@ def status_command(fmt: FormatOption = OutputFormat.table, db: DbOption = DEFAUL
         print_rows(
             console,
             status["agreement_runs"][:5],
-            ["id", "created_at", "codebook", "sample"],
+            ["id", Col("created_at", short="created"), "codebook", "sample"],
             fmt,
             title="Agreement runs (newest 5; all: annotate agree --runs)",
         )
-    console.print(f"Next: [bold]{status['next']}[/bold]", soft_wrap=True)
+    # The command stays one line (to paste it); on its own line when it does not fit after "Next:".
+    sep = " " if len(status["next"]) + 6 <= console.width else "\n"
+    console.print(f"Next:{sep}[bold]{status['next']}[/bold]", soft_wrap=True)
 
 
 def register(app: typer.Typer) -> None:
