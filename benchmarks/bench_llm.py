@@ -232,49 +232,36 @@ def run_real_case(
     os.environ.setdefault("OPENAI_API_KEY", "bench-key")  # the local server checks no key
     from annotate.codebook import find_codebook
     from annotate.store import Store
-    from llm_coder import calls
     from llm_coder.client import config_from_env
     from llm_coder.workflow import JobOptions, LabelJob
 
-    # measurement only: note why each retry happened (CallStats counts retries, not causes)
-    reasons: list[str] = []
-    backoff = calls.Caller._backoff
-
-    async def noting_backoff(self, attempt, retry_after, reason):
-        reasons.append(reason)
-        return await backoff(self, attempt, retry_after, reason)
-
-    calls.Caller._backoff = noting_backoff  # type: ignore[method-assign]
-    try:
-        loaded = find_codebook("hcrc_moves")
-        config = config_from_env(REAL_MODEL, base_url)
-        with Store(db) as store:
-            options = JobOptions(
-                model=REAL_MODEL,
-                split="hcrc_moves",
-                shots=shots,
-                context=context,
-                concurrency=concurrency,
-            )
-            job = LabelJob(store, loaded, options, config)
-            ids = job.rest_ids()[skip : skip + items]
-            started = time.perf_counter()
-            result = job.run_phase("label", ids)
-            seconds = time.perf_counter() - started
-            job.finish("done")
-            stored_format = store.endpoint_format(job.endpoint_host, REAL_MODEL)
-            corpus = store.coder_answers(loaded.codebook, "corpus", ids)
-        qid = loaded.codebook.questions[0].id
-        answered = [r.answers[qid].value for r in result.results if r.answers and qid in r.answers]
-        agree = sum(
-            r.answers is not None
-            and qid in r.answers
-            and qid in corpus.get(r.action_id, {})
-            and r.answers[qid].value == corpus[r.action_id][qid].value
-            for r in result.results
+    loaded = find_codebook("hcrc_moves")
+    config = config_from_env(REAL_MODEL, base_url)
+    with Store(db) as store:
+        options = JobOptions(
+            model=REAL_MODEL,
+            split="hcrc_moves",
+            shots=shots,
+            context=context,
+            concurrency=concurrency,
         )
-    finally:
-        calls.Caller._backoff = backoff  # type: ignore[method-assign]
+        job = LabelJob(store, loaded, options, config)
+        ids = job.rest_ids()[skip : skip + items]
+        started = time.perf_counter()
+        result = job.run_phase("label", ids)
+        seconds = time.perf_counter() - started
+        job.finish("done")
+        stored_format = store.endpoint_format(job.endpoint_host, REAL_MODEL)
+        corpus = store.coder_answers(loaded.codebook, "corpus", ids)
+    qid = loaded.codebook.questions[0].id
+    answered = [r.answers[qid].value for r in result.results if r.answers and qid in r.answers]
+    agree = sum(
+        r.answers is not None
+        and qid in r.answers
+        and qid in corpus.get(r.action_id, {})
+        and r.answers[qid].value == corpus[r.action_id][qid].value
+        for r in result.results
+    )
     return {
         "items": len(ids),
         "seconds": seconds,
@@ -282,7 +269,7 @@ def run_real_case(
         "valid": result.valid,
         "failed": result.failed,
         "retries": result.retries,
-        "timeouts": sum("timed out" in r.lower() for r in reasons),
+        "timeouts": result.timeouts,
         "tokens_in": result.tokens_in,
         "format": result.response_format,
         "format_changes": list(result.format_changes),

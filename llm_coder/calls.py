@@ -166,6 +166,7 @@ class CallStats:
     sent: int = 0
     cached: int = 0
     retries: int = 0
+    timeouts: int = 0
     fallbacks: int = 0
     tokens_in: int = 0
     tokens_out: int = 0
@@ -359,6 +360,7 @@ class Caller:
                     f"the endpoint refused the request (HTTP {status}: {message})", hint=hint
                 ) from None
             except (openai.APITimeoutError, openai.APIConnectionError) as exc:
+                self.stats.timeouts += isinstance(exc, openai.APITimeoutError)
                 attempt = await self._backoff(attempt, None, _scrub(str(exc), secret))
                 continue
             latency = time.perf_counter() - started

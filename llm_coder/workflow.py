@@ -263,6 +263,7 @@ class PhaseResult:
     results: tuple[ItemResult, ...] = ()
     response_format: str = "json_schema"
     format_changes: tuple[str, ...] = ()
+    timeouts: int = 0
     """Steps down the endpoint made this run take during this phase."""
 
 
@@ -286,6 +287,7 @@ class LabelSummary:
     uncertain_sample: str | None = None
     response_format: str = "json_schema"
     format_changes: tuple[str, ...] = ()
+    timeouts: int = 0
 
 
 OnProgress = Callable[[Progress], None]
@@ -591,6 +593,7 @@ class LabelJob:
             results=tuple(results),
             response_format=self.fallback.mode,
             format_changes=tuple(self.fallback.changes[changes_before:]),
+            timeouts=stats.timeouts,
         )
 
     def _record_stats(self, run: dict[str, Any], stats: CallStats) -> None:

@@ -116,6 +116,7 @@ async def test_hang_past_the_timeout_is_retried(chat_server):
     results = await run_all(runner, ITEMS[:1])
     assert results["s1-1"].valid
     assert chat_server.state.requests == 2 and time.perf_counter() - started < 2.5
+    assert runner.caller.stats.timeouts == 1 and runner.caller.stats.retries == 1
 
 
 async def test_exhausted_retries_fail_the_item_not_the_run(chat_server):
