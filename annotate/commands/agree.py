@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import getpass
+import shlex
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Annotated, Any
 
 import typer
@@ -26,7 +28,11 @@ from annotate.render import OutputFormat, csv_text, markdown_table, to_json
 
 CodebookOption = Annotated[
     str | None,
-    typer.Option(help="Codebook name (default: the only, else the most labelled one)."),
+    typer.Option(
+        help="Codebook name (default: the only labelled one, else the one on which two or "
+        "more coders answered the same items; when several or none are, the error lists "
+        "them and the command to run)."
+    ),
 ]
 SampleOption = Annotated[
     str | None,
@@ -44,6 +50,8 @@ QuestionOption = Annotated[
 ]
 
 ITEMS_SHOWN = 6
+DEFAULT_CI = 0.95
+DEFAULT_N_BOOT = 1000
 REFERENCES = (
     "Cohen, J. (1960). A coefficient of agreement for nominal scales. Educational and "
     "Psychological Measurement, 20(1), 37-46.",
@@ -706,16 +714,30 @@ def render_disagreements(run: Any, fmt: OutputFormat) -> None:
 # -- the commands -----------------------------------------------------------------------------
 
 
+def rerun(command: str, db: Any, **given: Any) -> str:
+    """The command as typed (options that differ from their defaults), for a hint to add
+    --codebook to: ``annotate agree --format markdown``."""
+    words = [command]
+    for key, value in given.items():
+        if value is None or value is False:
+            continue
+        flag = "--" + key.replace("_", "-")
+        words.append(flag if value is True else f"{flag} {shlex.quote(str(value))}")
+    if Path(db) != DEFAULT_DB_PATH:
+        words.append(f"--db {shlex.quote(str(db))}")
+    return " ".join(words)
+
+
 def agree_command(
     codebook: CodebookOption = None,
     sample: SampleOption = None,
     coders: CodersOption = None,
     question: QuestionOption = None,
     fmt: FormatOption = OutputFormat.table,
-    ci: Annotated[float, typer.Option(help="Confidence level of the intervals.")] = 0.95,
+    ci: Annotated[float, typer.Option(help="Confidence level of the intervals.")] = DEFAULT_CI,
     n_boot: Annotated[
         int, typer.Option(help="Bootstrap resamples for the CI of Fleiss' kappa.")
-    ] = 1000,
+    ] = DEFAULT_N_BOOT,
     seed: Annotated[int, typer.Option(help="Seed of the bootstrap.")] = 0,
     disagreements: Annotated[
         bool,
@@ -760,6 +782,18 @@ def agree_command(
                 fmt,
             )
             return
+        command = rerun(
+            "annotate agree",
+            db,
+            sample=sample,
+            coders=coders,
+            question=question,
+            format=fmt.value if fmt is not OutputFormat.table else None,
+            ci=ci if ci != DEFAULT_CI else None,
+            n_boot=n_boot if n_boot != DEFAULT_N_BOOT else None,
+            seed=seed or None,
+            disagreements=disagreements,
+        )
         result = agree(
             store,
             codebook=codebook,
@@ -770,6 +804,7 @@ def agree_command(
             n_boot=n_boot,
             seed=seed,
             disagreements=disagreements,
+            command=command,
         )
         if result.selection.defaults and fmt is OutputFormat.table:
             err_console.print(
@@ -882,6 +917,15 @@ def adjudicate_command(
             coders=split_list(coders) or None,
             question=question,
             purpose="adjudication",
+            command=rerun(
+                "annotate adjudicate",
+                db,
+                sample=sample,
+                coders=coders,
+                question=question,
+                adjudicator=adjudicator,
+                majority_only=majority_only,
+            ),
         )
         plan = plan_gold(store, selection)
         written = write_majority(store, plan, name)

@@ -84,19 +84,48 @@ class AgreementRunsMixin(StoreBase):
         return [r[0] for r in self.conn.execute("SELECT DISTINCT name FROM codebooks ORDER BY 1")]
 
     def coders_with_answers(
-        self, codebook: str, action_ids: Sequence[str] | None = None
+        self,
+        codebook: str,
+        action_ids: Sequence[str] | None = None,
+        question: str | None = None,
     ) -> dict[str, int]:
-        """Coder -> answered labels of ``codebook`` (on ``action_ids`` when given)."""
+        """Coder -> answered labels of ``codebook`` (on ``action_ids``, of ``question``
+        when given)."""
         sql = (
             "SELECT coder, count(*) FROM labels WHERE codebook = ? "
             "AND (value IS NOT NULL OR codes IS NOT NULL)"
         )
+        params: tuple[str, ...] = (codebook,)
+        if question is not None:
+            sql += " AND question = ?"
+            params += (question,)
         if action_ids is not None:
             sql += " AND " + self._agree_items(action_ids)
         return {
-            r[0]: r[1]
-            for r in self.conn.execute(sql + " GROUP BY coder ORDER BY coder", (codebook,))
+            r[0]: r[1] for r in self.conn.execute(sql + " GROUP BY coder ORDER BY coder", params)
         }
+
+    def shared_items(
+        self,
+        codebook: str,
+        coders: Sequence[str],
+        action_ids: Sequence[str] | None = None,
+        question: str | None = None,
+    ) -> int:
+        """Items of ``codebook`` answered by two or more of ``coders``."""
+        marks = ",".join("?" * len(coders))
+        sql = (
+            f"SELECT action_id FROM labels WHERE codebook = ? AND coder IN ({marks}) "
+            "AND (value IS NOT NULL OR codes IS NOT NULL)"
+        )
+        params: tuple[str, ...] = (codebook, *coders)
+        if question is not None:
+            sql += " AND question = ?"
+            params += (question,)
+        if action_ids is not None:
+            sql += " AND " + self._agree_items(action_ids)
+        sql += " GROUP BY action_id HAVING count(DISTINCT coder) >= 2"
+        return self.conn.execute(f"SELECT count(*) FROM ({sql})", params).fetchone()[0]
 
     def label_ids(
         self,
