@@ -370,9 +370,7 @@ def test_a_group_that_cannot_be_split_is_named_and_can_go_to_train(cli, db_path,
         rows = s.query("SELECT part, grp FROM session_split_items WHERE session = 'solo'")
     assert [tuple(r) for r in rows] == [("train", "-")]
     assert sorted(stored["parts"].values()).count("test") == 2  # hidden 1, visible 1
-    assert stored["details"]["unsplit"] == [
-        {"group": "-", "sessions": ["solo"], "part": "train"}
-    ]
+    assert stored["details"]["unsplit"] == [{"group": "-", "sessions": ["solo"], "part": "train"}]
     r = cli("split-sessions", "--test", "7", "--name", "all")
     assert r.exit_code == 1
     assert r.stderr.splitlines() == [
