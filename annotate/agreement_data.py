@@ -531,8 +531,6 @@ class QuestionResult:
     """Multi-select questions: the sets; yes/no questions: the reasons of a ``no``."""
     left_out: tuple[LeftOut, ...]
     n_disagreements: int
-    disagreements: tuple[Disagreement, ...] = ()
-    """Filled only when asked for (``--disagreements``)."""
 
     @property
     def sets_name(self) -> str:
@@ -564,16 +562,10 @@ class AgreementRun:
     labels_hash: str
     label_codebook_hashes: tuple[str, ...]
     run_id: int | None = None
-    with_disagreements: bool = False
     results: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
-        out = {"run_id": self.run_id, **self.results}
-        if self.with_disagreements:
-            out["disagreements"] = {
-                q.question.id: [d.to_dict() for d in q.disagreements] for q in self.questions
-            }
-        return out
+        return {"run_id": self.run_id, **self.results}
 
 
 def _who(coders: Sequence[str]) -> str:
@@ -675,7 +667,6 @@ def run_agreement(
     ci: float = 0.95,
     n_boot: int = DEFAULT_N_BOOT,
     seed: int = DEFAULT_SEED,
-    disagreements: bool = False,
     save: bool = True,
 ) -> AgreementRun:
     """Every agreement figure of the selected questions; the run is stored unless ``save``
@@ -706,10 +697,8 @@ def run_agreement(
             raise
         except ValueError as exc:  # a case the statistics refuse, with their sentence
             raise UsageError(f"question {q.id}: {exc}") from None
-        differing = _differing(data)
-        found = _disagreements(store, data, differing) if disagreements else ()
         results.append(
-            QuestionResult(q, data, report, sets_report, tuple(left_out), len(differing), found)
+            QuestionResult(q, data, report, sets_report, tuple(left_out), len(_differing(data)))
         )
     rows = [r for d in datas for r in d.rows]
     digests = {i: h for d in datas for i, h in d.label_digests.items()}
@@ -760,7 +749,6 @@ def run_agreement(
         labels_hash=digest,
         label_codebook_hashes=hashes,
         run_id=run_id,
-        with_disagreements=disagreements,
         results=payload,
     )
 
@@ -781,16 +769,39 @@ def agree(
     ci: float = 0.95,
     n_boot: int = DEFAULT_N_BOOT,
     seed: int = DEFAULT_SEED,
-    disagreements: bool = False,
     command: str = "annotate agree",
 ) -> AgreementRun:
     """`annotate agree` in one call: resolve the inputs, measure, store the run."""
     selection = select(
         store, codebook=codebook, sample=sample, coders=coders, question=question, command=command
     )
-    return run_agreement(
-        store, selection, ci=ci, n_boot=n_boot, seed=seed, disagreements=disagreements
-    )
+    return run_agreement(store, selection, ci=ci, n_boot=n_boot, seed=seed)
+
+
+@dataclass(frozen=True)
+class DisagreementList:
+    """Every item the selected coders answered differently, per question (no statistics,
+    nothing stored: `annotate agree --disagreements`)."""
+
+    selection: Selection
+    questions: tuple[tuple[Question, tuple[Disagreement, ...]], ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        sel = self.selection
+        return {
+            "codebook": sel.codebook.name,
+            "sample": sel.sample,
+            "coders": list(sel.coders),
+            "questions": [q.id for q, _ in self.questions],
+            "disagreements": {q.id: [d.to_dict() for d in ds] for q, ds in self.questions},
+        }
+
+
+def list_disagreements(store: Store, selection: Selection) -> DisagreementList:
+    with store.read_snapshot():
+        datas = [question_data(store, selection, q) for q in selection.questions]
+    found = tuple((d.question, _disagreements(store, d, _differing(d))) for d in datas)
+    return DisagreementList(selection, found)
 
 
 @dataclass(frozen=True)

@@ -65,6 +65,35 @@ def test_demo_table_reads_in_80_columns(demo) -> None:
     assert out.stderr.startswith("defaults: codebook traum (the only one with labels)")
 
 
+def test_demo_disagreements_read_in_80_columns(demo) -> None:
+    out = subprocess.run(
+        [sys.executable, "-m", "annotate", "agree", "--disagreements", "--db", str(demo)],
+        capture_output=True,
+        text=True,
+        env={"COLUMNS": "80", "NO_COLOR": "1", "PATH": ""},
+        check=True,
+    )
+    lines = [line.rstrip() for line in out.stdout.splitlines()]
+    assert max(map(len, out.stdout.splitlines())) <= 80
+    assert lines[:12] == [
+        "Codebook traum, every labelled item, coders ana, ben, caro.",
+        "",
+        "Coders differ on act: 160 items",
+        "",
+        "   #   Item       Text               ana            ben            caro",
+        " " + "─" * 78,
+        "   1   019aa7c6   below the crane    Acknowledge    Acknowledge    Continue",
+        "                  bay",
+        "   2   02ab11cf   [clears the        other          other          Initiate",
+        "                  whole canvas]      (set-up        (set-up",
+        "                                     click)         click)",
+        "   3   02c5f49a   until you're       Repair         Initiate       Repair",
+    ]
+    assert "Fleiss" not in out.stdout and "stored" not in out.stdout
+    with Store(demo) as s:
+        assert s.query("SELECT count(*) FROM agreement_runs")[0][0] == 0
+
+
 def _mental_labels(db_path, tmp_path, n: int = 60) -> list[str]:
     """Three coders answer Q1 and Q4 of the mental-model survey on n demo actions."""
     with Store(db_path) as s:

@@ -6,7 +6,7 @@ import getpass
 import shlex
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich import box
@@ -25,6 +25,9 @@ from annotate.commands.common import (
 )
 from annotate.errors import UsageError
 from annotate.render import OutputFormat, csv_text, markdown_table, to_json
+
+if TYPE_CHECKING:
+    from annotate.agreement_data import DisagreementList
 
 CodebookOption = Annotated[
     str | None,
@@ -50,6 +53,7 @@ QuestionOption = Annotated[
 ]
 
 ITEMS_SHOWN = 6
+ANSWER_WIDTH = 12  # the disagreement list wraps a longer answer (Other's text)
 DEFAULT_CI = 0.95
 DEFAULT_N_BOOT = 1000
 REFERENCES = (
@@ -373,13 +377,17 @@ def _table(
     columns: Sequence[tuple[str, str, str]],
     rows: list[dict],
     wrap: frozenset[str] = frozenset({"notes", "band"}),
+    *,
+    share: bool = True,
+    max_widths: dict[str, int] | None = None,
 ) -> Any:
     """columns: (key, header, justify); a notes column nobody needs is left out. The title
-    is a line of its own, so a narrow table does not squeeze it."""
+    is a line of its own, so a narrow table does not squeeze it. Several ``wrap`` columns
+    share the width by ratio, unless not ``share``: then the widest wraps first."""
     columns = [
         c for c in columns if c[0] not in {"notes", "band"} or any(r.get(c[0]) for r in rows)
     ]
-    flexible = [c[0] for c in columns if c[0] in wrap]
+    flexible = [c[0] for c in columns if c[0] in wrap] if share else []
     table = Table(box=box.SIMPLE_HEAD, header_style="bold", pad_edge=False)
     if len(flexible) > 1:  # share the width out by ratio (text twice a label's)
         table.expand = True
@@ -391,6 +399,7 @@ def _table(
             no_wrap=key not in wrap,
             ratio=(3 if key == "text" else 2) if len(flexible) > 1 and key in wrap else None,
             min_width=_longest_word(rows, key) if key in wrap else None,
+            max_width=(max_widths or {}).get(key),
         )
     for row in rows:
         table.add_row(*(Text(str(row.get(key, ""))) for key, _, _ in columns))
@@ -675,30 +684,41 @@ def csv_rows(results: dict[str, Any]) -> list[dict[str, Any]]:
 # -- disagreements ----------------------------------------------------------------------------
 
 
-def render_disagreements(run: Any, fmt: OutputFormat) -> None:
+def render_disagreements(found: DisagreementList, fmt: OutputFormat) -> None:
     """Every item where the coders differ: its text and each coder's label."""
-    coders = list(run.selection.coders)
+    if fmt is OutputFormat.json:
+        console.print(to_json(found.to_dict()), markup=False, highlight=False, soft_wrap=True)
+        return
+    coders = list(found.selection.coders)
     if fmt is OutputFormat.csv:
         rows = [
-            {"question": q.question.id, **d.to_dict(), **{c: d.answers.get(c) for c in coders}}
-            for q in run.questions
-            for d in q.disagreements
+            {"question": q.id, **d.to_dict(), **{c: d.answers.get(c) for c in coders}}
+            for q, ds in found.questions
+            for d in ds
         ]
         columns = ["question", "item", "session", "seq", "text", *coders]
         console.print(csv_text(rows, columns), end="", markup=False, highlight=False,
                       soft_wrap=True)  # fmt: skip
         return
-    for q in run.questions:
-        title = f"Coders differ on {q.question.id}: {_items(len(q.disagreements))}"
+    sel = found.selection
+    where = f"sample '{sel.sample}'" if sel.sample else "every labelled item"
+    scope = f"Codebook {sel.codebook.name}, {where}, coders {', '.join(coders)}."
+    console.print(scope, markup=False, soft_wrap=True)
+    for q, ds in found.questions:
+        console.print()
+        title = (
+            f"Coders differ on {q.id}: {_items(len(ds))}"
+            if ds
+            else (f"Coders differ on {q.id}: no item.")
+        )
+        if not ds:
+            console.print(title, markup=False)
+            continue
         rows = [
-            {
-                "n": k + 1,
-                "item": d.item,
-                "text": d.text,
-                **{c: d.answers.get(c) or "-" for c in coders},
-            }
-            for k, d in enumerate(q.disagreements)
-        ]
+            {"n": k + 1, "item": d.item, "text": d.text,
+             **{c: d.answers.get(c) or "-" for c in coders}}
+            for k, d in enumerate(ds)
+        ]  # fmt: skip
         if fmt is OutputFormat.markdown:
             columns = [("n", "#"), ("item", "Item"), ("text", "Text"), *((c, c) for c in coders)]
             console.print(_md(rows, columns, title=title), markup=False, highlight=False,
@@ -708,7 +728,15 @@ def render_disagreements(run: Any, fmt: OutputFormat) -> None:
             r["item"] = short_id(r["item"])
         columns = [("n", "#", "right"), ("item", "Item", "left"), ("text", "Text", "left")]
         columns += [(c, c, "left") for c in coders]
-        console.print(_table(title, columns, rows, wrap=frozenset({"text", *coders})))
+        wrap = frozenset({"text", *coders})
+        widths = {c: _answer_width(rows, c) for c in coders}
+        console.print(_table(title, columns, rows, wrap, share=False, max_widths=widths))
+
+
+def _answer_width(rows: list[dict[str, Any]], coder: str) -> int:
+    """At most ANSWER_WIDTH (or the longest word): long answers wrap before the text."""
+    longest = max(len(str(r[coder])) for r in rows)
+    return max(len(coder), _longest_word(rows, coder), min(ANSWER_WIDTH, longest))
 
 
 # -- the commands -----------------------------------------------------------------------------
@@ -743,8 +771,8 @@ def agree_command(
         bool,
         typer.Option(
             "--disagreements",
-            help="Also list every item where the coders differ, with its text and each "
-            "coder's label (with --format csv: only that list).",
+            help="Instead of the figures, list every item where the coders differ, with its "
+            "text and each coder's label (no run is stored).",
         ),
     ] = False,
     run: Annotated[
@@ -767,7 +795,7 @@ def agree_command(
     kappa per reason. Every run is stored with the ids and a hash of the exact labels used;
     its id is printed.
     """
-    from annotate.agreement_data import agree, stored_run
+    from annotate.agreement_data import agree, list_disagreements, select, stored_run
 
     with open_store(db) as store:
         if runs:
@@ -794,6 +822,14 @@ def agree_command(
             seed=seed or None,
             disagreements=disagreements,
         )
+        if disagreements:
+            selection = select(
+                store, codebook=codebook, sample=sample, coders=split_list(coders) or None,
+                question=question, command=command,
+            )  # fmt: skip
+            _defaults(selection.defaults, fmt)
+            render_disagreements(list_disagreements(store, selection), fmt)
+            return
         result = agree(
             store,
             codebook=codebook,
@@ -803,25 +839,21 @@ def agree_command(
             ci=ci,
             n_boot=n_boot,
             seed=seed,
-            disagreements=disagreements,
             command=command,
         )
-        if result.selection.defaults and fmt is OutputFormat.table:
-            err_console.print(
-                "defaults: " + "; ".join(result.selection.defaults), markup=False, soft_wrap=True
-            )
-        if disagreements and fmt is OutputFormat.csv:
-            render_disagreements(result, fmt)
-        else:
-            _render(result.to_dict(), fmt)
-            if disagreements and fmt is not OutputFormat.json:
-                console.print()
-                render_disagreements(result, fmt)
+        _defaults(result.selection.defaults, fmt)
+        _render(result.to_dict(), fmt)
     _run_line(
         f"run {result.run_id} stored: {result.n_labels} labels, sha256 "
         f"{result.labels_hash[:12]} (`annotate agree --run {result.run_id}` shows it).",
         fmt,
     )
+
+
+def _defaults(defaults: Sequence[str], fmt: OutputFormat) -> None:
+    """How the defaults were chosen, on stderr (table output only)."""
+    if defaults and fmt is OutputFormat.table:
+        err_console.print("defaults: " + "; ".join(defaults), markup=False, soft_wrap=True)
 
 
 def _render(results: dict[str, Any], fmt: OutputFormat) -> None:
