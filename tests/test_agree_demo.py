@@ -237,6 +237,29 @@ def test_questions_nobody_answered_and_sample_items_not_coded(cli, demo, tmp_pat
     )
     assert "Not in any figure: 10 items of the sample:" in table
     assert "Answered by no coder yet: 9 items" in table
+    md = cli("agree", "--codebook", "mental_model", "--question", "Q1", "-f", "markdown").stdout
+    from annotate.commands.agree import REFERENCES
+
+    items = _top_list_items(md)  # each figure's line is its own list item, as intended
+    assert items[0].startswith("Left out of Fleiss' kappa: ")
+    assert items[1:] == ["Not in any figure: 10 items of the sample:", *REFERENCES]
+    assert "\n  - Answered by no coder yet: 9 items" in md
+
+
+def _top_list_items(md: str) -> list[str]:
+    """The first line of every top-level list item, as CommonMark parses the text."""
+    from markdown_it import MarkdownIt
+
+    tokens = MarkdownIt("commonmark").parse(md)
+    out, depth = [], 0
+    for i, t in enumerate(tokens):
+        if t.type in ("bullet_list_open", "ordered_list_open"):
+            depth += 1
+        elif t.type in ("bullet_list_close", "ordered_list_close"):
+            depth -= 1
+        elif t.type == "list_item_open" and depth == 1:
+            out.append(tokens[i + 2].content.splitlines()[0])
+    return out
 
 
 def test_one_category_everywhere_is_reported_not_crashed(cli, demo, tmp_path) -> None:

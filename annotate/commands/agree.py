@@ -329,37 +329,40 @@ def _grouped(entries: list[dict[str, str]], bullet: str) -> list[str]:
     return lines
 
 
-def _left_out_lines(q: dict[str, Any], bullet: str = "  ") -> list[str]:
-    """Which items each figure left out and why, grouped by reason."""
+def _left_out_lines(q: dict[str, Any], bullet: str = "  ", head: str = "") -> list[str]:
+    """Which items each figure left out and why, grouped by reason: a line per figure
+    (starting with ``head``), and under it a line per reason (with ``bullet``)."""
     lines = []
     value = [x for x in q["left_out"] if x["part"] == "value"]
     sets = [x for x in q["left_out"] if x["part"] != "value"]
     if q["value"] is not None:
         if value:
             lines.append(
-                f"Left out of Fleiss' kappa: {_items(len(value))} not answered by every coder "
-                "(alpha, AC1 and percent agreement use every item with two or more answers):"
+                f"{head}Left out of Fleiss' kappa: {_items(len(value))} not answered by every "
+                "coder (alpha, AC1 and percent agreement use every item with two or more answers):"
             )
             lines += _grouped(value, bullet)
         else:
-            lines.append("Left out of Fleiss' kappa: none (every coder answered every item).")
+            lines.append(
+                f"{head}Left out of Fleiss' kappa: none (every coder answered every item)."
+            )
     if sets:
         if q["kind"] == "yes_no_reasons":
             lines.append(
-                f"Left out of the per-reason kappas: {_items(len(sets))} answered 'no' by some "
-                "coders but not by every coder (MASI alpha and the per-reason alphas use every "
-                "item two or more coders answered 'no'):"
+                f"{head}Left out of the per-reason kappas: {_items(len(sets))} answered 'no' by "
+                "some coders but not by every coder (MASI alpha and the per-reason alphas use "
+                "every item two or more coders answered 'no'):"
             )
         else:
             lines.append(
-                f"Left out of the per-code kappas: {_items(len(sets))} not answered by every "
+                f"{head}Left out of the per-code kappas: {_items(len(sets))} not answered by every "
                 "coder (MASI alpha and the per-code alphas use every item with two or more "
                 "answers):"
             )
         lines += _grouped(sets, bullet)
     not_coded = q["not_coded"]
     if not_coded:
-        lines.append(f"Not in any figure: {_items(len(not_coded))} of the sample:")
+        lines.append(f"{head}Not in any figure: {_items(len(not_coded))} of the sample:")
         lines += _grouped(not_coded, bullet)
     return lines
 
@@ -573,7 +576,7 @@ def render_markdown(results: dict[str, Any]) -> None:
             columns = [("pair", "Coders"), ("items", "Items"), ("kappa", "Cohen's kappa"),
                        ("ci", level), ("agree", "Agreement"), ("band", "Band")]  # fmt: skip
             out.append(_md(pairs, columns))
-        out += _left_out_lines(q, bullet="- ")
+        out += _left_out_lines(q, bullet="  - ", head="- ")  # a list item per figure
         out.append("")
     out.append("References")
     out.append("")
