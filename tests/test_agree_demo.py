@@ -381,6 +381,32 @@ def test_labels_outside_the_sample_get_a_hint(cli, demo) -> None:
     assert "hint: the labels of 'traum' are on items outside sample 'main'" in r.stderr
 
 
+def test_a_cohen_interval_beyond_minus_one_is_clipped_and_says_so(cli, demo, tmp_path) -> None:
+    with Store(demo) as s:
+        items = [r["id"] for r in s.action_rows()][:3]
+    path = tmp_path / "three.csv"  # kappa -1/2, ASE 0.306: -0.5 - 1.96 * 0.306 = -1.100
+    pairs = [("Initiate", "Initiate"), ("Continue", "Initiate"), ("Initiate", "Continue")]
+    rows = [
+        f"{i},{c},{v}"
+        for i, p in zip(items, pairs, strict=True)
+        for c, v in zip("xy", p, strict=True)
+    ]
+    path.write_text("action_id,coder,value\n" + "\n".join(rows) + "\n")
+    assert cli("import-labels", str(path), "--codebook", "traum").exit_code == 0
+    note = "CI clipped to [-1, 1] (kappa ± z·ASE is -1.100 to 0.100)."
+    r = cli("agree", "--coders", "x,y")
+    assert r.exit_code == 0, r.output
+    assert " x / y        3   -0.500   -1.000 to 0.100   33.3%   poor; CI clipped" in r.stdout
+    assert note in r.stdout
+    rows = list(csv.DictReader(io.StringIO(cli("agree", "--coders", "x,y", "-f", "csv").stdout)))
+    [cohen] = [row for row in rows if row["statistic"] == "cohen_kappa"]
+    assert (cohen["ci_low"], cohen["note"]) == ("-1.0", note)
+    with Store(demo) as s:
+        stored = json.loads(s.query("SELECT results FROM agreement_runs ORDER BY id")[0][0])
+    pair = stored["results"][0]["value"]["pairwise"][0]
+    assert pair["ci"]["low"] == -1.0 and pair["ci"]["note"] == note
+
+
 def test_a_single_item_gives_kappa_and_says_why_there_is_no_interval(cli, demo, tmp_path) -> None:
     with Store(demo) as s:
         item = s.action_rows()[0]["id"]
