@@ -563,6 +563,8 @@ class AgreementRun:
     label_codebook_hashes: tuple[str, ...]
     run_id: int | None = None
     results: dict[str, Any] = field(default_factory=dict)
+    same_as_stored: bool = False
+    """``run_id`` is an earlier run of the same inputs, labels and settings (none stored)."""
 
     def to_dict(self) -> dict[str, Any]:
         return {"run_id": self.run_id, **self.results}
@@ -722,25 +724,25 @@ def run_agreement(
         "annotate_version": __version__,
     }
     payload = inputs | {"results": [r.to_dict() for r in results]}
-    run_id = None
+    run_id = stored_before = None
     if save:
-        run_id = store.save_agreement_run(
-            AgreementRunRecord(
-                codebook=sel.codebook.name,
-                codebook_hash=sel.codebook.version_hash,
-                label_codebook_hashes=hashes,
-                sample=sel.sample,
-                sample_hash=inputs["sample_hash"],
-                coders=sel.coders,
-                questions=inputs["questions"],
-                label_ids=label_ids,
-                labels_hash=digest,
-                settings=settings,
-                results=payload,
-                annotate_version=__version__,
-                label_digests=digests,
-            )
+        record = AgreementRunRecord(
+            codebook=sel.codebook.name,
+            codebook_hash=sel.codebook.version_hash,
+            label_codebook_hashes=hashes,
+            sample=sel.sample,
+            sample_hash=inputs["sample_hash"],
+            coders=sel.coders,
+            questions=inputs["questions"],
+            label_ids=label_ids,
+            labels_hash=digest,
+            settings=settings,
+            results=payload,
+            annotate_version=__version__,
+            label_digests=digests,
         )
+        stored_before = store.same_agreement_run(record)
+        run_id = stored_before or store.save_agreement_run(record)
     return AgreementRun(
         selection=sel,
         settings=settings,
@@ -750,6 +752,7 @@ def run_agreement(
         label_codebook_hashes=hashes,
         run_id=run_id,
         results=payload,
+        same_as_stored=stored_before is not None,
     )
 
 

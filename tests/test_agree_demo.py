@@ -94,6 +94,33 @@ def test_demo_disagreements_read_in_80_columns(demo) -> None:
         assert s.query("SELECT count(*) FROM agreement_runs")[0][0] == 0
 
 
+def test_the_same_labels_again_do_not_store_a_duplicate_run(cli, demo) -> None:
+    def count() -> int:
+        with Store(demo) as s:
+            return s.query("SELECT count(*) FROM agreement_runs")[0][0]
+
+    first = cli("agree")
+    assert first.exit_code == 0 and "run 1 stored: 1029 labels, sha256 " in first.stdout
+    again = cli("agree")
+    assert again.exit_code == 0
+    assert again.stdout.splitlines()[-1].startswith(
+        "same as run 1, nothing new stored: 1029 labels, sha256 "
+    )
+    assert again.stdout.replace("same as run 1, nothing new", "run 1") == first.stdout
+    as_json = cli("agree", "-f", "json")
+    assert json.loads(as_json.stdout)["run_id"] == 1
+    assert as_json.stderr.startswith("same as run 1, nothing new stored")
+    assert count() == 1
+    other = cli("agree", "--ci", "0.9")  # other settings: another run
+    assert "run 2 stored" in other.stdout and count() == 2
+    with Store(demo) as s:  # a changed label: another run, then that one again
+        s.conn.execute("UPDATE labels SET value = 'Repair' WHERE id = (SELECT min(id) FROM labels)")
+    assert "run 3 stored" in cli("agree").stdout
+    assert "same as run 3, nothing new stored" in cli("agree").stdout
+    md = cli("agree", "-f", "markdown").stdout
+    assert "<!-- annotate agree run 3: 1029 labels" in md and count() == 3
+
+
 def _mental_labels(db_path, tmp_path, n: int = 60) -> list[str]:
     """Three coders answer Q1 and Q4 of the mental-model survey on n demo actions."""
     with Store(db_path) as s:

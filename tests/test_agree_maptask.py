@@ -146,7 +146,7 @@ def test_every_format(cli, maptask) -> None:
     assert f"| Fleiss' kappa | {kappa:.3f} |" in md
     assert "| Coders | Items | Cohen's kappa | 95% CI | Agreement | Band |" in md
     assert md.count("- Fleiss, J. L.") == 3
-    assert "<!-- annotate agree run 3: " in md
+    assert "<!-- annotate agree run 1: " in md  # the same labels and settings: run 1 again
     rows = list(csv.DictReader(io.StringIO(cli("agree", "--format", "csv").stdout)))
     by = {(r["statistic"], r["subject"]): r for r in rows}
     assert float(by[("fleiss_kappa", "")]["estimate"]) == kappa  # full precision

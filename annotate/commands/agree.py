@@ -797,7 +797,8 @@ def agree_command(
 
     Yes/no questions with reasons (mental_model Q4) also get the reasons' MASI alpha and a
     kappa per reason. Every run is stored with the ids and a hash of the exact labels used;
-    its id is printed.
+    its id is printed. The same labels with the same settings again store nothing new: the
+    output says "same as run N".
     """
     from annotate.agreement_data import agree, list_disagreements, select, stored_run
 
@@ -847,9 +848,14 @@ def agree_command(
         )
         _defaults(result.selection.defaults, fmt)
         _render(result.to_dict(), fmt)
+    done = (
+        f"same as run {result.run_id}, nothing new stored"
+        if result.same_as_stored
+        else f"run {result.run_id} stored"
+    )
     _run_line(
-        f"run {result.run_id} stored: {result.n_labels} labels, sha256 "
-        f"{result.labels_hash[:12]} (`annotate agree --run {result.run_id}` shows it).",
+        f"{done}: {result.n_labels} labels, sha256 {result.labels_hash[:12]} "
+        f"(`annotate agree --run {result.run_id}` shows it).",
         fmt,
     )
 

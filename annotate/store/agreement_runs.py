@@ -179,6 +179,35 @@ class AgreementRunsMixin(StoreBase):
             )
         return run_id
 
+    def same_agreement_run(self, run: AgreementRunRecord) -> int | None:
+        """The newest stored run with the same inputs, settings, version and labels (ids
+        and content hash), so its results are this run's; None when there is none."""
+        rows = self.conn.execute(
+            "SELECT id FROM agreement_runs WHERE codebook = ? AND codebook_hash = ? "
+            "AND sample IS ? AND sample_hash IS ? AND coders = ? AND questions = ? "
+            "AND labels_hash = ? AND settings = ? AND annotate_version = ? ORDER BY id DESC",
+            (
+                run.codebook,
+                run.codebook_hash,
+                run.sample,
+                run.sample_hash,
+                dumps(list(run.coders)),
+                dumps(list(run.questions)),
+                run.labels_hash,
+                dumps(run.settings),
+                run.annotate_version,
+            ),
+        ).fetchall()
+        wanted = sorted(run.label_ids)
+        for (run_id,) in rows:
+            ids = self.conn.execute(
+                "SELECT label_id FROM agreement_run_labels WHERE run_id = ? ORDER BY label_id",
+                (run_id,),
+            ).fetchall()
+            if [i for (i,) in ids] == wanted:
+                return int(run_id)
+        return None
+
     def agreement_run(self, run_id: int) -> dict[str, Any]:
         row = self.conn.execute("SELECT * FROM agreement_runs WHERE id = ?", (run_id,)).fetchone()
         if row is None:
