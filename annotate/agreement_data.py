@@ -185,11 +185,16 @@ def _choose_codebook(
         return (team, len(c.coders), c.shared, counts[c.name])
 
     best = max(usable, key=promise)
-    on = f" --sample {sample}" if sample else ""
     raise UsageError(
-        f"no codebook has {enough}{where}: {listing}",
-        hint=f"a second coder codes the same items: `annotate code --codebook {best.name}{on} "
-        "--coder NAME --new-coder`, then run this again",
+        f"no codebook has {enough}{where}: {listing}", hint=_second_coder(best.name, sample)
+    )
+
+
+def _second_coder(codebook: str, sample: str | None) -> str:
+    on = f" --sample {sample}" if sample else ""
+    return (
+        f"a second coder codes the same items: `annotate code --codebook {codebook}{on} "
+        "--coder NAME --new-coder`, then run this again"
     )
 
 
@@ -290,6 +295,8 @@ def select(
                 f"the labels of '{cb.name}' are on items outside sample '{sample}': "
                 "pass --sample NAME, or code this sample"
             )
+        elif len(available) < min_coders:
+            hint = _second_coder(cb.name, sample) + "; coders: " + _choices(available)
         raise UsageError(
             f"{purpose} needs at least {min_coders} coders; got {len(chosen)}{found} on {where}",
             hint=hint,

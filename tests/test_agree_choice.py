@@ -100,6 +100,21 @@ def test_the_corpus_coding_does_not_hide_the_codebook_two_coders_share(
     )
 
 
+def test_a_corpus_coding_alone_says_a_second_coder_is_needed(cli, corpus) -> None:
+    with Store(corpus) as s:
+        n = s.coders_with_answers("hcrc_moves", s.sample_ids("main"))["hcrc"]
+    assert n > 0
+    r = cli("agree", "--format", "markdown")
+    assert r.exit_code == 1 and r.stdout == ""
+    assert error_lines(r) == [
+        "error: agreement needs at least 2 coders; got 1 (hcrc) on codebook 'hcrc_moves' in "
+        "sample 'main'",
+        "hint: a second coder codes the same items: `annotate code --codebook hcrc_moves "
+        f"--sample main --coder NAME --new-coder`, then run this again; coders: hcrc ({n} labels)",
+    ]
+    assert runs(corpus) == []
+
+
 def test_no_codebook_with_two_coders_lists_them_and_the_command(cli, corpus, tmp_path) -> None:
     items = main_items(corpus)
     with Store(corpus) as s:
