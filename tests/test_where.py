@@ -1,5 +1,5 @@
 """`sample --where`: one condition, nothing that reorders, limits, recurses or draws by
-chance; Ctrl-C stops a long condition with one line."""
+chance; Ctrl-C stops a long condition with one line. A seed numpy cannot take is one line."""
 
 from __future__ import annotations
 
@@ -97,3 +97,12 @@ def test_ctrl_c_stops_a_long_where_with_one_line(actions_db: Path) -> None:
     assert proc.returncode == 1
     assert err.startswith("error: --where: stopped by Ctrl-C after"), err
     assert "Traceback" not in err and len(err.splitlines()) == 1
+
+
+@pytest.mark.parametrize("seed", ["-1", str(2**63)])
+def test_a_seed_numpy_or_sqlite_cannot_take_is_one_line(cli, actions_db: Path, seed: str) -> None:
+    r = cli("sample", "--n", "5", "--seed", seed)
+    assert r.exit_code == 1
+    assert r.stderr.startswith(f"error: --seed must be a whole number from 0 to {2**63 - 1}, not")
+    r = cli("split-sessions", "--test", "1", "--seed", seed)
+    assert r.exit_code == 1 and r.stderr.startswith("error: --seed must be"), r.stderr

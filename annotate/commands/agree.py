@@ -24,6 +24,7 @@ from annotate.commands.common import (
 )
 from annotate.errors import UsageError
 from annotate.render import OutputFormat, csv_text, markdown_table, to_json
+from annotate.seeds import check_seed
 
 CodebookOption = Annotated[
     str | None,
@@ -768,6 +769,7 @@ def agree_command(
                 fmt,
             )
             return
+        check_seed(seed)
         result = agree(
             store,
             codebook=codebook,

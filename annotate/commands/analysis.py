@@ -18,6 +18,7 @@ from annotate.commands.common import (
     split_list,
 )
 from annotate.render import OutputFormat, print_rows, to_json
+from annotate.seeds import check_seed
 
 SplitOption = Annotated[
     str | None,
@@ -144,6 +145,7 @@ def split_sessions_command(
     """
     from annotate.analysis.session_split import split_sessions  # numpy, pandas: when needed
 
+    check_seed(seed)
     with open_store(db) as store:
         result = split_sessions(
             store,
