@@ -91,7 +91,7 @@ def import_command(
     new = sum(r.new_actions for r in results)
     for r in results:
         for line in r.skipped:
-            err_console.print(f"skipped {line}", markup=False)
+            err_console.print(f"skipped {line}", markup=False, soft_wrap=True)
     extra = ""
     if labels and not any(r.labels for r in results):
         err_console.print("warning: --labels-as: these files carry no labels", markup=False)
