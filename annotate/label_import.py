@@ -9,7 +9,6 @@ Any other column is an error (a misspelt ``other_text`` would otherwise lose its
 from __future__ import annotations
 
 import csv
-import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,6 +16,7 @@ from typing import Any
 
 from annotate.codebook import Answer, LoadedCodebook
 from annotate.errors import AnnotateError, ImportFormatError
+from annotate.importers import fields
 from annotate.importers.encoding import not_utf8
 from annotate.label_overwrites import ImportPlan, plan_import, refuse_overwrites
 from annotate.store import LabelWrite, Store
@@ -84,9 +84,9 @@ def _jsonl_rows(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
             if not line.strip():
                 continue
             try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise ImportFormatError(f"{path}:{lineno}: not valid JSON ({exc.msg})") from exc
+                obj = fields.json_line(line)
+            except ValueError as exc:
+                raise ImportFormatError(f"{path}:{lineno}: {exc}") from None
             if not isinstance(obj, dict):
                 raise ImportFormatError(f"{path}:{lineno}: expected a JSON object")
             if error := _unknown_columns(f"{path}:{lineno}", list(obj)):
@@ -112,6 +112,10 @@ def _codes(raw: Any) -> tuple[str, ...]:
 
 def _write(where: str, row: dict[str, Any], loaded: LoadedCodebook) -> LabelWrite:
     cb = loaded.codebook
+    try:  # every column but codes (a list or ';'-separated text) is text
+        row = {k: v if k == "codes" else fields.text(v, k) for k, v in row.items()}
+    except ValueError as exc:
+        raise ImportFormatError(f"{where}: {exc}") from None
     for column in ("action_id", "coder", "value"):
         if row.get(column) in (None, "") and not (column == "value" and row.get("codes")):
             raise ImportFormatError(f"{where}: missing field '{column}'")

@@ -150,3 +150,28 @@ def test_a_file_that_is_not_utf8_is_named_with_its_line(cli, tmp_path, name) -> 
     r = cli("import", str(f))
     assert r.exit_code == 1
     assert r.stderr.startswith(f"error: {f}:{line}: not UTF-8 text (byte 0xe9 at column "), r.stderr
+
+
+@pytest.mark.parametrize(
+    ("line", "problem"),
+    [
+        ({"action_id": "s1:0", "coder": {"name": "ana"}, "value": "Initiate"},
+         "field 'coder': expected text, not a JSON object"),
+        ({"action_id": ["s1:0"], "coder": "ana", "value": "Initiate"},
+         "field 'action_id': expected text, not a JSON list"),
+        (DEEP, "JSON nested deeper than 100 levels"),
+    ],
+    ids=["obj-coder", "list-action", "deep"],
+)  # fmt: skip
+def test_import_labels_odd_field_names_the_line(cli, db_path, tmp_path, line, problem) -> None:
+    log = tmp_path / "log.jsonl"
+    log.write_text(json.dumps(GOOD) + "\n")
+    assert cli("import", str(log), "--format", "jsonl").exit_code == 0
+    f = tmp_path / "labels.jsonl"
+    first = {"action_id": "s1:0", "coder": "ben", "value": "Initiate"}
+    f.write_text(json.dumps(first) + "\n" + (line if isinstance(line, str) else json.dumps(line)))
+    r = cli("import-labels", str(f), "--codebook", "traum")
+    assert r.exit_code == 1
+    assert r.stderr.splitlines()[0] == f"error: {f}:2: {problem}"
+    with Store(db_path) as s:
+        assert s.label_rows("traum") == []
