@@ -874,7 +874,9 @@ def adjudicate_command(
 ) -> None:
     """Make gold labels: majority vote, then a screen for ties and flagged items.
 
-    A strict majority of the coders decides. Ties and flagged items go to a screen that shows
+    A strict majority of the selected coders decides (more than half of them on every item,
+    whoever answered it; the first line says how many votes that is, and a warning names a
+    coder with far fewer labels than the others). Ties and flagged items go to a screen that shows
     the item in its context, every coder's answer and note, and takes one key (the codebook's
     shortcuts) for the final label.
 
@@ -882,6 +884,7 @@ def adjudicate_command(
     """
     from annotate.adjudication import plan_gold, write_majority
     from annotate.agreement_data import select
+    from annotate.majority_rule import majority_rule
 
     name = adjudicator or _login()
     with open_store(db) as store:
@@ -894,6 +897,10 @@ def adjudicate_command(
             purpose="adjudication",
         )
         plan = plan_gold(store, selection)
+        rule = majority_rule(plan)
+        console.print(rule.line(), markup=False, soft_wrap=True)
+        if warning := rule.warning():
+            err_console.print(warning, markup=False, soft_wrap=True)
         written = write_majority(store, plan, name)
         undecided = plan.undecided
         where = f"{plan.codebook.name}" + (f", sample '{plan.sample}'" if plan.sample else "")

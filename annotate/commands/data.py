@@ -138,6 +138,7 @@ def import_labels_command(
         f"{result.summary()}; coders: {', '.join(result.coders)} "
         f"({loaded.codebook.name} {loaded.codebook.version_hash}).",
         markup=False,
+        soft_wrap=True,
     )
 
 
