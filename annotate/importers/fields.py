@@ -40,11 +40,17 @@ def text(value: Any, name: str) -> str | None:
         return None
     if isinstance(value, str):
         return value
-    if isinstance(value, int | float) and not isinstance(value, bool):
+    if isinstance(value, int | float):  # bool too: stored as before, True -> "True"
         if isinstance(value, float) and not math.isfinite(value):
             raise FieldError(name, f"expected text, not {value}")
         return str(value)
     raise FieldError(name, f"expected text, not {_kind(value)}")
+
+
+def content(value: Any) -> str | None:
+    """What was said or done: any value, as text (an object or list as it always was: a
+    drawing's structured content is data, not a mistake)."""
+    return None if value is None else str(value)
 
 
 def whole_number(value: Any, name: str) -> int:

@@ -102,7 +102,7 @@ def _action(
     role = text("role")
     if participant is not None:
         role = options.roles.get(participant, role)
-    content = text("content")
+    content = fields.content(obj.get(column["content"]))
     action = Action(
         id=text("id") or f"{session}:{seq}",
         session=session,

@@ -88,7 +88,7 @@ def _record(obj: Any) -> PlatformRecord:
         participant_id=str(required["participant_id"]),
         participant_name=fields.text(obj.get("participant_name"), "participant_name"),
         action_type=str(required["action_type"]),
-        action_content=fields.text(obj.get("action_content"), "action_content"),
+        action_content=fields.content(obj.get("action_content")),
         metadata=metadata,
         elapsed=fields.number(obj.get("session_elapsed_seconds"), "session_elapsed_seconds"),
         role=fields.text(obj.get("role"), "role"),
