@@ -47,3 +47,18 @@ class TerminalConsole(Console):
             segment if segment.control else Segment(shown(segment.text), segment.style)
             for segment in buffer
         )
+
+
+DISPLAY_CHARS = 10_000
+
+
+def for_display(text: str, limit: int = DISPLAY_CHARS) -> str:
+    """Log content for a screen: :func:`shown`, cut after ``limit`` characters with a note
+    that says so. Only the display is cut; the stored text stays whole (a 100 MB message
+    would otherwise take the screen minutes to lay out)."""
+    if len(text) <= limit:
+        return shown(text)
+    return (
+        shown(text[:limit])
+        + f" … [truncated for display: {len(text):,} characters, the first {limit:,} shown]"
+    )
