@@ -540,12 +540,13 @@ class LabelJob:
         def flush() -> None:
             # items and the run's spend move together: a killed run still shows what it paid
             nonlocal last_flush
-            if pending:
-                self.store.save_llm_items(
-                    run_id, phase, self.codebook, self.coder, pending, provenance=provenance
-                )
+            if pending:  # patient: a failed wait would stop the replies in flight
+                with self.store.transaction(patient=True):
+                    self.store.save_llm_items(
+                        run_id, phase, self.codebook, self.coder, pending, provenance=provenance
+                    )
+                    self._record_stats(before, runner.caller.stats)
                 pending.clear()
-                self._record_stats(before, runner.caller.stats)
             last_flush = time.monotonic()
 
         def on_result(result: ItemResult) -> None:

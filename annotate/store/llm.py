@@ -264,10 +264,12 @@ class LLMStoreMixin(StoreBase):
     def save_call(
         self, record: CallRecord, run_id: int | None, *, known_prompts: set[str] | None = None
     ) -> None:
-        """Store a request and its reply at once (a killed run must not pay for it again)."""
+        """Store a request and its reply at once (a killed run must not pay for it again).
+
+        A reply is paid for: another process writing is waited for without a time limit."""
         req, reply = record.request, record.reply
         prompt = req.prompt_hash
-        with self.transaction() as conn:
+        with self.transaction(patient=True) as conn:
             if known_prompts is None or prompt not in known_prompts:
                 conn.execute(
                     "INSERT OR IGNORE INTO llm_prompts (prompt_hash, messages, created_at) "
