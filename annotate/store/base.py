@@ -12,7 +12,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from annotate.errors import StoreError
-from annotate.store.failures import is_storage_failure, storage_error
+from annotate.store.failures import (
+    full_reason,
+    is_storage_failure,
+    read_only_reason,
+    storage_error,
+)
 from annotate.store.lock import ATTEMPT_MS, Notify, begin_write
 from annotate.store.migrations import MIGRATIONS
 
@@ -57,6 +62,8 @@ def applied_migrations(conn: sqlite3.Connection, path: Path, *, empty_ok: bool) 
             return set()
         applied = {r[0] for r in conn.execute("SELECT id FROM _migrations")}
     except sqlite3.DatabaseError as exc:
+        if is_storage_failure(exc):  # a full disk or a read-only folder, not the file
+            raise storage_error(exc, path, "open") from exc
         raise StoreError(f"{path}: not an annotate database ({exc})") from exc
     known = {number for number, _ in MIGRATIONS}
     newer = sorted(applied - known)
@@ -117,8 +124,28 @@ class StoreBase:
                 f"{self.path}: no such database",
                 hint="run `annotate import PATH` first, or pass --db",
             )
+        self.read_only = False
         try:
-            conn = sqlite3.connect(self.path, isolation_level=None, timeout=ATTEMPT_MS / 1000)
+            conn, applied = self._open(create=create)
+        except StoreError:
+            if create or not self._readable_in_place():
+                raise
+            conn, applied = self._open(create=False, immutable=True)
+            self.read_only = True
+        self.conn = conn
+        self._in_transaction = False
+        self._migrate(applied)
+
+    def _open(
+        self, *, create: bool, immutable: bool = False
+    ) -> tuple[sqlite3.Connection, set[int]]:
+        target = (
+            f"{self.path.resolve().as_uri()}?mode=ro&immutable=1" if immutable else str(self.path)
+        )
+        try:
+            conn = sqlite3.connect(
+                target, isolation_level=None, timeout=ATTEMPT_MS / 1000, uri=immutable
+            )
         except sqlite3.Error as exc:
             raise storage_error(exc, self.path, "open") from exc
         try:
@@ -126,8 +153,9 @@ class StoreBase:
             conn.execute(f"PRAGMA busy_timeout = {ATTEMPT_MS}")
             # checked before the first write, so a file we refuse is left as it was
             applied = applied_migrations(conn, self.path, empty_ok=create)
-            conn.execute("PRAGMA journal_mode = WAL")
-            conn.execute("PRAGMA synchronous = NORMAL")
+            if not immutable:
+                conn.execute("PRAGMA journal_mode = WAL")
+                conn.execute("PRAGMA synchronous = NORMAL")
             conn.execute("PRAGMA foreign_keys = ON")
         except sqlite3.Error as exc:
             conn.close()
@@ -135,9 +163,16 @@ class StoreBase:
         except BaseException:
             conn.close()
             raise
-        self.conn = conn
-        self._in_transaction = False
-        self._migrate(applied)
+        return conn, applied
+
+    def _readable_in_place(self) -> bool:
+        """A file in a read-only folder or on a full disk can still be read as it is, when
+        no write-ahead log beside it holds changes (nobody can be writing it: they could not
+        have created the log either). Every write then fails with the cause."""
+        log = Path(f"{self.path}-wal")
+        if log.exists() and log.stat().st_size > 0:  # a failed open leaves an empty one
+            return False
+        return read_only_reason(self.path) is not None or full_reason(self.path) is not None
 
     @property
     def db(self) -> sqlite_utils.Database:

@@ -74,18 +74,21 @@ def storage_error(exc: sqlite3.Error, path: Path, doing: str = "write") -> Store
             "finished",
             hint=f"{WAIT_ENV}=SECONDS sets how long to wait",
         )
-    if name.startswith("SQLITE_FULL"):
-        why = full_reason(path) or "the disk is full"
-        return StoreError(
-            f"{path}: cannot {doing}: {why}",
-            hint="free some space, then run the command again (the step that failed was "
-            "rolled back: nothing of it is stored)",
-        )
-    if name.startswith(("SQLITE_READONLY", "SQLITE_CANTOPEN", "SQLITE_PERM", "SQLITE_IOERR")):
-        why = read_only_reason(path) or full_reason(path)
-        if why:
+    full = name.startswith("SQLITE_FULL")
+    if full or name.startswith(
+        ("SQLITE_READONLY", "SQLITE_CANTOPEN", "SQLITE_PERM", "SQLITE_IOERR")
+    ):
+        read_only = None if full else read_only_reason(path)
+        if read_only:
             return StoreError(
-                f"{path}: cannot {doing}: {why}",
-                hint="run it where the file can be written (or copy the file there)",
+                f"{path}: cannot {doing}: {read_only}",
+                hint="work where the file can be written (or copy the file there)",
+            )
+        no_room = full_reason(path) or ("the disk is full" if full else None)
+        if no_room:
+            return StoreError(
+                f"{path}: cannot {doing}: {no_room}",
+                hint="free some space, then run the command again (a step that failed was "
+                "rolled back: nothing of it is stored)",
             )
     return StoreError(f"{path}: cannot {doing} ({exc})")

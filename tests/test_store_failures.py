@@ -1,0 +1,142 @@
+"""Storage failures name their real cause in one line: a full disk (a small tmpfs), a
+read-only file system (the tmpfs remounted read-only), a read-only file (the file as seen
+by an unprivileged user). Reading still works where nothing needs writing.
+
+The disks are mounted in a private mount namespace (``unshare -rm``), so nothing is left
+mounted; where the machine does not allow that the tests are skipped with the reason."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from annotate.store import Store
+from tests.conftest import DEMO, REPO
+
+UNSHARE = shutil.which("unshare")
+
+
+def run_sh(script: str, *, flags: str, tmp: Path) -> subprocess.CompletedProcess:
+    """``script`` under ``unshare FLAGS`` with $PY (this Python) and $MNT (a folder)."""
+    if UNSHARE is None:
+        pytest.skip("unshare(1) is not installed: cannot make a small disk")
+    mnt = tmp / "mnt"
+    mnt.mkdir(exist_ok=True)
+    env = {
+        **os.environ,
+        "PY": sys.executable,
+        "MNT": str(mnt),
+        "PYTHONPATH": os.environ.get("PYTHONPATH", str(REPO)),
+    }
+    env.pop("ANNOTATE_DB", None)
+    probe = subprocess.run(
+        [UNSHARE, *flags.split(), "sh", "-c", "true"], capture_output=True, text=True
+    )
+    if probe.returncode:
+        pytest.skip(f"unshare {flags} is not allowed here: {probe.stderr.strip()}")
+    return subprocess.run(
+        [UNSHARE, *flags.split(), "sh", "-c", "set -u\n" + script],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp,
+    )
+
+
+def mount_tmpfs(size: str) -> str:
+    return f'mount -t tmpfs -o size={size} tmpfs "$MNT" || {{ echo "no tmpfs" >&2; exit 99; }}\n'
+
+
+def outputs(r: subprocess.CompletedProcess) -> list[str]:
+    if r.returncode == 99 and "no tmpfs" in r.stderr:
+        pytest.skip(f"cannot mount a tmpfs in a user namespace here: {r.stderr.strip()}")
+    return r.stdout.split("=====\n")
+
+
+def big_log(tmp: Path, n: int = 20_000) -> Path:
+    src = tmp / "big.jsonl"
+    with src.open("w") as f:
+        for k in range(n):
+            f.write(json.dumps({"session": f"s{k % 5}", "seq": k, "content": "word " * 40}) + "\n")
+    return src
+
+
+def test_disk_full_during_import_says_so_and_keeps_what_was_stored(tmp_path: Path) -> None:
+    src = big_log(tmp_path)
+    r = run_sh(
+        mount_tmpfs("2m")
+        + f"""cd "$MNT"
+$PY -m annotate import {DEMO} --db p.db >/dev/null || exit 1
+$PY -m annotate import {src} --format jsonl --db p.db 2>&1; echo "rc=$?"
+echo =====
+$PY -m annotate status --db p.db 2>&1 | head -1; echo "rc=$?"
+echo =====
+dd if=/dev/zero of=fill bs=4k 2>/dev/null; $PY -m annotate status --db p.db 2>&1 | head -1
+""",
+        flags="-rm",
+        tmp=tmp_path,
+    )
+    imported, status, full_status = outputs(r)
+    assert "rc=1" in imported, r.stderr
+    assert "cannot rollback" not in imported and "Traceback" not in imported
+    first = imported.splitlines()[0]
+    assert first.startswith("error: p.db: cannot write: the disk is full (")
+    assert "hint: free some space, then run the command again" in imported
+    assert status.splitlines()[0] == "p.db: 343 actions (schema 7)"  # the demo, whole
+    assert full_status.splitlines()[0] == "p.db: 343 actions (schema 7)"  # reading works
+
+
+def test_read_only_file_system_reads_and_refuses_writes_in_one_line(tmp_path: Path) -> None:
+    db = tmp_path / "p.db"
+    with Store(db) as store:
+        store.create_sample("s", [], seed=1)
+    r = run_sh(
+        mount_tmpfs("2m")
+        + f"""cp {db} "$MNT"/ && mount -o remount,ro "$MNT" && cd "$MNT" || exit 1
+$PY -m annotate samples --db p.db 2>&1; echo "rc=$?"
+echo =====
+$PY -m annotate import {DEMO} --db p.db 2>&1; echo "rc=$?"
+echo =====
+$PY -m annotate sample --n 1 --seed 1 --name t --db p.db 2>&1; echo "rc=$?"
+""",
+        flags="-rm",
+        tmp=tmp_path,
+    )
+    listed, refused, sampled = outputs(r)
+    assert sampled.splitlines()[0] == (
+        f"error: p.db: cannot write: the file system of {tmp_path / 'mnt'} is mounted read-only"
+    )
+    assert "rc=0" in listed and "not an annotate database" not in listed, listed
+    first = refused.splitlines()[0]  # import opens to write: "cannot open"
+    assert first.startswith("error: p.db: cannot open: ")
+    assert first.endswith(f"the file system of {tmp_path / 'mnt'} is mounted read-only")
+    assert "rc=1" in refused and "Traceback" not in refused
+
+
+def test_read_only_file_refuses_writes_in_one_line(tmp_path: Path) -> None:
+    folder = tmp_path / "shared"
+    folder.mkdir()
+    folder.chmod(0o777)
+    db = folder / "p.db"
+    Store(db).close()
+    db.chmod(0o444)
+    # as root the permission bits do not bind: the unprivileged user of a new namespace
+    r = run_sh(
+        f"""cd {folder}
+id -u
+$PY -m annotate import {DEMO} --db p.db 2>&1; echo "rc=$?"
+""",
+        flags="-U",
+        tmp=tmp_path,
+    )
+    lines = r.stdout.splitlines()
+    if lines and lines[0] == "0":
+        pytest.skip("still root inside the namespace: a read-only file cannot be made")
+    assert lines[1] == "error: p.db: cannot write: the file is read-only (its permissions: 0o444)"
+    assert "rc=1" in r.stdout and "Traceback" not in r.stdout
