@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from annotate.importing import import_files
 from annotate.store import Store
 from tests.conftest import DEMO, REPO
 
@@ -95,6 +96,7 @@ dd if=/dev/zero of=fill bs=4k 2>/dev/null; $PY -m annotate status --db p.db 2>&1
 def test_read_only_file_system_reads_and_refuses_writes_in_one_line(tmp_path: Path) -> None:
     db = tmp_path / "p.db"
     with Store(db) as store:
+        import_files(store, sorted(DEMO.glob("*.jsonl")))
         store.create_sample("s", [], seed=1)
     r = run_sh(
         mount_tmpfs("2m")
