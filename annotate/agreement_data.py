@@ -749,11 +749,19 @@ def agree(
     n_boot: int = DEFAULT_N_BOOT,
     seed: int = DEFAULT_SEED,
     disagreements: bool = False,
+    save: bool = True,
 ) -> AgreementRun:
-    """`annotate agree` in one call: resolve the inputs, measure, store the run."""
+    """`annotate agree` in one call: resolve the inputs, measure, store the run (unless
+    ``save`` is False)."""
     selection = select(store, codebook=codebook, sample=sample, coders=coders, question=question)
     return run_agreement(
-        store, selection, ci=ci, n_boot=n_boot, seed=seed, disagreements=disagreements
+        store,
+        selection,
+        ci=ci,
+        n_boot=n_boot,
+        seed=seed,
+        disagreements=disagreements,
+        save=save,
     )
 
 

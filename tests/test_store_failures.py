@@ -16,7 +16,9 @@ from pathlib import Path
 
 import pytest
 
+from annotate.codebook import find_codebook
 from annotate.importing import import_files
+from annotate.label_import import import_labels
 from annotate.store import Store
 from tests.conftest import DEMO, REPO
 
@@ -97,6 +99,7 @@ def test_read_only_file_system_reads_and_refuses_writes_in_one_line(tmp_path: Pa
     db = tmp_path / "p.db"
     with Store(db) as store:
         import_files(store, sorted(DEMO.glob("*.jsonl")))
+        import_labels(store, REPO / "data" / "demo_labels.csv", find_codebook("traum"))
         store.create_sample("s", [], seed=1)
     r = run_sh(
         mount_tmpfs("2m")
@@ -106,11 +109,15 @@ echo =====
 $PY -m annotate import {DEMO} --db p.db 2>&1; echo "rc=$?"
 echo =====
 $PY -m annotate sample --n 1 --seed 1 --name t --db p.db 2>&1; echo "rc=$?"
+echo =====
+$PY -m annotate agree --codebook traum --db p.db 2>&1; echo "rc=$?"
 """,
         flags="-rm",
         tmp=tmp_path,
     )
-    listed, refused, sampled = outputs(r)
+    listed, refused, sampled, agreed = outputs(r)
+    assert "rc=0" in agreed and "Fleiss" in agreed, agreed
+    assert "run not stored (p.db can only be read here): 1029 labels" in agreed
     assert sampled.splitlines()[0] == (
         f"error: p.db: cannot write: the file system of {tmp_path / 'mnt'} is mounted read-only"
     )

@@ -778,6 +778,7 @@ def agree_command(
             n_boot=n_boot,
             seed=seed,
             disagreements=disagreements,
+            save=not store.read_only,  # read-only storage: report, do not store
         )
         if result.selection.defaults and fmt is OutputFormat.table:
             err_console.print(
@@ -790,6 +791,13 @@ def agree_command(
             if disagreements and fmt is not OutputFormat.json:
                 console.print()
                 render_disagreements(result, fmt)
+    if result.run_id is None:
+        _run_line(
+            f"run not stored ({db} can only be read here): {result.n_labels} labels, sha256 "
+            f"{result.labels_hash[:12]}.",
+            fmt,
+        )
+        return
     _run_line(
         f"run {result.run_id} stored: {result.n_labels} labels, sha256 "
         f"{result.labels_hash[:12]} (`annotate agree --run {result.run_id}` shows it).",
