@@ -16,11 +16,12 @@ import asyncio
 import json
 import time
 from collections.abc import Callable, Iterator, Sequence
+from contextlib import suppress
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from annotate.codebook import Answer, Codebook, LoadedCodebook
-from annotate.errors import AnnotateError, UsageError
+from annotate.errors import AnnotateError, StoreError, UsageError
 from annotate.models import Action
 from annotate.store.base import now
 from llm_coder.calls import Caller, CallStats, FormatFallback, MemoryCache, RetryPolicy
@@ -570,9 +571,15 @@ class LabelJob:
         items: Iterator[Item] = (self.sessions.item(aid) for aid in ids)
         try:
             await runner.run(items, on_result, concurrency=self.options.concurrency)
-        finally:
+        except BaseException:
+            with suppress(StoreError):  # a full disk: the first error is the one to tell
+                flush()
+                self._record_stats(before, runner.caller.stats)
+            raise
+        else:
             flush()
             self._record_stats(before, runner.caller.stats)
+        finally:
             await client.close()
         stats = runner.caller.stats
         return PhaseResult(

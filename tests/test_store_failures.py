@@ -149,3 +149,57 @@ $PY -m annotate import {DEMO} --db p.db 2>&1; echo "rc=$?"
         pytest.skip("still root inside the namespace: a read-only file cannot be made")
     assert lines[1] == "error: p.db: cannot write: the file is read-only (its permissions: 0o444)"
     assert "rc=1" in r.stdout and "Traceback" not in r.stdout
+
+
+PAID_REPLY_ON_A_FULL_DISK = """
+import os, sys
+from annotate.errors import StoreError
+from annotate.store import Store
+from llm_coder.calls import CallRecord, Reply, request_for
+
+request = request_for(
+    model="m", endpoint_host="h:1", prefix_len=1, temperature=0.0, schema={"type": "object"},
+    messages=[{"role": "system", "content": "c"}, {"role": "user", "content": "x" * 20000}],
+)
+store = Store("p.db")
+with open("fill", "wb", buffering=0) as f:  # the disk fills up
+    try:
+        while True:
+            f.write(b"0" * 4096)
+            f.flush()
+    except OSError:
+        pass
+try:
+    store.llm_cache(None).put(CallRecord(request, Reply("paid", 10, 2, 0.1, "none")))
+    print("stored?!")
+except StoreError as exc:
+    print("error:", exc.message)
+    print("hint:", exc.hint)
+store.close()
+os.remove("fill")
+print("=====")
+with Store("p.db") as store:
+    store.llm_cache(None)  # the next run
+    print("restored:", store.llm_request(request.hash)["reply"])
+print("left:", sorted(os.listdir(os.environ["TMPDIR"])))
+"""
+
+
+def test_a_paid_reply_the_full_disk_refuses_is_kept_and_stored_next_time(tmp_path: Path) -> None:
+    spare = tmp_path / "tmp"
+    spare.mkdir()
+    (tmp_path / "paid.py").write_text(PAID_REPLY_ON_A_FULL_DISK)
+    r = run_sh(
+        mount_tmpfs("1m")
+        + f"""cd "$MNT" && TMPDIR={spare} $PY {tmp_path / "paid.py"} 2>&1""",
+        flags="-rm",
+        tmp=tmp_path,
+    )
+    failed, restored = outputs(r)
+    lines = failed.splitlines()
+    assert lines[0].startswith("error: p.db: cannot write: the disk is full (")
+    # the project's folder is full too: the reply went to the temporary folder
+    assert f"; the reply just paid for is kept in {spare}/annotate-" in lines[0]
+    assert lines[0].endswith(".unsaved-replies.jsonl")
+    assert lines[1].startswith("hint: the next llm-label stores it (nothing is requested again)")
+    assert restored.splitlines() == ["restored: paid", "left: []"]

@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from annotate.codebook import Answer, Codebook
-from annotate.errors import NotFoundError, UsageError
+from annotate.errors import NotFoundError, StoreError, UsageError
+from annotate.store import unsaved
 from annotate.store.base import StoreBase, dumps, now
 from annotate.store.labels import LabelWrite
 from llm_coder.calls import CallRecord, Reply
@@ -51,12 +52,17 @@ class StoreCache:
         self.store = store
         self.run_id = run_id
         self._prompts: set[str] = set()
+        unsaved.restore(store)  # replies a full disk kept out of the file last time
 
     def get(self, request_hash: str) -> Reply | None:
         return self.store.cached_reply(request_hash)
 
     def put(self, record: CallRecord) -> None:
-        self.store.save_call(record, self.run_id, known_prompts=self._prompts)
+        """Store a paid reply; if the file cannot take it, keep it beside and stop."""
+        try:
+            self.store.save_call(record, self.run_id, known_prompts=self._prompts)
+        except StoreError as exc:
+            raise unsaved.keep(self.store.path, record, self.run_id, exc) from exc
 
 
 class LLMStoreMixin(StoreBase):
