@@ -130,9 +130,7 @@ def main() -> None:
         for name, item_text in CASES.items():
             db = build_project(folder, name, item_text)
             ready = re.compile(rb"item #1(?!\d)" if item_text is None else rb"truncated")
-            times = [
-                startup(code_argv(db, "traum", f"c{k}"), folder, ready) for k in range(n)
-            ]
+            times = [startup(code_argv(db, "traum", f"c{k}"), folder, ready) for k in range(n)]
             rows.append((name, db.stat().st_size, statistics.median(times), max(times)))
             db.unlink()
     print(f"\n| item ({n} start-up{'s' if n > 1 else ''}) | file MB | first render s (median) "

@@ -95,13 +95,11 @@ def test_export_chunks_give_the_same_bytes_as_one_piece(tmp_path: Path, monkeypa
 
 
 def test_safe_csv_is_on_by_default_and_can_be_turned_off(tmp_path: Path) -> None:
-    cells = ["=HYPERLINK(\"http://x\",\"y\")", "+1+2", "-2+3", "@SUM(A1)", "fine", "a=b"]
+    cells = ['=HYPERLINK("http://x","y")', "+1+2", "-2+3", "@SUM(A1)", "fine", "a=b"]
     db = make_project(tmp_path, cells)
 
     def read(data: bytes | Path) -> pd.DataFrame:
-        return pd.read_csv(io.BytesIO(data) if isinstance(data, bytes) else data).sort_values(
-            "seq"
-        )
+        return pd.read_csv(io.BytesIO(data) if isinstance(data, bytes) else data).sort_values("seq")
 
     r = annotate("export", "--what", "actions", "--format", "csv", "--db", str(db))
     assert read(r.stdout)["content"].tolist() == ["'" + c for c in cells[:4]] + cells[4:]
@@ -125,6 +123,5 @@ def test_a_report_to_a_full_disk_is_one_line_not_a_traceback(tmp_path: Path) -> 
         r = annotate("status", "--db", str(db), stdout=f)
     assert r.returncode == 1
     assert r.stderr.decode().strip() == (
-        "error: standard output: cannot write (No space left on device); "
-        "the output is incomplete"
+        "error: standard output: cannot write (No space left on device); the output is incomplete"
     )

@@ -190,8 +190,7 @@ def test_a_paid_reply_the_full_disk_refuses_is_kept_and_stored_next_time(tmp_pat
     spare.mkdir()
     (tmp_path / "paid.py").write_text(PAID_REPLY_ON_A_FULL_DISK)
     r = run_sh(
-        mount_tmpfs("1m")
-        + f"""cd "$MNT" && TMPDIR={spare} $PY {tmp_path / "paid.py"} 2>&1""",
+        mount_tmpfs("1m") + f"""cd "$MNT" && TMPDIR={spare} $PY {tmp_path / "paid.py"} 2>&1""",
         flags="-rm",
         tmp=tmp_path,
     )

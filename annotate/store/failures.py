@@ -70,8 +70,7 @@ def storage_error(exc: sqlite3.Error, path: Path, doing: str = "write") -> Store
     if is_busy(exc):
         who = lock_holder(path) or "which one could not be told"
         return StoreError(
-            f"{path}: another annotate process is writing ({who}); try again when it has "
-            "finished",
+            f"{path}: another annotate process is writing ({who}); try again when it has finished",
             hint=f"{WAIT_ENV}=SECONDS sets how long to wait",
         )
     full = name.startswith("SQLITE_FULL")

@@ -66,8 +66,7 @@ def keep(db: Path, record: CallRecord, run_id: int | None, cause: StoreError) ->
             continue
         return StoreError(
             f"{cause.message}; the reply just paid for is kept in {place}",
-            hint="the next llm-label stores it (nothing is requested again); "
-            + (cause.hint or ""),
+            hint="the next llm-label stores it (nothing is requested again); " + (cause.hint or ""),
         )
     return StoreError(
         f"{cause.message}; the reply just paid for could not be kept ({'; '.join(problems)})",
