@@ -85,3 +85,22 @@ def test_agree_disagreements_shows_escape_sequences_as_text(cli, evil_demo, fmt)
     assert r.exit_code == 0, r.output
     assert ESC not in r.stdout and "\x07" not in r.stdout
     assert "\\x1b]0;OWNED" in r.stdout
+
+
+def test_the_bytes_sent_to_a_real_terminal_hold_no_sequence_from_the_log(tmp_path: Path) -> None:
+    """`annotate code` in a pty: what reaches the terminal is the escaped text, never the
+    title (OSC 0), clipboard (OSC 52) or clear-screen sequence of the message."""
+    from tests.test_tui_process import Terminal
+
+    db = project(tmp_path)
+    set_content(db, sample_ids(db)[0], EVIL)
+    term = Terminal("code", "--codebook", "traum", "--coder", "dora", "--db", str(db), cwd=tmp_path)
+    try:
+        term.wait_for(b"OWNED")
+        term.wait_for(b"bye")
+    finally:
+        term.kill()
+    out = bytes(term.output)
+    assert b"\x1b]0;OWNED" not in out and b"\x1b]52;c;aGk=" not in out
+    assert b"\\x1b]0;OWNED\\x07" in out
+    assert b"\\x1b[2J" in out
