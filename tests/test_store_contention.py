@@ -69,6 +69,18 @@ def test_a_writer_waits_for_another_and_says_who_it_is(project: Path) -> None:
     assert "continuing" in r.stderr and "Traceback" not in r.stderr
 
 
+def test_agree_during_a_long_import_waits_to_store_its_run(tmp_path: Path) -> None:
+    db = tmp_path / "p.db"
+    assert annotate("import", str(DEMO), "--db", str(db)).returncode == 0
+    labels = str(REPO / "data" / "demo_labels.csv")
+    assert annotate("import-labels", labels, "--codebook", "traum", "--db", str(db)).returncode == 0
+    with write_lock_held(db, 3) as holder:
+        r = annotate("agree", "--codebook", "traum", "--db", str(db))
+    assert r.returncode == 0, r.stderr
+    assert f"another annotate process is writing (PID {holder.pid}:" in r.stderr
+    assert "run 1 stored" in r.stdout
+
+
 def test_past_the_wait_limit_it_stops_in_one_line_with_nothing_written(project: Path) -> None:
     with write_lock_held(project, 60) as holder:
         started = time.monotonic()
