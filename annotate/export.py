@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from annotate.errors import NotFoundError, UsageError
-from annotate.output import write_out
+from annotate.output import write_data
 from annotate.store import Store
 
 if TYPE_CHECKING:  # pandas loads with the first table: the CLI imports this module to start
@@ -191,7 +191,8 @@ def write(
     frame: pd.DataFrame, fmt: ExportFormat, out: Path | None, *, safe_csv: bool = True
 ) -> None:
     """Write to ``out``, or to standard output through the one writer (a failed write is an
-    error, exit 1; every byte of the content is kept, escape sequences included).
+    error, exit 1; in a file or pipe every byte of the content is kept, escape sequences
+    included; on a terminal they are shown escaped).
 
     The file is written beside ``out`` and renamed into place, so a failed export never
     leaves a half-written file where an earlier one was."""
@@ -199,7 +200,7 @@ def write(
         raise UsageError("--format parquet needs --out FILE")
     if out is None:
         for piece in chunks(frame, fmt, safe_csv=safe_csv):
-            write_out(piece)
+            write_data(piece)
         return
     partial = out.with_name(f".{out.name}.partial")
     try:

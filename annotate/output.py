@@ -4,7 +4,8 @@ Every byte a command prints goes through :func:`write_out`: it writes in chunks 
 the file descriptor, so nothing is held in a buffer that could fail unseen at exit, short
 writes are continued, and a write that fails (a full disk, ``ulimit -f``, a closed pipe)
 becomes an :class:`OutputError`: one line on stderr and exit 1, never a truncated file with
-exit 0. Text is written as UTF-8, byte for byte: nothing is stripped, whatever the stream.
+exit 0. Text is written as UTF-8, byte for byte: nothing is stripped in a file or a pipe
+(:func:`write_data` shows control characters escaped when stdout is a terminal).
 """
 
 from __future__ import annotations
@@ -59,6 +60,22 @@ def write_out(data: str | bytes, *, err: bool = False) -> None:
         raise OutputError(
             f"{name}: cannot write ({exc.strerror or exc}); the output is incomplete"
         ) from None
+
+
+def stdout_is_terminal() -> bool:
+    isatty = getattr(sys.stdout, "isatty", None)
+    return bool(isatty and isatty())
+
+
+def write_data(text: str) -> None:
+    """Data that holds log content (an export): byte for byte into a file or a pipe; on a
+    terminal, control characters are shown escaped (:func:`annotate.terminal.shown`), so
+    that a message cannot send the terminal commands."""
+    if stdout_is_terminal():
+        from annotate.terminal import shown
+
+        text = shown(text)
+    write_out(text)
 
 
 class OutputStream(io.TextIOBase):

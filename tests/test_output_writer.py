@@ -125,3 +125,30 @@ def test_a_report_to_a_full_disk_is_one_line_not_a_traceback(tmp_path: Path) -> 
     assert r.stderr.decode().strip() == (
         "error: standard output: cannot write (No space left on device); the output is incomplete"
     )
+
+
+def test_export_to_a_terminal_shows_escape_sequences_as_text(tmp_path: Path) -> None:
+    """A terminal is a screen, not a file: there the content's control characters are
+    shown escaped (a pipe or file gets the bytes, above)."""
+    import pty
+
+    db = make_project(tmp_path, [ESCAPES])
+    master, slave = pty.openpty()
+    try:
+        r = annotate("export", "--what", "actions", "--format", "csv", "--db", str(db),
+                     stdout=slave)  # fmt: skip
+        os.close(slave)
+        out = b""
+        while True:
+            try:
+                chunk = os.read(master, 65536)
+            except OSError:
+                break
+            if not chunk:
+                break
+            out += chunk
+    finally:
+        os.close(master)
+    assert r.returncode == 0
+    assert b"\x1b" not in out and b"\x07" not in out
+    assert b"title\\x1b]0;OWNED\\x07 clip\\x1b]52;c;aGk=\\x07 wipe\\x1b[2J" in out
