@@ -157,10 +157,10 @@ def export_command(
 ) -> None:
     """Export actions, labels (joined with their actions), gold labels or LLM replies.
 
-    The content is written byte for byte, to --out or to standard output, escape sequences
-    included (in CSV, --safe-csv only adds a leading ' to a cell a spreadsheet would run as
-    a formula); a write that fails (a full disk, a size limit, a closed pipe) stops with an
-    error and exit 1, never a silently shorter file.
+    The content is written byte for byte to --out, a file or a pipe, escape sequences
+    included (on a terminal they are shown escaped; in CSV, --safe-csv only adds a leading '
+    to a cell a spreadsheet would run as a formula). A write that fails (a full disk, a size
+    limit, a closed pipe) stops with an error and exit 1, never a silently shorter file.
     """
     check_out(out)
     with open_store(db) as store:
