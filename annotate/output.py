@@ -30,9 +30,10 @@ def _stream(err: bool) -> TextIO:
 
 def _fileno(stream: TextIO) -> int | None:
     try:
-        return stream.fileno()
+        fd = stream.fileno()
     except (AttributeError, OSError, ValueError, io.UnsupportedOperation):
         return None  # a stream in memory (a test runner's capture)
+    return fd if fd >= 0 else None  # Textual's capture of print() answers -1
 
 
 def write_out(data: str | bytes, *, err: bool = False) -> None:
