@@ -874,12 +874,14 @@ def agree(
     n_boot: int = DEFAULT_N_BOOT,
     seed: int = DEFAULT_SEED,
     command: str = "annotate agree",
+    save: bool = True,
 ) -> AgreementRun:
-    """`annotate agree` in one call: resolve the inputs, measure, store the run."""
+    """`annotate agree` in one call: resolve the inputs, measure, store the run (unless
+    ``save`` is False)."""
     selection = select(
         store, codebook=codebook, sample=sample, coders=coders, question=question, command=command
     )
-    return run_agreement(store, selection, ci=ci, n_boot=n_boot, seed=seed)
+    return run_agreement(store, selection, ci=ci, n_boot=n_boot, seed=seed, save=save)
 
 
 @dataclass(frozen=True)

@@ -855,9 +855,17 @@ def agree_command(
             n_boot=n_boot,
             seed=seed,
             command=command,
+            save=not store.read_only,  # read-only storage: report, do not store
         )
         _defaults(result.selection.defaults, fmt)
         _render(result.to_dict(), fmt)
+    if result.run_id is None:
+        _run_line(
+            f"run not stored ({db} can only be read here): {result.n_labels} labels, sha256 "
+            f"{result.labels_hash[:12]}.",
+            fmt,
+        )
+        return
     done = (
         f"same as run {result.run_id}, nothing new stored"
         if result.same_as_stored

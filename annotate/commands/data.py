@@ -161,9 +161,23 @@ def export_command(
         str | None,
         typer.Option(help="Add a 'split' column (train/test) from this stored session split."),
     ] = None,
+    safe_csv: Annotated[
+        bool,
+        typer.Option(
+            "--safe-csv/--no-safe-csv",
+            help="CSV: prefix a text cell that starts with =, +, -, @, tab or carriage return "
+            "with ' so that a spreadsheet shows it instead of running it as a formula.",
+        ),
+    ] = True,
     db: DbOption = DEFAULT_DB_PATH,
 ) -> None:
-    """Export actions, labels (joined with their actions), gold labels or LLM replies."""
+    """Export actions, labels (joined with their actions), gold labels or LLM replies.
+
+    The content is written byte for byte to --out, a file or a pipe, escape sequences
+    included (on a terminal they are shown escaped; in CSV, --safe-csv only adds a leading '
+    to a cell a spreadsheet would run as a formula). A write that fails (a full disk, a size
+    limit, a closed pipe) stops with an error and exit 1, never a silently shorter file.
+    """
     check_out(out)
     with open_store(db) as store:
         frame = build(
@@ -174,10 +188,8 @@ def export_command(
             sample=sample,
             split=split,
         )
-    text = write(frame, fmt, out)
-    if text is not None:
-        typer.echo(text, nl=False)
-    else:
+    write(frame, fmt, out, safe_csv=safe_csv)
+    if out is not None:
         err_console.print(f"wrote {len(frame)} rows to {out}", markup=False)
 
 

@@ -15,6 +15,7 @@ from textual.widget import Widget
 
 from annotate.codebook import NO
 from annotate.coding_session import Choice, CodingSession
+from annotate.terminal import shown_line
 from annotate.tui.widgets.context import wrap_words
 
 
@@ -92,7 +93,7 @@ class Choices(Widget):
             label_style += " reverse"
         key = f" {choice.key} "
         indent = 1 + len(key) + 1 + len(mark)
-        labels = wrap_words(choice.label, max(width - indent, 4))
+        labels = wrap_words(shown_line(choice.label), max(width - indent, 4))
         first = Text.assemble(
             ("▸" if highlighted else " ", "bold"),
             (key, "bold reverse" if not inactive else "reverse dim"),
@@ -119,7 +120,8 @@ class Choices(Widget):
             hint = "  → reasons, then Enter"
         elif q.kind == "multi":
             hint = "  → every option that applies, then Enter"
-        lines: list[Text] = [Text(line, style="bold") for line in wrap_words(q.prompt, width)]
+        prompt = wrap_words(shown_line(q.prompt), width)
+        lines: list[Text] = [Text(line, style="bold") for line in prompt]
         if hint and len(lines[-1]) + len(hint) <= width:
             lines[-1].append(hint, style="italic")
         elif hint:
@@ -146,7 +148,7 @@ class Choices(Widget):
             row.rstrip()
             lines.append(row)
         if s.item.note:
-            note = Text(f"note: {s.item.note}", style="italic")
+            note = Text(f"note: {shown_line(s.item.note[:1000])}", style="italic")
             note.truncate(width, overflow="ellipsis")
             lines.append(note)
         if s.finished:
