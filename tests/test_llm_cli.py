@@ -386,8 +386,8 @@ def test_response_format_fallback_is_detected_and_remembered(
 def test_a_forced_response_format_is_used_or_refused_in_one_line(cli, maptask, llm_env, db_path):
     llm_env.state.label_for = agreeing(maptask, 0.9)
     llm_env.state.accept = "llama_cpp_python"
-    r = llm_label(cli, "--validate-only", "--response-format", "json_schema")
-    assert r.exit_code == 1
+    r = llm_label(cli, "--validate-only", "--response-format", "json_schema", "--concurrency", "1")
+    assert r.exit_code == 1 and llm_env.state.requests == 1
     assert (
         "\nerror: the endpoint refused --response-format json_schema (HTTP 500: 1 validation "
         "error: {'type': 'literal_error', 'loc': ('body', 'response_format', 'type')"

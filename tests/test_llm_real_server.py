@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import sqlite3
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -44,18 +46,37 @@ class RealServer:
             return sum("prefix-match hit" in line for line in f)
 
 
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
 @pytest.fixture(scope="module")
-def real_server() -> RealServer:
+def real_server(tmp_path_factory) -> Iterator[RealServer]:
+    """The server `.ci/run` started (ANNOTATE_LLM_URL, ANNOTATE_LLM_LOG), or one of this
+    module's own on a free port: the tests count requests in the server's log, so no other
+    test run may share it."""
     if not SERVE.is_file():
         pytest.skip(
             "../shared/llm/serve.sh (the real llama.cpp server) is not beside this checkout"
         )
+    if os.environ.get("ANNOTATE_LLM_URL") and os.environ.get("ANNOTATE_LLM_LOG"):
+        yield RealServer(os.environ["ANNOTATE_LLM_URL"], Path(os.environ["ANNOTATE_LLM_LOG"]))
+        return
+    own = tmp_path_factory.mktemp("llm_server")
+    model = Path(os.environ.get("LLM_DIR", "/tmp/llm-server")) / "model.gguf"
+    if model.is_file():  # serve.sh downloads the model only where there is none
+        (own / "model.gguf").symlink_to(model)
+    env = {**os.environ, "PORT": str(free_port()), "LLM_DIR": str(own)}
     started = subprocess.run(
-        ["bash", str(SERVE)], capture_output=True, text=True, timeout=600, check=False
+        ["bash", str(SERVE)], capture_output=True, text=True, timeout=600, env=env, check=False
     )
     assert started.returncode == 0, f"serve.sh failed: {started.stderr[-2000:]}"
-    log_dir = Path(os.environ.get("LLM_DIR", "/tmp/llm-server"))
-    return RealServer(started.stdout.strip().splitlines()[-1], log_dir / "server.log")
+    try:
+        yield RealServer(started.stdout.strip().splitlines()[-1], own / "server.log")
+    finally:
+        subprocess.run(["bash", str(SERVE), "stop"], env=env, timeout=60, check=False)
 
 
 @pytest.fixture(scope="module")
