@@ -625,6 +625,7 @@ class CodingSession:
         item, q = self.item, self.question
         answer.check(q)
         previous = item.answers.get(q.id)
+        revisited = item.coded  # a review of an item coded before: keep going in order
         seconds = self._lap()
         self.store.save_answer(
             item.action.id, self.codebook, q.id, self.coder, answer, seconds=seconds
@@ -641,10 +642,17 @@ class CodingSession:
         if not item.coded:  # the first question still open, wherever this one was
             self._set_question(item.first_open())
             return None
+        if revisited and self.index + 1 < self.n:
+            self._enter(self.index + 1)
+            return None
         return self._advance()
 
     def _advance(self) -> Feedback | None:
-        """After an item is done: the next item still to do, after this one if any."""
+        """After an item is done: the next item still to do, after this one if any.
+
+        (An answer that changes an item coded before moves to the next item in order
+        instead, see :meth:`_store`, so that reviewing goes item by item.)
+        """
         target = self._next_open()
         if target is None:
             self.finished = True
