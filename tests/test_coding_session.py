@@ -118,14 +118,18 @@ def test_q4_yes_other_reason_and_escape(db, open_session) -> None:
     for key in "111":
         s.press(key)
     s.press("n")
-    s.press("o")
+    assert s.press("o").kind == "need_text"  # ticking "other" asks for its text at once
+    s.drop_other()  # the text field closed empty: "other" is unticked
+    assert s.toggles is not None and s.toggles.codes == set()
     s.cancel()  # escape: nothing stored, still on Q4
     assert s.toggles is None and s.question.id == "Q4"
     s.press("n")
-    s.press("o")
-    fb = s.confirm()
-    assert fb.kind == "need_text"
-    s.answer_other("map glitch")
+    assert s.press("o").kind == "need_text"
+    assert s.answer_other("map glitch") is None  # kept with the ticks
+    s.press("2")
+    s.press("2")  # ticked and unticked again
+    assert s.question.id == "Q4" and s.toggles.codes == {"other"}
+    assert s.confirm() is None  # Enter stores the reasons and the text
     second = s.item.action.id
     for key in "111":
         s.press(key)

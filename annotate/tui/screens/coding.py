@@ -13,7 +13,7 @@ from textual.screen import Screen
 
 from annotate.coding_session import COMMANDS, CodingSession, Feedback
 from annotate.errors import AnnotateError
-from annotate.tui.screens.help import DefinitionScreen, HelpScreen
+from annotate.tui.screens.help import DefinitionScreen, HelpScreen, keys_table
 from annotate.tui.screens.prompt import TextPrompt
 from annotate.tui.widgets.context import ContextView
 from annotate.tui.widgets.keybar import KeyBar, key_label
@@ -104,7 +104,7 @@ class CodingScreen(Screen[None]):
         context.border_title = self._context_title()
         self.query_one(StatusBar).refresh()
         panel = self.query_one(QuestionPanel)
-        panel.border_title = panel.title()
+        panel.border_title = panel.title(self.size.width or 80)
         panel.refresh(layout=True)
 
     def _context_title(self) -> str:
@@ -158,6 +158,9 @@ class CodingScreen(Screen[None]):
     def _other_text(self, text: str | None) -> None:
         if text is not None:
             self.run_step(self.session.answer_other, text)
+        else:  # Esc: an "other" reason is unticked again; nothing is stored
+            self.session.drop_other()
+            self.refresh_view()
 
     # -- keys -------------------------------------------------------------------------
 
@@ -237,7 +240,11 @@ class CodingScreen(Screen[None]):
 
     def action_goto(self) -> None:
         self.app.push_screen(
-            TextPrompt(f"Go to item number (1 to {self.session.n})", integer=True),
+            TextPrompt(
+                f"Go to item number (1 to {self.session.n})",
+                integer=True,
+                hint="Enter: go · Esc: cancel",
+            ),
             self._goto,
         )
 
@@ -246,10 +253,11 @@ class CodingScreen(Screen[None]):
             self.run_step(self.session.goto, int(text))
 
     def action_define(self) -> None:
-        self.app.push_screen(DefinitionScreen(self.session))
+        s = self.session
+        self.app.push_screen(DefinitionScreen(s.choices(), s.question, s.codebook, s.highlight))
 
     def action_help(self) -> None:
-        self.app.push_screen(HelpScreen(self.session))
+        self.app.push_screen(HelpScreen(keys_table(self.session)))
 
     def action_quit(self) -> None:
         self.app.exit()

@@ -8,9 +8,19 @@ from rich.text import Text
 from textual.geometry import Size
 from textual.widget import Widget
 
-from annotate.codebook import NO
+from annotate.answers import answer_label
+from annotate.codebook import NO, OTHER
 from annotate.coding_session import Choice, CodingSession
 from annotate.tui.widgets.context import wrap_words
+
+
+def fit_parts(parts: list[str], room: int) -> list[str]:
+    """Cut the longest of ``parts`` (ending them with "…") to one common length, as long as
+    possible, so that together they fit in ``room``."""
+    cap = max(map(len, parts), default=0)
+    while cap > 8 and sum(min(len(p), cap) for p in parts) > room:
+        cap -= 1
+    return [p if len(p) <= cap else p[: cap - 1].rstrip() + "…" for p in parts]
 
 
 class QuestionPanel(Widget):
@@ -22,16 +32,18 @@ class QuestionPanel(Widget):
         super().__init__(**kwargs)  # type: ignore[arg-type]
         self.session = session
 
-    def title(self) -> str:
-        """The item's questions with their answers so far (multi-question codebooks)."""
+    def title(self, width: int = 80) -> str:
+        """The item's questions with their answers so far, by label (multi-question
+        codebooks), each shortened as much as the width needs."""
         s = self.session
         if len(s.item.questions) == 1:
             return f"{s.question.id}: {s.codebook.title}"
         parts = []
-        for i, (qid, answer) in enumerate(s.answer_summary()):
+        for i, q in enumerate(s.item.questions):
+            answer = s.item.answers.get(q.id)
             mark = "▸" if i == s.q_index else ""
-            parts.append(f"{mark}{qid} {answer if answer is not None else '·'}")
-        return " │ ".join(parts)
+            parts.append(f"{mark}{q.id} {answer_label(q, answer) if answer else '·'}")
+        return " │ ".join(fit_parts(parts, width - 4 - 3 * (len(parts) - 1)))
 
     def _columns(self, choices: tuple[Choice, ...], width: int) -> int:
         longest = max(len(c.label) for c in choices) + 9
@@ -55,9 +67,12 @@ class QuestionPanel(Widget):
         label_style = "bold green" if selected else ("dim" if inactive else "")
         if highlighted:
             label_style += " reverse"
+        label = choice.label
+        if choice.code == OTHER and selected and s.toggles is not None and s.toggles.other_text:
+            label = f"Other: {s.toggles.other_text}"
         key = f" {choice.key} "
         indent = 1 + len(key) + 1 + len(mark)
-        labels = wrap_words(choice.label, max(width - indent, 4))
+        labels = wrap_words(label, max(width - indent, 4))
         first = Text.assemble(
             ("▸" if highlighted else " ", "bold"),
             (key, "bold reverse" if not inactive else "reverse dim"),
@@ -81,9 +96,9 @@ class QuestionPanel(Widget):
         width = max(width, 20)
         hint = ""
         if q.kind == "yes_no_reasons" and s.toggles is not None and s.toggles.value == NO:
-            hint = "  → reasons, then Enter"
+            hint = "  tick the reasons, then Enter"
         elif q.kind == "multi":
-            hint = "  → every option that applies, then Enter"
+            hint = "  tick every option that applies, then Enter"
         lines: list[Text] = [Text(line, style="bold") for line in wrap_words(q.prompt, width)]
         if hint and len(lines[-1]) + len(hint) <= width:
             lines[-1].append(hint, style="italic")
