@@ -385,3 +385,21 @@ async def test_the_header_names_the_project_file(db, tmp_path, monkeypatch) -> N
         await pilot.pause()
         line = next(x for x in screen_text(app).splitlines() if "item 1 of" in x)
         assert "…" in line and "/project.db │ traum" in line and "sample main" in line
+
+
+async def test_text_prompts_leave_no_fragments_beside_their_border(db) -> None:
+    """The note and "other" fields span the width: no cut-off words of the screen beside
+    their border (`╯ent`, `│the`), and the item above stays in view."""
+    from tests.test_tui_first_screen import screen_lines
+
+    app = make_app(db, "traum", "dora")
+    async with app.run_test(size=SIZE) as pilot:
+        for key in ("m", "o"):
+            await keys(pilot, key)
+            assert isinstance(app.screen, TextPrompt)
+            rows = screen_lines(app)
+            box = [r for r in rows if r[:1] in "╭│╰"]
+            assert len(box) >= 3 and all(r.rstrip()[-1] in "╮│╯" for r in box)
+            assert all(len(r.rstrip()) == SIZE[0] for r in box)
+            assert any("   now " in r for r in rows)  # the item is still on screen
+            await keys(pilot, "escape")
