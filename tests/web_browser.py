@@ -17,8 +17,9 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.parse
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -141,8 +142,17 @@ def launch(playwright: Any, executable: str) -> Any:
     )
 
 
-def open_app(browser: Any, url: str, *, width: int = 1280, height: int = 800) -> Any:
-    """A new tab on ``url`` with the app running and the terminal focused."""
+def open_app(
+    browser: Any,
+    url: str,
+    *,
+    width: int = 1280,
+    height: int = 800,
+    on_socket: Callable[[str], object] | None = None,
+) -> Any:
+    """A new tab on ``url`` with the app running and the terminal focused.
+
+    ``on_socket`` is given the terminal's size ("80x24") from the WebSocket's address."""
     context = browser.new_context(viewport={"width": width, "height": height})
     # Only the app's own server: the page also asks for a web font, which would stall.
     context.route(
@@ -154,10 +164,17 @@ def open_app(browser: Any, url: str, *, width: int = 1280, height: int = 800) ->
     )
     context.add_init_script(WS_HOOK)
     page = context.new_page()
+    if on_socket is not None:
+        page.on("websocket", lambda ws: on_socket(_size(ws.url)))
     page.goto(url, wait_until="domcontentloaded")
     page.wait_for_function("window.__annotate && window.__annotate.item > 0", timeout=30_000)
     page.locator("#terminal").click()
     return page
+
+
+def _size(ws_url: str) -> str:
+    query = urllib.parse.parse_qs(urllib.parse.urlparse(ws_url).query)
+    return f"{query.get('width', ['?'])[0]}x{query.get('height', ['?'])[0]}"
 
 
 def shown_item(page: Any) -> int:
