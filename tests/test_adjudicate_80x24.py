@@ -107,3 +107,31 @@ def test_snapshot_traum_tie(snap_compare, demo) -> None:
 def test_snapshot_q4_reasons(snap_compare, q4) -> None:
     app = _app(q4, "mental_model")
     assert snap_compare(app, press=["n", "1"], terminal_size=SIZE)
+
+
+async def test_other_reason_asks_for_its_text_at_once(q4) -> None:
+    """As in `annotate code`: ticking "other" opens its text field; typed text goes there;
+    Esc unticks only "other"; Enter on the reasons stores them with the text."""
+    from annotate.tui.adjudicate import OtherPrompt
+
+    app = _app(q4, "mental_model")
+    async with app.run_test(size=SIZE) as pilot:
+        first = app.session.case.action.id
+        await pilot.press("n", "1", "o")
+        await pilot.pause()
+        assert isinstance(app.screen, OtherPrompt)
+        await pilot.press("escape")
+        await pilot.pause()
+        assert app.session.toggles == {"n1"}
+        await pilot.press("o", *"map m", "enter")  # 'm' is text, not a command
+        await pilot.pause()
+        assert isinstance(app.screen, AdjudicationScreen)
+        assert "Other: map m" in "\n".join(screen_lines(app))
+        await pilot.press("enter")
+        await pilot.pause()
+        gold = {g["action_id"]: g for g in app.session.store.label_rows("mental_model")
+                if g["coder"] == "gold"}  # fmt: skip
+        assert gold[first]["value"] == "no"
+        assert tuple(gold[first]["codes"]) == ("n1", "other")
+        assert gold[first]["other_text"] == "map m"
+    app.session.store.close()

@@ -26,6 +26,7 @@ from textual.widgets import Input, Label, Static
 
 from annotate.adjudication import AdjudicationSession, Feedback, GoldPlan
 from annotate.answers import answer_label
+from annotate.codebook import OTHER
 from annotate.coding_session import COMMANDS, command_keys, question_choices
 from annotate.models import Action, describe
 from annotate.store import Store
@@ -87,6 +88,14 @@ class OtherPrompt(ModalScreen[str | None]):
             yield Label(self.title_text, id="prompt-title")
             yield Input(placeholder="a short description", id="prompt-input")
             yield Label("Enter: store · Esc: cancel", id="prompt-hint")
+
+    def on_key(self, event: Key) -> None:
+        """Text typed before the field has the focus still goes into it."""
+        field = self.query_one("#prompt-input", Input)
+        if not field.has_focus and event.is_printable and event.character:
+            event.stop()
+            field.focus()
+            field.insert_text_at_cursor(event.character)
 
     @on(Input.Submitted)
     def submit(self, event: Input.Submitted) -> None:
@@ -270,7 +279,10 @@ class AdjudicationScreen(Screen[None]):
             label_style = Style(bold=on, reverse=here) + click
             key = Text.assemble(("▸" if here else " ", "bold"), (f" {c.key} ", "bold reverse"))
             key.stylize(click)
-            label = Text(labels.get(c.key, c.label), style=label_style)
+            text = labels.get(c.key, c.label)
+            if c.code == OTHER and s.toggles is not None and on and s.toggle_other:
+                text = f"Other: {s.toggle_other}"
+            label = Text(text, style=label_style)
             cells.append((key, Text(mark, style=click), label))
         columns = 2 if len(cells) > 4 else 1
         grid = Table.grid(expand=True, padding=(0, 0))
@@ -320,7 +332,11 @@ class AdjudicationScreen(Screen[None]):
 
     def _other_text(self, text: str | None) -> None:
         if text is None:
-            self.session.cancel()
+            s = self.session
+            if s.toggles is not None and s.pending_other is None:
+                s.drop_other()  # an "other" reason: unticked, the other reasons stay
+            else:
+                s.cancel()
             self.show_case()
             return
         self.handle(self.session.answer_other(text))
