@@ -363,6 +363,8 @@ class AdjudicationSession:
         self.toggles: set[str] | None = None
         """Codes switched on while putting together a set (reasons of a 'no', multi)."""
         self.pending_other: Answer | None = None
+        self.toggle_other: str | None = None
+        """The text of an "other" reason ticked in ``toggles`` (asked for at once)."""
         self.decisions = 0
         """Cases decided in this sitting."""
 
@@ -406,18 +408,33 @@ class AdjudicationSession:
         if choice.role == "toggle":
             if self.toggles is None:
                 gold = self.case.gold
-                self.toggles = set(gold.codes) if gold is not None and gold.codes else set()
+                self._start_toggles(gold if gold is not None and gold.codes else None)
+            assert self.toggles is not None
             self.toggles ^= {choice.code}
+            if choice.code == OTHER:  # as in `annotate code`: its text is asked for at once
+                if OTHER not in self.toggles:
+                    self.toggle_other = None
+                elif not self.toggle_other:
+                    return Feedback("need_text", "Describe the 'other' reason.")
             return None
         if choice.code == NO and q.kind == "yes_no_reasons":
             gold = self.case.gold
-            self.toggles = set(gold.codes) if gold is not None and gold.value == NO else set()
+            self._start_toggles(gold if gold is not None and gold.value == NO else None)
             return Feedback("info", "Choose every reason that applies, then press Enter.")
         self.toggles = None
         if choice.code == OTHER:
             self.pending_other = Answer(OTHER)
             return Feedback("need_text", "Describe the 'other' answer.")
         return self._save(Answer(choice.code))
+
+    def _start_toggles(self, gold: Answer | None) -> None:
+        self.toggles = set(gold.codes) if gold is not None else set()
+        self.toggle_other = gold.other_text if gold is not None else None
+
+    def drop_other(self) -> None:
+        """The text field of an "other" reason was closed empty: untick "other"."""
+        if self.toggles is not None and not self.toggle_other:
+            self.toggles.discard(OTHER)
 
     def confirm(self) -> Feedback | None:
         """Enter: store the set being put together."""
@@ -428,20 +445,29 @@ class AdjudicationSession:
             what = "reason" if q.kind == "yes_no_reasons" else "option"
             return Feedback("warning", f"Choose at least one {what} first (or Escape).")
         value = NO if q.kind == "yes_no_reasons" else None
-        answer = Answer(value, tuple(sorted(self.toggles)))
+        other = self.toggle_other if OTHER in self.toggles else None
+        answer = Answer(value, tuple(sorted(self.toggles)), other)
         self.toggles = None
-        if OTHER in answer.codes:
+        self.toggle_other = None
+        if OTHER in answer.codes and not other:
             self.pending_other = answer
             return Feedback("need_text", "Describe the 'other' reason.")
         return self._save(answer)
 
     def cancel(self) -> None:
         self.toggles = None
+        self.toggle_other = None
         self.pending_other = None
 
     def answer_other(self, text: str) -> Feedback | None:
         text = text.strip()
         base = self.pending_other
+        if base is None and self.toggles is not None:  # an "other" reason being ticked
+            if not text:
+                return Feedback("warning", "'Other' needs a short description.")
+            self.toggles.add(OTHER)
+            self.toggle_other = text
+            return None
         if base is None:
             return None
         if not text:

@@ -206,6 +206,7 @@ class Toggles:
     question: Question
     value: str | None
     codes: set[str]
+    other_text: str | None = None  # asked for as soon as "other" is ticked
 
 
 @dataclass(frozen=True)
@@ -243,6 +244,33 @@ class _Undo:
 
 
 # -- helpers --------------------------------------------------------------------------------
+
+
+def question_choices(q: Question) -> tuple[Choice, ...]:
+    """What each key does for a question, with the codebook's labels and definitions (the
+    coding and the adjudication screens show the same)."""
+    out: list[Choice] = []
+    if q.kind == "yes_no_reasons":
+        out += [
+            Choice(q.yes_key, YES, "Yes", "value"),
+            Choice(q.no_key, NO, "No (then choose the reasons)", "value"),
+        ]
+    role: Literal["value", "toggle"] = "value" if q.kind == "single" else "toggle"
+    for o in q.options:
+        out.append(
+            Choice(
+                o.key,
+                o.code,
+                o.label,
+                role,
+                o.definition,
+                tuple(o.examples),
+                tuple(o.counterexamples),
+            )
+        )
+    if q.allow_other:
+        out.append(Choice(q.other_key, OTHER, "Other (describe it)", role))
+    return tuple(out)
 
 
 def format_offset(seconds: float | None) -> str:
@@ -504,28 +532,8 @@ class CodingSession:
     def choices(self, question: Question | None = None) -> tuple[Choice, ...]:
         q = question or self.question
         if q.id not in self._choices:
-            out: list[Choice] = []
-            if q.kind == "yes_no_reasons":
-                out += [
-                    Choice(q.yes_key, YES, "Yes", "value"),
-                    Choice(q.no_key, NO, "No (then choose the reasons)", "value"),
-                ]
-            role: Literal["value", "toggle"] = "value" if q.kind == "single" else "toggle"
-            for o in q.options:
-                out.append(
-                    Choice(
-                        o.key,
-                        o.code,
-                        o.label,
-                        role,
-                        o.definition,
-                        tuple(o.examples),
-                        tuple(o.counterexamples),
-                    )
-                )
-            if q.allow_other:
-                out.append(Choice(q.other_key, OTHER, "Other (describe it)", role))
-            self._choices[q.id] = tuple(out)
+            out = question_choices(q)
+            self._choices[q.id] = out
             self._by_key[q.id] = {c.key: c for c in out}
         return self._choices[q.id]
 
@@ -575,20 +583,32 @@ class CodingSession:
             if self.toggles is None:
                 answer = self.item.answers.get(q.id)
                 keep = answer is not None and answer.value in (NO, None)
-                start = set(answer.codes) if answer is not None and keep else set()
-                self.toggles = Toggles(q, NO if q.kind == "yes_no_reasons" else None, start)
-            self.toggles.codes ^= {choice.code}
+                value = NO if q.kind == "yes_no_reasons" else None
+                self.toggles = self._toggles_from(answer if keep else None, value)
+            t = self.toggles
+            t.codes ^= {choice.code}
+            if choice.code == OTHER:
+                if OTHER not in t.codes:
+                    t.other_text = None
+                elif not t.other_text:  # the text field opens at once, before more keys
+                    return Feedback("need_text", f"{q.id}: describe the 'other' reason")
             return None
         if choice.code == NO and q.kind == "yes_no_reasons":
             if self.toggles is None:
                 answer = self.item.answers.get(q.id)
-                start = set(answer.codes) if answer and answer.value == NO else set()
-                self.toggles = Toggles(q, NO, start)
+                keep = answer is not None and answer.value == NO
+                self.toggles = self._toggles_from(answer if keep else None, NO)
             return None
         self.toggles = None
         if choice.code == OTHER:
             return Feedback("need_text", f"{q.id}: describe the 'other' answer")
         return self._store(Answer(choice.code))
+
+    def _toggles_from(self, answer: Answer | None, value: str | None) -> Toggles:
+        """Reasons (or options) to change, starting from a stored answer's."""
+        if answer is None:
+            return Toggles(self.question, value, set())
+        return Toggles(self.question, value, set(answer.codes), answer.other_text)
 
     def choose_highlighted(self) -> Feedback | None:
         """Enter: confirm the reasons being put together, else choose the highlighted option."""
@@ -607,30 +627,42 @@ class CodingSession:
         if not t.codes:
             what = "reason" if t.value == NO else "option"
             return Feedback("warning", f"Choose at least one {what} first (or Escape).")
-        if OTHER in t.codes:
+        if OTHER in t.codes and not t.other_text:
             return Feedback("need_text", f"{t.question.id}: describe the 'other' reason")
         self.toggles = None
-        return self._store(Answer(t.value, tuple(sorted(t.codes))))
+        other = t.other_text if OTHER in t.codes else None
+        return self._store(Answer(t.value, tuple(sorted(t.codes)), other))
 
     def cancel(self) -> None:
         """Escape: drop the reasons being put together (nothing was stored yet)."""
         self.toggles = None
 
     def answer_other(self, text: str) -> Feedback | None:
-        """The free text of an "other" answer (after a ``need_text`` feedback)."""
+        """The free text of an "other" answer (after a ``need_text`` feedback).
+
+        An "other" reason (or option) keeps its text with the ticks, and Enter stores
+        them all; a single-choice "other" is stored at once."""
         text = text.strip()
         if not text:
             return Feedback("warning", "'Other' needs a short description.")
         t = self.toggles
         if t is not None:
-            self.toggles = None
-            return self._store(Answer(t.value, tuple(sorted(t.codes)), text))
+            t.codes.add(OTHER)
+            t.other_text = text
+            return None
         return self._store(Answer(OTHER, other_text=text))
+
+    def drop_other(self) -> None:
+        """The text field of an "other" reason was closed empty: untick "other"."""
+        t = self.toggles
+        if t is not None and not t.other_text:
+            t.codes.discard(OTHER)
 
     def _store(self, answer: Answer) -> Feedback | None:
         item, q = self.item, self.question
         answer.check(q)
         previous = item.answers.get(q.id)
+        revisited = item.coded  # a review of an item coded before: keep going in order
         seconds = self._lap()
         self.store.save_answer(
             item.action.id, self.codebook, q.id, self.coder, answer, seconds=seconds
@@ -647,10 +679,17 @@ class CodingSession:
         if not item.coded:  # the first question still open, wherever this one was
             self._set_question(item.first_open())
             return None
+        if revisited and self.index + 1 < self.n:
+            self._enter(self.index + 1)
+            return None
         return self._advance()
 
     def _advance(self) -> Feedback | None:
-        """After an item is done: the next item still to do, after this one if any."""
+        """After an item is done: the next item still to do, after this one if any.
+
+        (An answer that changes an item coded before moves to the next item in order
+        instead, see :meth:`_store`, so that reviewing goes item by item.)
+        """
         target = self._next_open()
         if target is None:
             self.finished = True

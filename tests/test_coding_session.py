@@ -118,14 +118,18 @@ def test_q4_yes_other_reason_and_escape(db, open_session) -> None:
     for key in "111":
         s.press(key)
     s.press("n")
-    s.press("o")
+    assert s.press("o").kind == "need_text"  # ticking "other" asks for its text at once
+    s.drop_other()  # the text field closed empty: "other" is unticked
+    assert s.toggles is not None and s.toggles.codes == set()
     s.cancel()  # escape: nothing stored, still on Q4
     assert s.toggles is None and s.question.id == "Q4"
     s.press("n")
-    s.press("o")
-    fb = s.confirm()
-    assert fb.kind == "need_text"
-    s.answer_other("map glitch")
+    assert s.press("o").kind == "need_text"
+    assert s.answer_other("map glitch") is None  # kept with the ticks
+    s.press("2")
+    s.press("2")  # ticked and unticked again
+    assert s.question.id == "Q4" and s.toggles.codes == {"other"}
+    assert s.confirm() is None  # Enter stores the reasons and the text
     second = s.item.action.id
     for key in "111":
         s.press(key)
@@ -407,3 +411,36 @@ def test_command_keys_move_off_codebook_letters() -> None:
     text = codebook("traum").text.replace('key: "7"', 'key: "s"')
     clashing = parse_codebook(text, "x.yaml")
     assert command_keys(clashing)["skip"] == "ctrl+s"
+
+
+def test_answering_a_revisited_item_moves_to_the_next_in_order(db, open_session) -> None:
+    """Reviewing: `g 2`, then a change to item 3 goes to item 4, not to the first uncoded
+    item further on (issue 14); a first answer still goes to the next item still to do."""
+    s = open_session()
+    for key in "1234":  # items 1 to 4 coded
+        s.press(key)
+    s.goto(9)
+    s.press("5")  # item 9 coded out of order
+    assert s.index == 9  # a new answer: the next item still to code
+    s.goto(2)
+    s.press("2")  # item 2 changed: item 3, though item 5 is the first still open
+    assert s.index == 2
+    s.press("3")  # item 3 changed
+    assert s.index == 3
+    s.goto(8)
+    s.press("6")  # item 8 coded: item 10, the next still to code after it
+    assert s.index == 9
+    s.goto(8)
+    s.press("6")  # item 8 changed: item 9, coded, is next in order
+    assert s.index == 8
+    s.goto(s.n)
+    s.press("7")  # the last item, new: wraps to the first still to code
+    assert s.index == 4
+    mm = open_session("mental_model", sample="six")
+    for key in "123y":
+        mm.press(key)
+    assert mm.index == 1
+    mm.go(-1)
+    mm.step_question(1)
+    mm.press("1")  # Q2 of the coded item 1 changed
+    assert mm.index == 1 and mm.q_index == 0

@@ -122,9 +122,12 @@ async def test_mental_model_complete_session(db) -> None:
         await keys(pilot, "1", "2", "3", "y")  # item 1
         await keys(pilot, "o", "test", "enter", "2", "3")  # item 2, Q1 other
         await keys(pilot, "n", "1", "3", "enter")  # Q4 no: n1 + n3
-        await keys(pilot, "1", "1", "1", "n", "o", "enter")  # item 3: Q4 no, reason other
-        assert isinstance(app.screen, TextPrompt)
-        await keys(pilot, "lag", "enter")
+        await keys(pilot, "1", "1", "1", "n", "o")  # item 3: Q4 no, reason other
+        assert isinstance(app.screen, TextPrompt)  # the text field opens at once
+        await keys(pilot, "lag m", "enter")  # 'm' is text here, not the note command
+        assert not isinstance(app.screen, TextPrompt) and s.index == 2  # still on the reasons
+        assert "Other: lag m" in screen_text(app)
+        await keys(pilot, "enter")  # the reasons are stored
         await keys(pilot, "1", "2", "backspace")  # item 4: Q2 undone
         assert (s.index, s.q_index) == (3, 1)
         await keys(pilot, "3", "3", "y")
@@ -138,7 +141,7 @@ async def test_mental_model_complete_session(db) -> None:
     assert q[(0, "Q1")] == ("t1", None, None) and q[(0, "Q4")] == ("yes", None, None)
     assert q[(1, "Q1")] == ("other", None, "test")
     assert q[(1, "Q4")] == ("no", json.dumps(["n1", "n3"]), None)
-    assert q[(2, "Q4")] == ("no", json.dumps(["other"]), "lag")
+    assert q[(2, "Q4")] == ("no", json.dumps(["other"]), "lag m")
     assert q[(3, "Q2")] == ("p3", None, None) and q[(3, "Q3")] == ("r3", None, None)
     assert q[(4, "Q4")] == ("yes", None, None)
     assert q[(5, "Q1")] == ("t4", None, None)  # the '5' went unanswered, then 4 4 4 y
@@ -200,7 +203,9 @@ async def test_goto_next_uncoded_help_and_definition(db) -> None:
     app = make_app(db, "traum", "dora", lookahead=2)
     async with app.run_test(size=SIZE) as pilot:
         s = app.session
-        await keys(pilot, "g", "99", "enter")  # out of range: stays
+        await keys(pilot, "g")
+        assert "Enter: go" in screen_text(app) and "save" not in screen_text(app)
+        await keys(pilot, "99", "enter")  # out of range: stays
         assert s.index == 0
         await keys(pilot, "g", "5", "enter", "1")
         assert s.index == 5
@@ -209,11 +214,14 @@ async def test_goto_next_uncoded_help_and_definition(db) -> None:
         await keys(pilot, "down", "down", "question_mark")
         assert type(app.screen).__name__ == "DefinitionScreen"
         assert "Shows that the actor understood" in screen_text(app)  # Acknowledge
+        assert "Acknowledge (Acknowledge)" not in screen_text(app)  # the label once
         await keys(pilot, "right")
         assert "Corrects the content" in screen_text(app)  # Repair
         await keys(pilot, "escape", "f1")
         assert type(app.screen).__name__ == "HelpScreen"
         assert "act: Initiate" in screen_text(app)
+        help_text = screen_text(app)
+        assert "Highlight an option" in help_text  # every row in one style (issue 14)
         await keys(pilot, "escape", "pageup", "pageup")
         assert type(app.screen).__name__ == "CodingScreen"
 
@@ -251,7 +259,7 @@ async def test_changed_codebook_is_flagged_on_screen(db, tmp_path, monkeypatch) 
     app = make_app(db, "traum", "dora")
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause()
-        assert "codebook changed" in screen_text(app)
+        assert "traum v1.1 ⚠ changed" in screen_text(app)
         assert any("changed since you started" in n.message for n in app._notifications)
         await keys(pilot, "2")
     hashes = {r["codebook_hash"] for r in labels(db, "dora")}
@@ -275,9 +283,12 @@ async def test_shift_tab_to_q4_then_the_open_questions(db) -> None:
         s = app.session
         await keys(pilot, "shift+tab", "y")  # Q4 first
         assert (s.index, s.question.id) == (0, "Q1")  # not moved on: Q1-Q3 are open
-        assert "Q4 yes" in (app.screen.query_one("#question").border_title or "")
+        assert "Q4 Yes" in (app.screen.query_one("#question").border_title or "")
         await keys(pilot, "1", "tab", "2")  # Q1, then Tab past Q2 to Q3
         assert (s.index, s.question.id) == (0, "Q2")
+        strip = next(line for line in screen_text(app).splitlines() if "▸Q2" in line)
+        assert "Q1 Still figuring" in strip and "Q3 Exploring" in strip  # labels, not codes
+        assert "Q4 Yes" in strip and len(strip.strip()) <= SIZE[0]
         await keys(pilot, "3")
         assert (s.index, s.q_index) == (1, 0)
     got = {q: v[0] for (a, q), v in answers(db, "dora", "mental_model").items() if a == ids[0]}
@@ -382,3 +393,39 @@ async def test_two_hundred_options_scroll_to_the_highlighted_one(db, tmp_path, m
         assert "Option number 040" in text and "Option number 000" not in text
         await keys(pilot, "enter")  # the highlighted option, scrolled into view, is stored
     assert list(answers(db, "dora", "big").values()) == [("c40", None, None)]
+
+
+async def test_the_header_names_the_project_file(db, tmp_path, monkeypatch) -> None:
+    """ANNOTATE_DB or --db: the file being coded into is always on screen (issue 14)."""
+    monkeypatch.chdir(tmp_path)
+    app = make_app(db, "traum", "dora")
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        top = screen_text(app).split("item 1 of")[0]
+        assert "project.db │ traum v1.0 │ coder dora" in top
+    elsewhere = tmp_path / "a" / "rather" / "long" / "folder" / "name" / "for" / "it"
+    elsewhere.mkdir(parents=True)
+    monkeypatch.chdir(elsewhere)
+    app = make_app(db, "traum", "dora")
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        line = next(x for x in screen_text(app).splitlines() if "item 1 of" in x)
+        assert "…" in line and "/project.db │ traum" in line and "sample main" in line
+
+
+async def test_text_prompts_leave_no_fragments_beside_their_border(db) -> None:
+    """The note and "other" fields span the width: no cut-off words of the screen beside
+    their border (`╯ent`, `│the`), and the item above stays in view."""
+    from tests.test_tui_first_screen import screen_lines
+
+    app = make_app(db, "traum", "dora")
+    async with app.run_test(size=SIZE) as pilot:
+        for key in ("m", "o"):
+            await keys(pilot, key)
+            assert isinstance(app.screen, TextPrompt)
+            rows = screen_lines(app)
+            box = [r for r in rows if r[:1] in "╭│╰"]
+            assert len(box) >= 3 and all(r.rstrip()[-1] in "╮│╯" for r in box)
+            assert all(len(r.rstrip()) == SIZE[0] for r in box)
+            assert any("   now " in r for r in rows)  # the item is still on screen
+            await keys(pilot, "escape")

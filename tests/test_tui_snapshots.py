@@ -19,7 +19,8 @@ def _still() -> float:
 
 
 @pytest.fixture
-def db(tmp_path: Path) -> Path:
+def db(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.chdir(tmp_path)  # the header names the file as "project.db", every run
     return project(tmp_path)
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import ClassVar
 
 from rich.console import Group, RenderableType
+from rich.style import Style
 from rich.table import Table
 from rich.text import Text
 from textual import on
@@ -20,12 +21,18 @@ from textual.binding import Binding, BindingType
 from textual.containers import Vertical, VerticalScroll
 from textual.events import Key
 from textual.screen import ModalScreen, Screen
-from textual.widgets import Footer, Input, Label, Static
+from textual.timer import Timer
+from textual.widgets import Input, Label, Static
 
-from annotate.adjudication import AdjudicationSession, Feedback, GoldPlan, answer_text
+from annotate.adjudication import AdjudicationSession, Feedback, GoldPlan
+from annotate.answers import answer_label
+from annotate.codebook import OTHER
+from annotate.coding_session import COMMANDS, command_keys, question_choices
 from annotate.models import Action, describe
 from annotate.store import Store
 from annotate.terminal import for_display, shown_line
+from annotate.tui.screens.help import DefinitionScreen, HelpScreen, sentence
+from annotate.tui.widgets.keybar import KeyBar, key_label
 
 CONTEXT_BEFORE = 8
 CONTEXT_AFTER = 2
@@ -41,27 +48,31 @@ def _offset(seconds: float | None) -> str:
     return f"{sign}{minutes}:{secs:02d}"
 
 
-def context_table(store: Store, action: Action) -> Table:
-    """The item among its neighbours (bold), with times relative to it when the log has them."""
+def context_tables(store: Store, action: Action) -> tuple[Table, Table]:
+    """The turns before the item and the item (bold), then the turns after it (dim), with
+    times relative to the item when the log has them: two tables with the same columns."""
     around = store.context(action, before=CONTEXT_BEFORE, after=CONTEXT_AFTER)
     t0 = action.elapsed_s
-    table = Table.grid(padding=(0, 1), expand=True)
-    table.add_column(width=5, justify="right", no_wrap=True)
-    table.add_column(width=8, no_wrap=True, overflow="ellipsis")
-    table.add_column(ratio=1, overflow="fold")
-    rows = [a for a in around if a.seq < action.seq] + [action]
-    rows += [a for a in around if a.seq > action.seq]
-    for a in rows:
-        item = a.id == action.id
-        t = a.elapsed_s - t0 if a.elapsed_s is not None and t0 is not None else None
-        colour = {"guide": "cyan", "follower": "yellow"}.get(a.role or "", "")
-        style = "bold reverse" if item else ("dim" if a.seq > action.seq else "")
-        table.add_row(
-            Text(_offset(t), style="dim"),
-            Text(shown_line((a.role or a.participant or "?").capitalize()), style=colour),
-            Text(for_display(describe(a)), style=style),
-        )
-    return table
+
+    def table(rows: list[Action]) -> Table:
+        grid = Table.grid(padding=(0, 1), expand=True)
+        grid.add_column(width=5, justify="right", no_wrap=True)
+        grid.add_column(width=8, no_wrap=True, overflow="ellipsis")
+        grid.add_column(ratio=1, overflow="fold")
+        for a in rows:
+            item = a.id == action.id
+            t = a.elapsed_s - t0 if a.elapsed_s is not None and t0 is not None else None
+            colour = {"guide": "cyan", "follower": "yellow"}.get(a.role or "", "")
+            style = "bold reverse" if item else ("dim" if a.seq > action.seq else "")
+            grid.add_row(
+                Text(_offset(t), style="dim"),
+                Text(shown_line((a.role or a.participant or "?").capitalize()), style=colour),
+                Text(for_display(describe(a)), style=style),
+            )
+        return grid
+
+    before = [a for a in around if a.seq < action.seq] + [action]
+    return table(before), table([a for a in around if a.seq > action.seq])
 
 
 class OtherPrompt(ModalScreen[str | None]):
@@ -78,6 +89,14 @@ class OtherPrompt(ModalScreen[str | None]):
             yield Label(self.title_text, id="prompt-title")
             yield Input(placeholder="a short description", id="prompt-input")
             yield Label("Enter: store · Esc: cancel", id="prompt-hint")
+
+    def on_key(self, event: Key) -> None:
+        """Text typed before the field has the focus still goes into it."""
+        field = self.query_one("#prompt-input", Input)
+        if not field.has_focus and event.is_printable and event.character:
+            event.stop()
+            field.focus()
+            field.insert_text_at_cursor(event.character)
 
     @on(Input.Submitted)
     def submit(self, event: Input.Submitted) -> None:
@@ -97,35 +116,66 @@ class ContextScroll(VerticalScroll, can_focus=False):
     """Never takes the focus: arrows and keys belong to the screen (PgUp/PgDn scroll it)."""
 
 
+BINDING_PREFIX = "adjudicate."
+SCREEN_COMMANDS = ("prev", "next", "define", "help", "quit")  # of code's commands, those here
+
+
 class AdjudicationScreen(Screen[None]):
+    """The keys of `annotate code` where they mean the same: option keys, ↑↓ Enter/Space,
+    Esc, ←/→, PgUp/PgDn, ? (definitions), F1 (all keys), q (quit)."""
+
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("left", "go(-1)", "back"),
-        Binding("right", "go(1)", "next"),
-        Binding("enter", "confirm", "store the set"),
+        *(
+            Binding(c.key, c.id, c.label, id=BINDING_PREFIX + c.id)
+            for c in COMMANDS
+            if c.id in SCREEN_COMMANDS
+        ),
+        Binding("up", "highlight(-1)", "highlight"),
+        Binding("down", "highlight(1)", "highlight"),
+        Binding("enter", "enter", "choose"),
+        Binding("space", "space", "toggle"),
         Binding("escape", "cancel", "cancel"),
-        Binding("pageup", "scroll(-1)", "scroll context", show=False),
-        Binding("pagedown", "scroll(1)", "scroll context", show=False),
+        Binding("pageup", "scroll(-1)", "scroll context"),
+        Binding("pagedown", "scroll(1)", "scroll context"),
     ]
 
     def __init__(self, session: AdjudicationSession) -> None:
         super().__init__()
         self.session = session
+        self.keys = command_keys(session.plan.codebook)
+        self.highlight = 0
+        self.message: Text | None = None
+        self._timer: Timer | None = None
 
     def compose(self) -> ComposeResult:
         yield Static(id="status")
         with ContextScroll(id="context"):
             yield Static(id="context-rows")
+            yield Static(id="context-after")
         yield Static(id="answers")
         yield Static(id="question")
-        yield Footer()
+        yield KeyBar(self._key_entries(), id="keys")
+
+    def _key_entries(self) -> list[tuple[str, str, str]]:
+        k = {cid: key_label(key) for cid, key in self.keys.items()}
+        return [
+            (f"{k['prev']}/{k['next']}", "back/next", "screen.prev"),
+            ("↑↓ Enter", "choose", "screen.enter"),
+            ("Space", "toggle", "screen.space"),
+            ("Esc", "cancel", "screen.cancel"),
+            ("PgUp/PgDn", "scroll", "screen.scroll(-1)"),
+            (k["define"], "define", "screen.define"),
+            (k["help"], "keys", "screen.help"),
+            (k["quit"], "quit", "screen.quit"),
+        ]
 
     def on_mount(self) -> None:
         self.query_one("#context", ContextScroll).border_title = "Context"
         self.show_case()
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        """Enter and Escape only mean something while a set is being put together."""
-        if action in {"confirm", "cancel"}:
+        """Escape only means something while a set is being put together."""
+        if action == "cancel":
             return self.session.toggles is not None
         return True
 
@@ -135,14 +185,37 @@ class AdjudicationScreen(Screen[None]):
         s = self.session
         case = s.case
         self.query_one("#status", Static).update(self._status())
-        self.query_one("#context-rows", Static).update(context_table(s.store, case.action))
-        context = self.query_one("#context", ContextScroll)
-        self.call_after_refresh(context.scroll_end, animate=False)
+        before, after = context_tables(s.store, case.action)
+        self.query_one("#context-rows", Static).update(before)
+        self.query_one("#context-after", Static).update(after)
+        self.call_after_refresh(self._item_at_bottom)
         self.query_one("#answers", Static).update(self._answers())
         question = self.query_one("#question", Static)
         question.border_title = shown_line(f"{case.question.id}: {case.question.prompt}")
+        self.highlight = min(self.highlight, len(s.choices()) - 1)
         question.update(self._choices())
         self.refresh_bindings()
+
+    def _item_at_bottom(self) -> None:
+        """The item on the context's last row, the turns before it above: however little
+        room the answers and options leave, the item is in view (PgDn shows what follows)."""
+        context = self.query_one("#context", ContextScroll)
+        rows = self.query_one("#context-rows", Static)
+        y = rows.virtual_region.bottom - context.scrollable_content_region.height
+        context.scroll_to(y=max(0, y), animate=False, immediate=True)
+
+    def flash(self, message: str, *, warning: bool = False, seconds: float = 4.0) -> None:
+        """A short message in the status lines, never over the options."""
+        self.message = Text("» " + message, style="bold yellow" if warning else "bold")
+        if self._timer is not None:
+            self._timer.stop()
+        self._timer = self.set_timer(seconds, self._clear)
+        self.query_one("#status", Static).update(self._status())
+
+    def _clear(self) -> None:
+        self.message = None
+        self._timer = None
+        self.query_one("#status", Static).update(self._status())
 
     def _status(self) -> RenderableType:
         s = self.session
@@ -160,7 +233,9 @@ class AdjudicationScreen(Screen[None]):
             Text(f"decided {s.n_decided}/{s.n}"),
         )
         state = "decided" if case.decided else "to decide"
-        grid.add_row(Text(f"{case.reason} ({state})", style="italic"), Text(""))
+        why = case.reason.split(":")[0]  # "tie" (the votes, by code, are in the table below)
+        second = self.message or Text(f"{why} ({state})", style="italic")
+        grid.add_row(second, Text(""))
         return grid
 
     def _answers(self) -> RenderableType:
@@ -171,9 +246,11 @@ class AdjudicationScreen(Screen[None]):
         notes = any(a.note for a in case.answers) or case.gold is not None
         if notes:
             table.add_column("Note", ratio=2)
+        q = case.question
         for a in case.answers:
             who = a.coder + (" ⚑" if a.flagged else "")
-            cells = [Text(shown_line(who)), Text(for_display(a.text))]
+            shown = answer_label(q, a.answer) if a.answer is not None else a.text
+            cells = [Text(shown_line(who)), Text(for_display(shown))]
             note = Text(for_display(a.note or ""), style="italic")
             table.add_row(*cells, *([note] if notes else []))
         if case.gold is not None:
@@ -181,42 +258,51 @@ class AdjudicationScreen(Screen[None]):
             by = case.gold_meta.get("adjudicator")
             table.add_row(
                 Text("gold", style="bold green"),
-                Text(for_display(answer_text(case.gold)), style="green"),
+                Text(for_display(answer_label(q, case.gold)), style="green"),
                 Text(shown_line(f"{how}" + (f" by {by}" if by else "")), style="italic"),
             )
         return table
 
     def _choices(self) -> RenderableType:
-        """The codebook's keys; two columns when there are many (80x24 stays usable)."""
+        """The codebook's keys with the labels `code` shows, wrapped under themselves;
+        two columns when there are many (80x24 stays usable)."""
         s = self.session
         toggling = s.toggles is not None
-        cells: list[Text] = []
-        for c in s.choices():
+        labels = {c.key: c.label for c in question_choices(s.case.question)}
+        cells: list[tuple[Text, Text, Text]] = []
+        for i, c in enumerate(s.choices()):
             on = s.is_on(c)
             if c.role == "toggle" and (toggling or s.case.question.kind == "multi"):
                 mark = "[x]" if on else "[ ]"
             else:
                 mark = " ● " if on else "   "
-            cells.append(
-                Text.assemble(
-                    (f" {c.key} ", "bold reverse"),
-                    mark,
-                    (shown_line(c.label), "bold" if on else ""),
-                )
-            )
+            click = Style(meta={"@click": f"screen.choose({c.key!r})"})
+            here = i == self.highlight
+            label_style = Style(bold=on, reverse=here) + click
+            key = Text.assemble(("▸" if here else " ", "bold"), (f" {c.key} ", "bold reverse"))
+            key.stylize(click)
+            text = shown_line(labels.get(c.key, c.label))
+            if c.code == OTHER and s.toggles is not None and on and s.toggle_other:
+                text = shown_line(f"Other: {s.toggle_other}")
+            label = Text(text, style=label_style)
+            cells.append((key, Text(mark, style=click), label))
         columns = 2 if len(cells) > 4 else 1
-        grid = Table.grid(expand=True, padding=(0, 2))
-        for _ in range(columns):
-            grid.add_column(ratio=1, overflow="ellipsis", no_wrap=True)
+        grid = Table.grid(expand=True, padding=(0, 0))
+        for k in range(columns):
+            grid.add_column(width=5 if k == 0 else 6, no_wrap=True, justify="right")
+            grid.add_column(width=4, no_wrap=True)
+            grid.add_column(ratio=1, overflow="fold")
         rows = -(-len(cells) // columns)
+        blank = (Text(""), Text(""), Text(""))
         for r in range(rows):
-            grid.add_row(
-                *(cells[r + k * rows] if r + k * rows < len(cells) else "" for k in range(columns))
-            )
+            row: list[Text] = []
+            for k in range(columns):
+                row += cells[r + k * rows] if r + k * rows < len(cells) else blank
+            grid.add_row(*row)
         if not toggling:
             return grid
         hint = Text(
-            "Toggle the reasons with their keys; Enter stores them, Esc cancels.", style="dim"
+            "Tick the reasons with their keys; Enter stores them, Esc cancels.", style="dim"
         )
         return Group(grid, hint)
 
@@ -226,7 +312,14 @@ class AdjudicationScreen(Screen[None]):
         if self.session.handles(event.character):
             event.stop()
             event.prevent_default()
-            self.handle(self.session.press(event.character or ""))
+            self.action_choose(event.character or "")
+
+    def action_choose(self, key: str) -> None:
+        """An option's key, or a click on it."""
+        keys = [c.key for c in self.session.choices()]
+        if key in keys:
+            self.highlight = keys.index(key)
+            self.handle(self.session.press(key))
 
     def handle(self, feedback: Feedback | None) -> None:
         if feedback is not None:
@@ -236,20 +329,77 @@ class AdjudicationScreen(Screen[None]):
             if feedback.kind == "done":
                 self.app.exit(self.session.decisions)
                 return
-            severity = "warning" if feedback.kind == "warning" else "information"
-            self.notify(feedback.message, severity=severity, timeout=3)
+            self.flash(feedback.message, warning=feedback.kind == "warning")
         self.show_case()
 
     def _other_text(self, text: str | None) -> None:
         if text is None:
-            self.session.cancel()
+            s = self.session
+            if s.toggles is not None and s.pending_other is None:
+                s.drop_other()  # an "other" reason: unticked, the other reasons stay
+            else:
+                s.cancel()
             self.show_case()
             return
         self.handle(self.session.answer_other(text))
 
-    def action_go(self, delta: int) -> None:
-        self.session.go(delta)
+    def action_prev(self) -> None:
+        self.session.go(-1)
+        self.highlight = 0
         self.show_case()
+
+    def action_next(self) -> None:
+        self.session.go(1)
+        self.highlight = 0
+        self.show_case()
+
+    def action_highlight(self, delta: int) -> None:
+        self.highlight = (self.highlight + delta) % len(self.session.choices())
+        self.show_case()
+
+    def action_enter(self) -> None:
+        """Enter: store the set being put together, else choose the highlighted option."""
+        if self.session.toggles is not None:
+            self.handle(self.session.confirm())
+        else:
+            self.action_choose(self.session.choices()[self.highlight].key)
+
+    def action_space(self) -> None:
+        self.action_choose(self.session.choices()[self.highlight].key)
+
+    def action_define(self) -> None:
+        q = self.session.case.question
+        codebook = self.session.plan.codebook
+        self.app.push_screen(DefinitionScreen(question_choices(q), q, codebook, self.highlight))
+
+    def action_help(self) -> None:
+        self.app.push_screen(HelpScreen(self._keys_table()))
+
+    def action_quit(self) -> None:
+        self.app.exit(self.session.decisions)
+
+    def _keys_table(self) -> RenderableType:
+        table = Table(show_header=True, header_style="bold", box=None, padding=(0, 2), expand=True)
+        table.add_column("key", no_wrap=True)
+        table.add_column("does", ratio=1)
+        q = self.session.case.question
+        for c in question_choices(q):
+            table.add_row(Text(c.key, style="bold"), f"{q.id}: {c.label} (stored as gold)")
+        table.add_row("", "")
+        rows = [
+            ("↑ ↓", "highlight an option"),
+            ("Enter", "choose the highlighted option; store the reasons put together"),
+            ("Space", "toggle the highlighted reason (or choose the highlighted option)"),
+            ("Esc", "drop the reasons being put together"),
+            ("PgUp PgDn", "scroll the context"),
+        ]
+        for keys, does in rows:
+            table.add_row(Text(keys, style="bold"), sentence(does))
+        for c in COMMANDS:
+            if c.id in SCREEN_COMMANDS:
+                table.add_row(Text(key_label(self.keys[c.id]), style="bold"), c.description)
+        table.add_row(Text("Ctrl+Q", style="bold"), "Quit from anywhere")
+        return table
 
     def action_scroll(self, direction: int) -> None:
         context = self.query_one("#context", ContextScroll)
@@ -257,9 +407,6 @@ class AdjudicationScreen(Screen[None]):
             context.scroll_page_up(animate=False)
         else:
             context.scroll_page_down(animate=False)
-
-    def action_confirm(self) -> None:
-        self.handle(self.session.confirm())
 
     def action_cancel(self) -> None:
         self.session.cancel()
@@ -281,6 +428,15 @@ class AdjudicationApp(App[int]):
         self.session = session
 
     def on_mount(self) -> None:
+        keys = command_keys(self.session.plan.codebook)
+        defaults = {c.id: c.key for c in COMMANDS}
+        moved = {
+            BINDING_PREFIX + cid: keys[cid]
+            for cid in SCREEN_COMMANDS
+            if keys[cid] != defaults[cid]
+        }
+        if moved:  # a codebook that uses q or ? as an option key: as in `annotate code`
+            self.set_keymap(moved)
         self.push_screen(AdjudicationScreen(self.session))
 
     async def action_quit(self) -> None:

@@ -13,7 +13,7 @@ from textual.screen import Screen
 
 from annotate.coding_session import COMMANDS, CodingSession, Feedback
 from annotate.errors import AnnotateError
-from annotate.tui.screens.help import DefinitionScreen, HelpScreen
+from annotate.tui.screens.help import DefinitionScreen, HelpScreen, keys_table
 from annotate.tui.screens.prompt import TextPrompt
 from annotate.tui.widgets.context import ContextView
 from annotate.tui.widgets.keybar import KeyBar, key_label
@@ -45,7 +45,6 @@ class CodingScreen(Screen[None]):
         self.session = session
         self._shown: tuple[int, int] | None = None
         self._more = 0  # earlier turns asked for with PgUp (this item only)
-        self._fill = 0  # earlier turns that fit in a tall terminal anyway
 
     def compose(self) -> ComposeResult:
         yield StatusBar(self.session, id="status")
@@ -81,7 +80,6 @@ class CodingScreen(Screen[None]):
 
     def on_mount(self) -> None:
         self.refresh_view()
-        self.call_after_refresh(self._fit_context)
         s = self.session
         if s.version_warning:
             self.notify(s.version_warning, title="Codebook changed", severity="warning", timeout=15)
@@ -99,11 +97,10 @@ class CodingScreen(Screen[None]):
         context = self.query_one(ContextView)
         if self._shown is not None and self._shown[0] != s.index:
             self._more = 0
-        where = (s.index, self._more + self._fill)
-        if where != self._shown:
+        where = (s.index, self._more)
+        if where != self._shown:  # --context N earlier turns, and those asked for with PgUp
             self._shown = where
-            before = s.context + self._more + self._fill
-            context.show(s.context_rows(self._more + self._fill), wanted_before=before)
+            context.show(s.context_rows(self._more), wanted_before=s.context + self._more)
         context.border_title = self._context_title()
         self.query_one(StatusBar).refresh()
         self.query_one(QuestionPanel).show()
@@ -121,17 +118,6 @@ class CodingScreen(Screen[None]):
         if s.item.skipped:
             bits.append("skipped")
         return " · ".join(bits)
-
-    def on_resize(self) -> None:
-        self.call_after_refresh(self._fit_context)
-
-    def _fit_context(self) -> None:
-        """Fill a tall terminal with earlier turns rather than blank lines."""
-        height = self.query_one(ContextView).size.height
-        fill = max(0, height - self.session.context - self.session.lookahead - 1)
-        if fill != self._fill:
-            self._fill = fill
-            self.refresh_view()
 
     # -- the one error boundary ---------------------------------------------------------
 
@@ -170,6 +156,9 @@ class CodingScreen(Screen[None]):
     def _other_text(self, text: str | None) -> None:
         if text is not None:
             self.run_step(self.session.answer_other, text)
+        else:  # Esc: an "other" reason is unticked again; nothing is stored
+            self.session.drop_other()
+            self.refresh_view()
 
     # -- keys -------------------------------------------------------------------------
 
@@ -249,7 +238,11 @@ class CodingScreen(Screen[None]):
 
     def action_goto(self) -> None:
         self.app.push_screen(
-            TextPrompt(f"Go to item number (1 to {self.session.n})", integer=True),
+            TextPrompt(
+                f"Go to item number (1 to {self.session.n})",
+                integer=True,
+                hint="Enter: go · Esc: cancel",
+            ),
             self._goto,
         )
 
@@ -258,10 +251,11 @@ class CodingScreen(Screen[None]):
             self.run_step(self.session.goto, int(text))
 
     def action_define(self) -> None:
-        self.app.push_screen(DefinitionScreen(self.session))
+        s = self.session
+        self.app.push_screen(DefinitionScreen(s.choices(), s.question, s.codebook, s.highlight))
 
     def action_help(self) -> None:
-        self.app.push_screen(HelpScreen(self.session))
+        self.app.push_screen(HelpScreen(keys_table(self.session)))
 
     def action_quit(self) -> None:
         self.app.exit()

@@ -15,6 +15,7 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
+from annotate.codebook import Codebook, Question
 from annotate.coding_session import COMMANDS, Choice, CodingSession
 from annotate.prose import reflow
 from annotate.tui.widgets.keybar import key_label
@@ -29,23 +30,38 @@ def keys_table(session: CodingSession) -> RenderableType:
         table.add_row(Text(c.key, style="bold"), f"{q.id}: {c.label}")
     table.add_row("", "")
     for k in session.question_keys:
-        table.add_row(Text(k.keys, style="bold"), k.does)
+        table.add_row(Text(k.keys, style="bold"), sentence(k.does))
     for c in COMMANDS:
         table.add_row(Text(key_label(session.keys[c.id]), style="bold"), c.description)
-    table.add_row(Text("ctrl+q", style="bold"), "Quit from anywhere")
+    table.add_row(Text("Ctrl+Q", style="bold"), "Quit from anywhere")
     return table
 
 
+def sentence(text: str) -> str:
+    """Every row of the help starts with a capital letter."""
+    return text[:1].upper() + text[1:]
+
+
+def _bullets(lines: tuple[str, ...]) -> Table:
+    """A bulleted list whose wrapped lines hang under the text, not under the bullet."""
+    grid = Table.grid(padding=(0, 1))
+    grid.add_column(width=3, justify="right")
+    grid.add_column(ratio=1)
+    for line in lines:
+        grid.add_row("•", line)
+    return grid
+
+
 class HelpScreen(ModalScreen[None]):
-    """All keys of the coding screen, those of the current question first."""
+    """All keys of a screen (the coding screen's: those of the current question first)."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape,f1,q", "close", "close"),
     ]
 
-    def __init__(self, session: CodingSession) -> None:
+    def __init__(self, keys: RenderableType) -> None:
         super().__init__()
-        self.session = session
+        self.keys = keys
 
     def compose(self) -> ComposeResult:
         with VerticalScroll(id="help-body"):
@@ -57,7 +73,7 @@ class HelpScreen(ModalScreen[None]):
                         style="italic",
                     ),
                     Text(""),
-                    keys_table(self.session),
+                    self.keys,
                     Text(""),
                     Text("Esc: close", style="dim"),
                 )
@@ -79,41 +95,43 @@ class DefinitionScreen(ModalScreen[None]):
         Binding("right", "step(1)", "next option"),
     ]
 
-    def __init__(self, session: CodingSession) -> None:
+    def __init__(
+        self, choices: tuple[Choice, ...], question: Question, codebook: Codebook, index: int = 0
+    ) -> None:
         super().__init__()
-        self.session = session
-        self.index = session.highlight
+        self.choices = choices
+        self.question = question
+        self.codebook = codebook
+        self.index = index
 
     def compose(self) -> ComposeResult:
         with VerticalScroll(id="definition-body"):
             yield Static(self._content(), id="definition")
 
     def _choice(self) -> Choice:
-        choices = self.session.choices()
-        return choices[self.index % len(choices)]
+        return self.choices[self.index % len(self.choices)]
 
     def _content(self) -> RenderableType:
-        s = self.session
         c = self._choice()
+        same = c.code.casefold() == c.label.casefold()  # "Initiate", not "Initiate (Initiate)"
         parts: list[RenderableType] = [
             Text.assemble(
                 (f" {c.key} ", "bold reverse"),
                 " ",
                 (c.label, "bold"),
-                (f"  ({c.code})", "dim"),
+                ("" if same else f"  ({c.code})", "dim"),
                 ("   ←/→ other options · Esc close", "dim italic"),
             ),
-            Text(s.question.prompt, style="italic"),
+            Text(self.question.prompt, style="italic"),
             Text(""),
             Text(c.definition or "The codebook gives no definition for this choice."),
         ]
         if c.examples:
-            parts += [Text(""), Text("Examples", style="bold")]
-            parts += [Text(f"  • {e}") for e in c.examples]
+            parts += [Text(""), Text("Examples", style="bold"), _bullets(c.examples)]
         if c.counterexamples:
             parts += [Text(""), Text("Not this (counterexamples)", style="bold")]
-            parts += [Text(f"  • {e}") for e in c.counterexamples]
-        cb = s.codebook
+            parts.append(_bullets(c.counterexamples))
+        cb = self.codebook
         parts += [
             Text(""),
             Text(f"Instructions: {cb.title} (v{cb.version})", style="bold underline"),
@@ -126,11 +144,11 @@ class DefinitionScreen(ModalScreen[None]):
         self.query_one("#definition-body", VerticalScroll).scroll_home(animate=False)
 
     def action_step(self, delta: int) -> None:
-        self.index = (self.index + delta) % len(self.session.choices())
+        self.index = (self.index + delta) % len(self.choices)
         self._show()
 
     def on_key(self, event: events.Key) -> None:
-        for i, c in enumerate(self.session.choices()):
+        for i, c in enumerate(self.choices):
             if event.character == c.key:
                 event.stop()
                 self.index = i

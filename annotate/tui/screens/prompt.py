@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from textual import on
+from textual import events, on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical
@@ -45,6 +45,15 @@ class TextPrompt(ModalScreen[str | None]):
                 id="prompt-input",
             )
             yield Label(self.hint, id="prompt-hint")
+
+    def on_key(self, event: events.Key) -> None:
+        """Text typed before the field has the focus (right after the key that opened the
+        prompt) still goes into the field, never to the screen below."""
+        field = self.query_one("#prompt-input", Input)
+        if not field.has_focus and event.is_printable and event.character:
+            event.stop()
+            field.focus()
+            field.insert_text_at_cursor(event.character)
 
     @on(Input.Submitted)
     def submit(self, event: Input.Submitted) -> None:

@@ -11,6 +11,7 @@ from textual.widget import Widget
 
 from annotate.coding_session import ContextRow, format_offset
 from annotate.terminal import for_display
+from annotate.tui.widgets.relayout import remeasure
 
 
 def _who(row: ContextRow) -> str:
@@ -74,7 +75,7 @@ class ContextRows(Widget):
         self.earlier = earlier
         self.display = bool(rows) or session_start or earlier
         self._cache = None
-        self.refresh(layout=True)
+        remeasure(self)
 
     def _text(self, width: int) -> Text:
         if self._cache is not None and self._cache[0] == width:

@@ -13,10 +13,20 @@ from textual.containers import VerticalScroll
 from textual.geometry import Region, Size
 from textual.widget import Widget
 
-from annotate.codebook import NO
+from annotate.answers import answer_label
+from annotate.codebook import NO, OTHER
 from annotate.coding_session import Choice, CodingSession
 from annotate.terminal import shown_line
 from annotate.tui.widgets.context import wrap_words
+
+
+def fit_parts(parts: list[str], room: int) -> list[str]:
+    """Cut the longest of ``parts`` (ending them with "…") to one common length, as long as
+    possible, so that together they fit in ``room``."""
+    cap = max(map(len, parts), default=0)
+    while cap > 8 and sum(min(len(p), cap) for p in parts) > room:
+        cap -= 1
+    return [p if len(p) <= cap else p[: cap - 1].rstrip() + "…" for p in parts]
 
 
 class QuestionPanel(VerticalScroll, can_focus=False):
@@ -32,20 +42,22 @@ class QuestionPanel(VerticalScroll, can_focus=False):
     def compose(self) -> ComposeResult:
         yield Choices(self.session)
 
-    def title(self) -> str:
-        """The item's questions with their answers so far (multi-question codebooks)."""
+    def title(self, width: int = 80) -> str:
+        """The item's questions with their answers so far, by label (multi-question
+        codebooks), each shortened as much as the width needs."""
         s = self.session
         if len(s.item.questions) == 1:
             return f"{s.question.id}: {s.codebook.title}"
         parts = []
-        for i, (qid, answer) in enumerate(s.answer_summary()):
+        for i, q in enumerate(s.item.questions):
+            answer = s.item.answers.get(q.id)
             mark = "▸" if i == s.q_index else ""
-            parts.append(f"{mark}{qid} {answer if answer is not None else '·'}")
-        return " │ ".join(parts)
+            parts.append(f"{mark}{q.id} {answer_label(q, answer) if answer else '·'}")
+        return " │ ".join(fit_parts(parts, width - 4 - 3 * (len(parts) - 1)))
 
     def show(self) -> None:
         """Draw the current question again, then scroll its highlighted choice into view."""
-        self.border_title = self.title()
+        self.border_title = self.title(self.size.width or self.screen.size.width or 80)
         self.query_one(Choices).refresh(layout=True)
         self.call_after_refresh(self._follow_highlight)
 
@@ -93,7 +105,10 @@ class Choices(Widget):
             label_style += " reverse"
         key = f" {choice.key} "
         indent = 1 + len(key) + 1 + len(mark)
-        labels = wrap_words(shown_line(choice.label), max(width - indent, 4))
+        label = choice.label
+        if choice.code == OTHER and selected and s.toggles is not None and s.toggles.other_text:
+            label = f"Other: {s.toggles.other_text}"
+        labels = wrap_words(shown_line(label), max(width - indent, 4))
         first = Text.assemble(
             ("▸" if highlighted else " ", "bold"),
             (key, "bold reverse" if not inactive else "reverse dim"),
@@ -117,9 +132,9 @@ class Choices(Widget):
         width = max(width, 20)
         hint = ""
         if q.kind == "yes_no_reasons" and s.toggles is not None and s.toggles.value == NO:
-            hint = "  → reasons, then Enter"
+            hint = "  tick the reasons, then Enter"
         elif q.kind == "multi":
-            hint = "  → every option that applies, then Enter"
+            hint = "  tick every option that applies, then Enter"
         prompt = wrap_words(shown_line(q.prompt), width)
         lines: list[Text] = [Text(line, style="bold") for line in prompt]
         if hint and len(lines[-1]) + len(hint) <= width:

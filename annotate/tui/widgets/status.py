@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from rich.console import RenderableType
 from rich.text import Text
 from textual.timer import Timer
@@ -11,8 +13,23 @@ from annotate.coding_session import CodingSession, format_duration
 from annotate.terminal import shown_line
 
 
+def project_file(path: Path, longest: int = 28) -> str:
+    """The project file as the coder would type it: relative to the working folder when it
+    is inside it, else with ``~`` for the home folder; long paths keep their end."""
+    path = path.absolute()
+    try:
+        shown = str(path.relative_to(Path.cwd()))
+    except ValueError:
+        try:
+            shown = "~/" + str(path.relative_to(Path.home()))
+        except ValueError:
+            shown = str(path)
+    return shown if len(shown) <= longest else "…" + shown[-(longest - 1) :]
+
+
 class StatusBar(Widget):
-    """Coder, codebook, sample, item n of N, counts, a progress bar and the time left."""
+    """Project file, codebook, coder, sample, item n of N, counts, a progress bar and the
+    time left."""
 
     DEFAULT_CSS = "StatusBar { height: 2; }"
 
@@ -41,18 +58,16 @@ class StatusBar(Widget):
         cb = s.codebook
         counts = s.counts()
         width = max(self.size.width, 40)
-        left = Text.assemble(
-            (shown_line(cb.name), "bold"),
-            f" v{shown_line(str(cb.version))} │ coder ",
-            (shown_line(s.coder), "bold"),
-            " │ sample ",
-            (shown_line(s.sample), "bold"),
-        )
+        left = Text.assemble((shown_line(cb.name), "bold"), f" v{shown_line(str(cb.version))}")
+        if s.version_warning:  # before the rest: a narrow terminal cuts the end off
+            left.append(" ⚠ changed", "bold yellow")
+        left.append_text(Text.assemble(" │ coder ", (shown_line(s.coder), "bold")))
+        left.append_text(Text.assemble(" │ sample ", (shown_line(s.sample), "bold")))
         if s.is_new_coder and counts.coded == 0:
             left.append(" (new)", "italic")
-        if s.version_warning:
-            left.append("  ⚠ codebook changed", "bold yellow")
         right = Text.assemble("item ", (str(s.index + 1), "bold"), f" of {s.n}")
+        room = min(max(width - len(left) - len(right) - 4, 12), 48)  # the file gets what is left
+        left = Text.assemble((shown_line(project_file(s.store.path, room)), "bold"), " │ ", left)
         top = (self.message or left).copy()
         top.truncate(width - len(right) - 1, overflow="ellipsis")
         top.append(" " * (width - len(top) - len(right)))
