@@ -83,15 +83,20 @@ class LineWriter:
         return text
 
     def line(self, request: ChatRequest, mode: FormatMode) -> str:
+        return self.line_and_tail(request, mode)[0]
+
+    def line_and_tail(self, request: ChatRequest, mode: FormatMode) -> tuple[str, str]:
+        """The line, and the JSON list of the messages after the prefix (stored with it)."""
         tail = ", ".join(_dumps(m) for m in request.messages[request.prefix_len :])
         prefix = self._prefix(request)
         messages = ", ".join(part for part in (prefix, tail) if part)
         seed = f', "seed": {request.vote}' if request.send_seed else ""
-        return (
+        line = (
             f'{{"custom_id": "{request.hash}", "method": "POST", "url": "{BATCH_URL}", '
             f'"body": {{"model": {_dumps(request.model)}, "messages": [{messages}], '
             f'"temperature": {_dumps(request.temperature)}{seed}{self._format(request, mode)}}}}}\n'
         )
+        return line, f"[{tail}]"
 
 
 def request_line(request: ChatRequest, mode: FormatMode) -> dict[str, Any]:

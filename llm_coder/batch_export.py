@@ -10,7 +10,6 @@ file. Nothing is held for the whole run but the item ids.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -152,7 +151,8 @@ class BatchFiles:
         return hit[1]
 
     def add(self, pending: Pending) -> None:
-        lines = [self.writer.line(r, self.mode).encode() for r in pending.requests]
+        built = [self.writer.line_and_tail(r, self.mode) for r in pending.requests]
+        lines = [line.encode() for line, _ in built]
         size = sum(len(line) for line in lines)
         batch = self.current
         if (
@@ -170,8 +170,7 @@ class BatchFiles:
         batch.bytes += size
         batch.items += 1
         self._items.append((pending.action_id, pending.hashes))
-        for r in pending.requests:
-            tail = json.dumps(list(r.messages[r.prefix_len :]), sort_keys=True, ensure_ascii=False)
+        for r, (_, tail) in zip(pending.requests, built, strict=True):
             self._lines.append(
                 (r.hash, pending.action_id, r.vote, tail, self._schema_json(r), self.mode)
             )

@@ -1,13 +1,14 @@
 """Storing a batch results file: every reply exactly as an online reply.
 
 Lines are read in chunks (memory does not grow with the file). Each line is matched to its
-request by ``custom_id`` through the store's batch tables; the request is rebuilt from the
-stored prompt and the line's tail, and its hash must equal the custom_id. A reply becomes a
-cache row (``llm_requests``); an item whose every vote has a reply becomes an item result,
-``llm:MODEL`` labels and provenance (with the batch), checked against the codebook like an
-online reply: a reply that is not JSON or uses a code outside the codebook is stored as
-invalid with its raw text. A line with an error leaves its item open for the next batch.
-A line already stored is skipped, so importing a file twice adds nothing.
+request by ``custom_id`` (the request hash) through the store's batch tables, which hold
+the request as it was written (prompt hash, tail, schema, vote). A reply becomes the cache
+row an online reply would (``llm_requests``, keyed by the same hash); an item whose every
+vote has a reply becomes an item result, ``llm:MODEL`` labels and provenance (with the
+batch), checked against the codebook like an online reply: a reply that is not JSON or
+uses a code outside the codebook is stored as invalid with its raw text. A line with an
+error leaves its item open for the next batch. A line already stored is skipped, so
+importing a file twice adds nothing.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from annotate.codebook import Codebook
 from annotate.store.base import now
 from llm_coder.batch import BadLine, ResultLine, parse_result_line
-from llm_coder.calls import CallRecord, ChatRequest, Reply
+from llm_coder.calls import ChatRequest, Reply
 from llm_coder.cost import Price
 from llm_coder.prompt import Message
 from llm_coder.runner import ItemResult, VoteResult, majority
@@ -92,6 +93,7 @@ class RunContext:
         return cls(run, codebook, prefix)
 
     def request(self, line: Mapping[str, Any]) -> ChatRequest:
+        """The request of a stored batch line, as the online path builds it."""
         run = self.run
         return ChatRequest(
             model=run["model"],
@@ -104,6 +106,15 @@ class RunContext:
             send_seed=run["votes"] > 1,
             prefix_hash=run["prompt_hash"],
         )
+
+    def cache_row(self, line: Mapping[str, Any], result: ResultLine) -> tuple[Any, ...]:
+        run = self.run
+        return (
+            line["custom_id"], run["prompt_hash"], line["tail"], run["model"],
+            run["endpoint_host"], run["temperature"], line["vote"], line["schema"],
+            line["response_format"], result.text or "", result.tokens_in, result.tokens_out,
+            run["id"],
+        )  # fmt: skip
 
     def provenance(self, phase: str, batch: dict[str, Any]) -> dict[str, Any]:
         run = self.run
@@ -127,7 +138,6 @@ class ImportResult:
     errors: int = 0
     unknown: int = 0
     bad: int = 0
-    mismatched: int = 0
     items: int = 0
     valid: int = 0
     invalid: int = 0
@@ -154,7 +164,6 @@ class Importer:
         self.result = ImportResult()
         self._runs: dict[int, RunContext] = {}
         self._batches: dict[int, dict[str, Any]] = {}
-        self._prompts: set[str] = set()
 
     def context(self, run_id: int) -> RunContext:
         if run_id not in self._runs:
@@ -188,7 +197,8 @@ class Importer:
         parsed = self._parse(lines)
         rows = store.llm_batch_lines([p.custom_id for p in parsed])
         cached = store.cached_hashes([p.custom_id for p in parsed if p.ok])
-        records: list[tuple[int, CallRecord]] = []
+        cache_rows: list[tuple[Any, ...]] = []
+        replies: dict[str, Reply] = {}
         errors: list[tuple[int, str, str]] = []
         touched: dict[int, set[str]] = {}
         per_batch: dict[int, list[int]] = {}
@@ -210,12 +220,10 @@ class Importer:
                 res.already += 1
                 res.batches.add(batch_id)
                 continue
-            request = self.context(row["run_id"]).request(row)
-            if request.hash != p.custom_id:
-                res.mismatched += 1
-                continue
-            reply = Reply(p.text or "", p.tokens_in, p.tokens_out, 0.0, row["response_format"])
-            records.append((row["run_id"], CallRecord(request, reply)))
+            cache_rows.append(self.context(row["run_id"]).cache_row(row, p))
+            replies[p.custom_id] = Reply(
+                p.text or "", p.tokens_in, p.tokens_out, 0.0, row["response_format"]
+            )
             cached.add(p.custom_id)
             touched.setdefault(batch_id, set()).add(row["action_id"])
             res.stored += 1
@@ -225,12 +233,12 @@ class Importer:
             counts[2] += p.tokens_in
             counts[3] += p.tokens_out
         with store.transaction():
-            for run_id, record in records:
-                store.save_call(record, run_id, known_prompts=self._prompts)
+            if cache_rows:
+                store.save_batch_replies(cache_rows)
             if errors:
                 store.set_llm_batch_line_errors(errors)
             for batch_id, action_ids in touched.items():
-                self._save_items(batch_id, sorted(action_ids))
+                self._save_items(batch_id, sorted(action_ids), replies)
             for batch_id, (done, errs, t_in, t_out) in per_batch.items():
                 store.add_llm_batch_counts(
                     batch_id, done=done, errors=errs, tokens_in=t_in, tokens_out=t_out
@@ -238,12 +246,13 @@ class Importer:
                 self._add_to_run(batch_id, done, t_in, t_out)
                 res.batches.add(batch_id)
 
-    def _save_items(self, batch_id: int, action_ids: list[str]) -> None:
+    def _save_items(self, batch_id: int, action_ids: list[str], fresh: dict[str, Reply]) -> None:
         store, res = self.store, self.result
         batch = self.batch(batch_id)
         ctx = self.context(batch["run_id"])
         rows = store.llm_batch_items_of([batch_id], action_ids)
-        replies = store.cached_replies([h for _, _, hashes in rows for h in hashes])
+        others = [h for _, _, hashes in rows for h in hashes if h not in fresh]
+        replies = {**store.cached_replies(others), **fresh} if others else fresh
         types = store.action_types(action_ids)
         results = []
         for _, action_id, hashes in rows:

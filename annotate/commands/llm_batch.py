@@ -261,7 +261,6 @@ def _import_line(path: Path, r: ImportResult) -> str:
         (r.errors, "errors (items stay open)"),
         (r.unknown, "not from this project file"),
         (r.bad, "not batch results"),
-        (r.mismatched, "not matching their request"),
     ):
         if n:
             parts.append(f"{n} {what}")

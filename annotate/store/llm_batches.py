@@ -192,6 +192,23 @@ class LLMBatchesMixin(StoreBase):
 
     # -- the request cache, in bulk -----------------------------------------------------
 
+    def save_batch_replies(self, rows: Sequence[tuple[Any, ...]]) -> None:
+        """Cache rows for replies that came back in a batch, in one statement.
+
+        The row ``save_call`` writes for an online reply, built from the batch line's stored
+        request (prompt hash, tail and schema already as JSON): (request_hash, prompt_hash,
+        tail, model, endpoint_host, temperature, vote, schema, response_format, reply,
+        tokens_in, tokens_out, run_id). Latency 0 (unknown in a batch), 1 attempt."""
+        stamp = now()
+        with self.transaction() as conn:
+            conn.executemany(
+                "INSERT OR IGNORE INTO llm_requests (request_hash, prompt_hash, tail, model, "
+                "endpoint_host, temperature, vote, schema, response_format, reply, tokens_in, "
+                "tokens_out, latency_s, attempts, run_id, created_at) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0.0, 1, ?, ?)",
+                ((*row, stamp) for row in rows),
+            )
+
     def cached_hashes(self, hashes: Sequence[str]) -> set[str]:
         found: set[str] = set()
         for part in _chunks(hashes):

@@ -347,9 +347,10 @@ def m008_llm_batches(conn: sqlite3.Connection) -> None:
             tail TEXT NOT NULL,
             schema TEXT NOT NULL,
             response_format TEXT NOT NULL,
-            error TEXT,
-            PRIMARY KEY (custom_id, batch_id)
-        ) WITHOUT ROWID;
+            error TEXT
+        );
+        CREATE UNIQUE INDEX llm_batch_requests_line ON llm_batch_requests(custom_id, batch_id);
+        CREATE INDEX llm_batch_requests_batch ON llm_batch_requests(batch_id);
         """,
     )
 
