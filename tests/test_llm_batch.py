@@ -405,3 +405,21 @@ def test_a_server_without_a_batch_api_points_to_batch_export(cli, gold, monkeypa
     assert r.exit_code == 1
     assert "error: uploading the batch file failed (HTTP 404" in r.stderr
     assert "--batch-export FILE with vLLM's run_batch" in r.stderr
+
+
+def test_votes_go_into_one_file_and_the_majority_is_stored(cli, gold, env, db_path, tmp_path):
+    right = agreeing(gold, 1.0)
+    state = ServerState(label_for=lambda text, body: right(text, body) if body["seed"] != 2
+                        else "acknowledge")  # fmt: skip
+    requests, results = tmp_path / "requests.jsonl", tmp_path / "results.jsonl"
+    args = ("--votes", "3", "--temperature", "0.7", "--batch-export", str(requests))
+    assert label(cli, *args).exit_code == 0
+    lines = lines_of(requests)
+    assert len(lines) == 3 * HELDOUT and {line["body"]["seed"] for line in lines} == {0, 1, 2}
+    run_offline(state, requests, results)
+    r = cli("llm-import", str(results))
+    assert f"{3 * HELDOUT} replies stored" in r.stdout and f"{HELDOUT} items coded" in r.stdout
+    with Store(db_path) as s:
+        rows = s.label_rows("hcrc_moves", coders=[CODER])
+    confidence = {round(r["meta"]["confidence"], 4) for r in rows}
+    assert confidence <= {1.0, round(2 / 3, 4)} and round(2 / 3, 4) in confidence
