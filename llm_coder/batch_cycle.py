@@ -222,7 +222,7 @@ class BatchCycle:
         """Store the items of ``ids`` every vote of which has a reply (cached from any run,
         or imported) as this run's results; count the rest."""
         store = self.store
-        saved = {r["action_id"] for r in store.llm_items(self.run_id, phase)}
+        saved = store.llm_item_ids(self.run_id, phase)
         results: list[ItemResult] = []
         pending = 0
         chunk: list[tuple[str, tuple[str, ...]]] = []

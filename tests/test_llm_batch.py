@@ -247,6 +247,9 @@ def test_batch_submit_poll_collect_gate_then_the_rest(cli, gold, env, db_path):
     status = json.loads(cli("status", "--format", "json").stdout)
     [open_batch] = status["llm_batches"]
     assert open_batch["status"] == "validating" and " --batch --db " in open_batch["command"]
+    assert status["next"] == open_batch["command"]
+    table = cli("status").stdout
+    assert "Open LLM batches (the command collects them)" in table and "validating" in table
 
     r = label(cli, "--batch")  # validating -> in_progress
     assert r.exit_code == 0, r.output
@@ -423,3 +426,16 @@ def test_votes_go_into_one_file_and_the_majority_is_stored(cli, gold, env, db_pa
         rows = s.label_rows("hcrc_moves", coders=[CODER])
     confidence = {round(r["meta"]["confidence"], 4) for r in rows}
     assert confidence <= {1.0, round(2 / 3, 4)} and round(2 / 3, 4) in confidence
+
+
+def test_a_failed_batch_is_reported_and_its_items_resubmitted(cli, gold, env, db_path):
+    env.state.label_for = agreeing(gold, 0.9)
+    env.state.batches.outcomes = ["failed"]
+    assert label(cli, "--batch").exit_code == 0
+    r = label(cli, "--batch")
+    assert r.exit_code == 0, r.output
+    assert ": failed, 72 requests: 0 replies stored, 72 without a result;" in r.stdout
+    assert "  the provider says: invalid_request: the batch failed" in r.stdout
+    assert "  72 items stay open: they go into the next batch." in r.stdout
+    assert "submitted batch 2 (validate" in r.stdout
+    assert [b["status"] for b in env.state.batches.batches.values()] == ["failed", "validating"]

@@ -195,13 +195,12 @@ class BatchCommand:
     def _done(self) -> None:
         run = self.cycle.run
         store = self.job.store
-        items = store.llm_items(self.cycle.run_id)
-        valid = sum(i["valid"] for i in items)
+        items, valid = store.llm_item_counts(self.cycle.run_id)
         money = f", cost {format_cost(run['cost'] or 0.0)}" if run["cost"] else ""
         batches = store.llm_batches(self.cycle.run_id)
         _print(
             f"Done: run {run['id']} (done), {self.job.coder} labelled {valid} items, "
-            f"{len(items) - valid} invalid, through {len(batches)} batches; "
+            f"{items - valid} invalid, through {len(batches)} batches; "
             f"{run['sent']} replies from batches; {run['tokens_in']:,} tokens in, "
             f"{run['tokens_out']:,} out{money}."
         )

@@ -190,6 +190,22 @@ class LLMBatchesMixin(StoreBase):
         )
         return n, [r[0] for r in rows]
 
+    def llm_item_ids(self, run_id: int, phase: str) -> set[str]:
+        """The items a run has stored results for in a phase (ids only: runs are large)."""
+        return {
+            r[0]
+            for r in self.conn.execute(
+                "SELECT action_id FROM llm_items WHERE run_id = ? AND phase = ?", (run_id, phase)
+            )
+        }
+
+    def llm_item_counts(self, run_id: int) -> tuple[int, int]:
+        """(items, valid items) a run has stored."""
+        row = self.conn.execute(
+            "SELECT count(*), coalesce(sum(valid), 0) FROM llm_items WHERE run_id = ?", (run_id,)
+        ).fetchone()
+        return int(row[0]), int(row[1])
+
     # -- the request cache, in bulk -----------------------------------------------------
 
     def save_batch_replies(self, rows: Sequence[tuple[Any, ...]]) -> None:
