@@ -338,6 +338,17 @@ def test_files_above_the_limits_are_split(cli, gold, env, db_path):
     assert "in_progress" in r.stdout and len(env.state.batches.batches) == 2
 
 
+def test_files_above_the_byte_limit_are_split(cli, gold, env, db_path):
+    env.state.label_for = agreeing(gold, 0.9)
+    r = label(cli, "--batch", "--batch-max-mb", "0.3")
+    assert r.exit_code == 0, r.output
+    service = env.state.batches
+    sizes = [service.files[b["input_file_id"]]["bytes"] for b in service.batches.values()]
+    assert len(sizes) >= 3 and max(sizes) <= 0.3 * 1024 * 1024
+    assert sum(b["request_counts"]["total"] for b in service.batches.values()) == HELDOUT
+    assert f"(part {len(sizes)} of {len(sizes)})" in r.stdout
+
+
 def test_cancel_then_the_items_go_into_the_next_batch(cli, gold, env, db_path):
     env.state.label_for = agreeing(gold, 0.9)
     assert label(cli, "--batch").exit_code == 0
