@@ -61,8 +61,9 @@ def open_batches(store: Store) -> list[dict[str, Any]]:
             "status": b["status"],
             "batch": b["provider_id"] or b["path"],
             "requests": b["n_requests"],
-            "command": b["command"] if b["kind"] == "api" else f"annotate llm-import "
-            f"RESULTS (of {b['path']}), then {b['command']}",
+            "command": b["command"]
+            if b["kind"] == "api"
+            else f"annotate llm-import RESULTS (of {b['path']}), then {b['command']}",
         }
         for b in store.llm_batches(open_only=True)
     ]
