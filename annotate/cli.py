@@ -8,7 +8,17 @@ import typer
 from typer.core import TyperCommand, TyperGroup
 
 from annotate import __version__
-from annotate.commands import agree, analysis, code, codebooks, data, llm, samples, status
+from annotate.commands import (
+    agree,
+    analysis,
+    code,
+    codebooks,
+    data,
+    llm,
+    llm_batch,
+    samples,
+    status,
+)
 from annotate.commands.common import print_error
 from annotate.errors import AnnotateError
 
@@ -72,7 +82,7 @@ def root(
     """Code collaboration logs, measure agreement, validate an LLM coder."""
 
 
-for module in (data, samples, codebooks, status, llm, analysis, code, agree):
+for module in (data, samples, codebooks, status, llm, llm_batch, analysis, code, agree):
     module.register(app)
 
 

@@ -22,6 +22,7 @@ import hashlib
 import importlib.util
 import json
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Annotated, Literal
 
@@ -118,7 +119,7 @@ class Codebook(_Strict):
     applies_to: list[str] | None = None
     questions: list[Question] = Field(min_length=1)
 
-    @property
+    @cached_property  # the model is frozen; save_answers asks once per label
     def version_hash(self) -> str:
         canonical = json.dumps(self.model_dump(mode="json"), sort_keys=True)
         return hashlib.sha256(canonical.encode()).hexdigest()[:12]

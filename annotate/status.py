@@ -41,6 +41,7 @@ def project_status(store: Store) -> dict[str, Any]:
         "llm_coders": {b: [c for c in cs if is_llm(c)] for b, cs in coders_by_book.items()},
         "llm_splits": store.splits(),
         "llm_runs": store.llm_runs(),
+        "llm_batches": open_batches(store),
         "agreement_runs": [
             {k: r[k] for k in ("id", "created_at", "codebook", "sample")}
             for r in store.agreement_runs()
@@ -48,6 +49,24 @@ def project_status(store: Store) -> dict[str, Any]:
     }
     status["next"] = next_step(status, coders_by_book)
     return status
+
+
+def open_batches(store: Store) -> list[dict[str, Any]]:
+    """Batches whose results are still to come, with the command that collects them."""
+    return [
+        {
+            "id": b["id"],
+            "run": b["run_id"],
+            "phase": b["phase"],
+            "status": b["status"],
+            "batch": b["provider_id"] or b["path"],
+            "requests": b["n_requests"],
+            "command": b["command"]
+            if b["kind"] == "api"
+            else f"annotate llm-import RESULTS (of {b['path']}), then {b['command']}",
+        }
+        for b in store.llm_batches(open_only=True)
+    ]
 
 
 def next_step(status: dict[str, Any], coders_by_book: dict[str, list[str]]) -> str:
@@ -59,6 +78,8 @@ def next_step(status: dict[str, Any], coders_by_book: dict[str, list[str]]) -> s
     names = [s["name"] for s in status["samples"]]
     sample = "main" if "main" in names else names[0]
     with_llm = [b for b, cs in status["llm_coders"].items() if cs]
+    if status["llm_batches"]:
+        return status["llm_batches"][0]["command"]
     if with_llm:
         return f"annotate report --codebook {with_llm[0]}"
     if status["llm_splits"]:

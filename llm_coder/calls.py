@@ -225,7 +225,26 @@ def _status_message(exc: Any) -> str:
 
 def _read_completion(raw: str) -> tuple[str, int, int]:
     """Content and token counts of a chat-completion response body."""
-    data = json.loads(raw)
+    return read_completion(json.loads(raw))
+
+
+def request_body(request: ChatRequest, mode: FormatMode) -> dict[str, Any]:
+    """The JSON body POSTed to ``/chat/completions`` (and written into batch files)."""
+    body: dict[str, Any] = {
+        "model": request.model,
+        "messages": list(request.messages),
+        "temperature": request.temperature,
+    }
+    if request.send_seed:
+        body["seed"] = request.vote
+    fmt = response_format(mode, request.schema)
+    if fmt is not None:
+        body["response_format"] = fmt
+    return body
+
+
+def read_completion(data: dict[str, Any]) -> tuple[str, int, int]:
+    """Content and token counts of a parsed chat-completion response body."""
     content = data["choices"][0]["message"].get("content") or ""
     if not isinstance(content, str):
         raise TypeError("content is not text")
@@ -294,17 +313,7 @@ class Caller:
         return await self._send(request)
 
     def _body(self, request: ChatRequest, mode: FormatMode) -> dict[str, Any]:
-        body: dict[str, Any] = {
-            "model": request.model,
-            "messages": list(request.messages),
-            "temperature": request.temperature,
-        }
-        if request.send_seed:
-            body["seed"] = request.vote
-        fmt = response_format(mode, request.schema)
-        if fmt is not None:
-            body["response_format"] = fmt
-        return body
+        return request_body(request, mode)
 
     async def _post(self, body: dict[str, Any]) -> str:
         """POST /chat/completions through the SDK client (auth, errors, connection pool).

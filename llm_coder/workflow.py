@@ -226,6 +226,8 @@ class JobOptions:
     context: int = DEFAULT_CONTEXT
     uncertain_sample: str | None = None
     below: float = 0.8
+    batch_discount: float = 0.5
+    """Share of the online price a batch API charges (``--batch-discount``)."""
     response_format: FormatMode | None = None
     """Forced with ``--response-format``; otherwise the mode stored for the endpoint + model,
     else ``json_schema``, stepping down on a refusal."""
@@ -513,6 +515,7 @@ class LabelJob:
                 "max_retries": o.max_retries,
                 "price_in": o.price.per_m_in,
                 "price_out": o.price.per_m_out,
+                "batch_discount": o.batch_discount,
                 "gold_coder": self.split.gold_coder,
             },
         )

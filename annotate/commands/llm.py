@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Sequence
 from contextlib import suppress
+from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -29,6 +31,7 @@ from llm_coder.workflow import (
 )
 
 if TYPE_CHECKING:
+    from llm_coder.runner import ItemResult
     from llm_coder.validate import ValidationReport
 
 # -- split ------------------------------------------------------------------------------
@@ -185,6 +188,39 @@ def _render_report(report: ValidationReport, min_kappa: float) -> None:
     )
 
 
+def gate(job: LabelJob, results: Sequence[ItemResult]) -> bool:
+    """Report on the held-out items, record the gate; True when the rest is to be labelled.
+
+    Raises :class:`GateFailed` below ``--min-kappa`` (unless ``--force``)."""
+    from llm_coder.validate import validation_report  # numpy/pandas: load when needed
+
+    o, run_id = job.options, job.run_id
+    assert run_id is not None
+    report = validation_report(job.store, job, results)
+    _render_report(report, o.min_kappa)
+    passed = report.passes(o.min_kappa)
+    verdict = "pass" if passed else ("forced" if o.force else "fail")
+    job.store.update_llm_run(run_id, gate=verdict, kappa=report.kappa, report=report.to_dict())
+    if o.validate_only:
+        job.finish("validated")
+        console.print("--validate-only: the rest is not labelled.", markup=False)
+        return False
+    if not passed and not o.force:
+        job.finish("gate_failed")
+        raise GateFailed(
+            f"Fleiss' kappa {cell(report.kappa)} is below --min-kappa {o.min_kappa}: "
+            "the rest is not labelled",
+            hint="improve the codebook or the shots, or pass --force (it is recorded)",
+        )
+    if not passed:
+        console.print(
+            f"--force: labelling the rest although kappa {cell(report.kappa)} < "
+            f"{o.min_kappa} (recorded in run {run_id}).",
+            markup=False,
+        )
+    return True
+
+
 def llm_label_command(
     codebook: Annotated[str, typer.Option(help="Codebook name or YAML file.")],
     model: Annotated[
@@ -254,13 +290,52 @@ def llm_label_command(
     ] = 5,
     price_in: Annotated[float, typer.Option(help="US$ per million prompt tokens.")] = 0.0,
     price_out: Annotated[float, typer.Option(help="US$ per million completion tokens.")] = 0.0,
+    batch: Annotated[
+        bool,
+        typer.Option(
+            "--batch",
+            help="Hand the requests to the endpoint's Batch API (/v1/files, /v1/batches) and "
+            "return at once; run the same command again to poll and collect. The held-out "
+            "items go first, in their own batch; the rest after the gate.",
+        ),
+    ] = False,
+    batch_cancel: Annotated[
+        bool, typer.Option("--batch-cancel", help="Cancel this run's open batches.")
+    ] = False,
+    batch_export: Annotated[
+        Path | None,
+        typer.Option(
+            "--batch-export",
+            metavar="FILE",
+            help="Write the requests as a batch file (OpenAI's JSONL, which vLLM's run_batch "
+            "reads) without sending anything; store the results with `annotate llm-import`.",
+        ),
+    ] = None,
+    batch_discount: Annotated[
+        float,
+        typer.Option(help="Share of --price-in/--price-out a batch costs (dry run, summaries)."),
+    ] = 0.5,
+    batch_max_requests: Annotated[
+        int, typer.Option(help="Requests per batch file; more are split into several batches.")
+    ] = 50_000,
+    batch_max_mb: Annotated[
+        float, typer.Option(help="Megabytes per batch file; larger ones are split.")
+    ] = 200.0,
     db: DbOption = DEFAULT_DB_PATH,
 ) -> None:
     """Validate an LLM coder on the held-out gold items, then let it label the rest.
 
     Every request and reply is kept in the database: running the same command again sends
-    nothing already answered, and a run that was stopped resumes where it was.
+    nothing already answered, and a run that was stopped resumes where it was. With
+    --batch (or --batch-export FILE) the same requests go through a batch API (or a file),
+    at the batch price, over several invocations of the same command.
     """
+    if batch and batch_export is not None:
+        raise UsageError("--batch and --batch-export are two ways to do one thing: choose one")
+    if batch_cancel and not (batch or batch_export is not None):
+        raise UsageError("--batch-cancel goes with --batch (or --batch-export FILE)")
+    if not 0 < batch_discount <= 1:
+        raise UsageError("--batch-discount must be a share between 0 and 1")
     if uncertain_sample and votes < 2:
         raise UsageError(
             "--uncertain-sample needs --votes 2 or more (confidence is the vote share)"
@@ -269,7 +344,8 @@ def llm_label_command(
         raise UsageError("--context must be 0 or more")
     if not 0 < below <= 1:
         raise UsageError("--below must be a share between 0 and 1")
-    config = None if dry_run else config_from_env(model, base_url, timeout_s=timeout)
+    offline = batch_export is not None
+    config = None if dry_run or offline else config_from_env(model, base_url, timeout_s=timeout)
     loaded = find_codebook(codebook)
     price = Price(price_in, price_out)
     options = JobOptions(
@@ -290,14 +366,46 @@ def llm_label_command(
         uncertain_sample=uncertain_sample,
         below=below,
         response_format=response_format,  # type: ignore[arg-type]  # checked by LabelJob
+        batch_discount=batch_discount,
     )
     with open_store(db) as store:
         dry_url = base_url or os.environ.get("OPENAI_BASE_URL")
-        if dry_run and dry_url:
+        if (dry_run or offline) and dry_url:
             config = _dry_config(model, dry_url, timeout)
+        elif offline:
+            config = _dry_config(model, OFFLINE_URL, timeout)
         job = LabelJob(store, loaded, options, config)
         if dry_run:
-            _render_dry_run(job, price)
+            _render_dry_run(job, price, batch_discount if batch or offline else None)
+            return
+        if batch or offline:
+            from annotate.commands.llm_batch import BatchCommand
+
+            BatchCommand(
+                job,
+                export=batch_export,
+                cancel=batch_cancel,
+                max_requests=batch_max_requests,
+                max_bytes=int(batch_max_mb * 1024 * 1024),
+                command=_batch_command(
+                    codebook,
+                    model,
+                    split,
+                    shots,
+                    target,
+                    context,
+                    temperature,
+                    votes,
+                    base_url,
+                    response_format,
+                    force,
+                    validate_only,
+                    min_kappa,
+                    db,
+                    batch_export,
+                ),
+                gate=gate,
+            ).run()
             return
         if votes > 1 and temperature == 0:
             err_console.print(
@@ -310,8 +418,7 @@ def llm_label_command(
             f"run {run_id}: {job.coder} at {job.endpoint_host}, split '{job.split.name}' "
             f"({len(job.shot_ids)} shots), prompt {job.builder.prompt_hash[:12]}, "
             f"codebook {loaded.codebook.name} {loaded.codebook.version_hash}, "
-            f"response_format {job.fallback.mode}"
-            + (" (forced)" if job.fallback.forced else ""),
+            f"response_format {job.fallback.mode}" + (" (forced)" if job.fallback.forced else ""),
             markup=False,
         )
         try:
@@ -324,30 +431,8 @@ def llm_label_command(
                     f"({validated.failures[0]})",
                     hint="run the same command again: answered items are not sent twice",
                 )
-            from llm_coder.validate import validation_report  # numpy/pandas: load when needed
-
-            report = validation_report(store, job, validated.results)
-            _render_report(report, min_kappa)
-            passed = report.passes(min_kappa)
-            gate = "pass" if passed else ("forced" if force else "fail")
-            job.store.update_llm_run(run_id, gate=gate, kappa=report.kappa, report=report.to_dict())
-            if validate_only:
-                job.finish("validated")
-                console.print("--validate-only: the rest is not labelled.", markup=False)
+            if not gate(job, validated.results):
                 return
-            if not passed and not force:
-                job.finish("gate_failed")
-                raise GateFailed(
-                    f"Fleiss' kappa {cell(report.kappa)} is below --min-kappa {min_kappa}: "
-                    "the rest is not labelled",
-                    hint="improve the codebook or the shots, or pass --force (it is recorded)",
-                )
-            if not passed:
-                console.print(
-                    f"--force: labelling the rest although kappa {cell(report.kappa)} < "
-                    f"{min_kappa} (recorded in run {run_id}).",
-                    markup=False,
-                )
             rest = job.rest_ids()
             labelled = _run_phase(job, "label", rest)
             console.print(_phase_line(job, labelled), markup=False, soft_wrap=True)
@@ -376,6 +461,39 @@ def llm_label_command(
             )
 
 
+OFFLINE_URL = "http://offline"
+"""The endpoint of --batch-export without --base-url/OPENAI_BASE_URL: requests are
+identified with the host ``offline`` (results come from a file, not an endpoint)."""
+
+
+def _batch_command(
+    codebook: str, model: str, split: str | None, shots: int | None, target: str,
+    context: int, temperature: float, votes: int, base_url: str | None,
+    response_format: str | None, force: bool, validate_only: bool, min_kappa: float, db: Path,
+    export: Path | None,
+) -> str:  # fmt: skip
+    """The `llm-label --batch` command that continues this cycle (status shows it)."""
+    parts = ["annotate llm-label", f"--codebook {codebook}", f"--model {model}"]
+    for flag, value, default in (
+        ("--split", split, None),
+        ("--shots", shots, None),
+        ("--target", target, "all"),
+        ("--context", context, DEFAULT_CONTEXT),
+        ("--temperature", temperature, 0.0),
+        ("--votes", votes, 1),
+        ("--base-url", base_url, None),
+        ("--response-format", response_format, None),
+        ("--min-kappa", min_kappa, 0.6),
+    ):
+        if value != default:
+            parts.append(f"{flag} {value}")
+    parts += [flag for flag, on in (("--force", force), ("--validate-only", validate_only)) if on]
+    parts.append(f"--batch-export {export}" if export is not None else "--batch")
+    if str(db) != str(DEFAULT_DB_PATH):
+        parts.append(f"--db {db}")
+    return " ".join(parts)
+
+
 def _dry_config(model: str, base_url: str, timeout: float):
     """Endpoint settings without a key: only used to look requests up in the cache."""
     from llm_coder.client import LLMConfig
@@ -383,7 +501,10 @@ def _dry_config(model: str, base_url: str, timeout: float):
     return LLMConfig(model=model, base_url=base_url.rstrip("/"), api_key="", timeout_s=timeout)
 
 
-def _render_dry_run(job: LabelJob, price: Price) -> None:
+def _render_dry_run(job: LabelJob, price: Price, batch_discount: float | None = None) -> None:
+    """``batch_discount``: price the estimate at the batch rate (``--dry-run --batch``)."""
+    if batch_discount is not None:
+        price = Price(price.per_m_in * batch_discount, price.per_m_out * batch_discount)
     dry = job.dry_run()
     console.print(f"Messages for item {dry.item_id} (the prefix is shared by every request):")
     for m in dry.messages:
@@ -392,7 +513,9 @@ def _render_dry_run(job: LabelJob, price: Price) -> None:
     console.rule("response_format", style="dim")
     console.print(json.dumps(dry.response_format), markup=False, soft_wrap=True)
     e = dry.estimate
-    money = f", about {format_cost(e.cost)}" if price.known else ""
+    money = f", about {format_cost(price.cost(e.tokens_in, e.tokens_out))}" if price.known else ""
+    if batch_discount is not None and price.known:
+        money += f" at the batch rate ({batch_discount:g} of --price-in/--price-out)"
     cached = f" ({e.cached} already cached)" if e.cached else ""
     console.print(
         f"Estimate: {dry.validate_items} held-out + {dry.label_items} to label = "

@@ -83,6 +83,15 @@ def status_command(fmt: FormatOption = OutputFormat.table, db: DbOption = DEFAUL
             fmt,
             title="LLM runs",
         )
+    if status["llm_batches"]:
+        print_rows(
+            console,
+            status["llm_batches"],
+            ["id", "run", "phase", "status", Col("batch", wrap=True), "requests",
+             Col("command", wrap=True)],
+            fmt,
+            title="Open LLM batches (the command collects them)",
+        )  # fmt: skip
     if status["agreement_runs"]:
         print_rows(
             console,

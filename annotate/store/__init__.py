@@ -12,6 +12,7 @@ from annotate.store.base import DEFAULT_DB, StoreBase, default_db_path
 from annotate.store.codebooks import CodebooksMixin
 from annotate.store.labels import CORPUS_SOURCE, LabelsMixin, LabelWrite
 from annotate.store.llm import LLMStoreMixin
+from annotate.store.llm_batches import LLMBatchesMixin
 from annotate.store.samples import SamplesMixin
 
 
@@ -21,6 +22,7 @@ class Store(
     SamplesMixin,
     LabelsMixin,
     LLMStoreMixin,
+    LLMBatchesMixin,
     AnalysisMixin,
     AgreementRunsMixin,
     StoreBase,

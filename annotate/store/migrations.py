@@ -299,6 +299,62 @@ def m007_explicit_other(conn: sqlite3.Connection) -> None:
     )
 
 
+def m008_llm_batches(conn: sqlite3.Connection) -> None:
+    """Batches of LLM requests handed to a batch API (``llm-label --batch``) or written to a
+    file for an offline runner (``--batch-export``), the items each holds and the request
+    of each line (custom_id = request hash), so that replies are matched and stored as
+    online replies, in any number of later invocations."""
+    run_script(
+        conn,
+        """
+        CREATE TABLE llm_batches (
+            id INTEGER PRIMARY KEY,
+            run_id INTEGER NOT NULL REFERENCES llm_runs(id),
+            kind TEXT NOT NULL CHECK (kind IN ('api', 'file')),
+            phase TEXT NOT NULL CHECK (phase IN ('validate', 'label')),
+            part INTEGER NOT NULL DEFAULT 1,
+            status TEXT NOT NULL,
+            provider_id TEXT,
+            input_file_id TEXT,
+            output_file_id TEXT,
+            error_file_id TEXT,
+            path TEXT,
+            command TEXT,
+            n_requests INTEGER NOT NULL DEFAULT 0,
+            n_bytes INTEGER NOT NULL DEFAULT 0,
+            n_done INTEGER NOT NULL DEFAULT 0,
+            n_errors INTEGER NOT NULL DEFAULT 0,
+            tokens_in INTEGER NOT NULL DEFAULT 0,
+            tokens_out INTEGER NOT NULL DEFAULT 0,
+            cost REAL,
+            message TEXT,
+            created_at TEXT NOT NULL,
+            updated_at TEXT NOT NULL,
+            collected_at TEXT
+        );
+        CREATE INDEX llm_batches_run ON llm_batches(run_id);
+        CREATE TABLE llm_batch_items (
+            batch_id INTEGER NOT NULL REFERENCES llm_batches(id) ON DELETE CASCADE,
+            action_id TEXT NOT NULL,
+            request_hashes TEXT NOT NULL,
+            PRIMARY KEY (batch_id, action_id)
+        ) WITHOUT ROWID;
+        CREATE TABLE llm_batch_requests (
+            custom_id TEXT NOT NULL,
+            batch_id INTEGER NOT NULL REFERENCES llm_batches(id) ON DELETE CASCADE,
+            action_id TEXT NOT NULL,
+            vote INTEGER NOT NULL,
+            tail TEXT NOT NULL,
+            schema TEXT NOT NULL,
+            response_format TEXT NOT NULL,
+            error TEXT
+        );
+        CREATE UNIQUE INDEX llm_batch_requests_line ON llm_batch_requests(custom_id, batch_id);
+        CREATE INDEX llm_batch_requests_batch ON llm_batch_requests(batch_id);
+        """,
+    )
+
+
 MIGRATIONS: list[tuple[int, Migration]] = [
     (1, m001_initial),
     (2, m002_llm),
@@ -307,4 +363,5 @@ MIGRATIONS: list[tuple[int, Migration]] = [
     (5, m005_agreement_run_digests),
     (6, m006_llm_endpoint_formats),
     (7, m007_explicit_other),
+    (8, m008_llm_batches),
 ]
