@@ -97,6 +97,21 @@ class CohenKappa(ResultMixin):
     weights: str | None = None
 
 
+def _interval(kappa: float, half: float, level: float) -> Interval:
+    """kappa ± half, clipped to [-1, 1] (kappa's range), with a note when it is clipped or
+    has no width."""
+    low, high = kappa - half, kappa + half
+    note = None
+    if not half:
+        note = (
+            "The asymptotic standard error is 0, so the interval has no width; it says "
+            "nothing about how precise kappa is."
+        )
+    elif low < -1 or high > 1:
+        note = f"CI clipped to [-1, 1] (kappa ± z·ASE is {low:.3f} to {high:.3f})."
+    return Interval(finite(max(low, -1.0)), finite(min(high, 1.0)), level, ASYMPTOTIC, note=note)
+
+
 def kappa_from_confusion(
     confusion: ConfusionMatrix, ci: float = 0.95, min_items_z: int | None = None
 ) -> CohenKappa:
@@ -153,17 +168,7 @@ def kappa_from_confusion(
             (1.0 - expected) ** 2 * n
         )
         ase = math.sqrt(var)
-        half = normal_quantile(level) * ase
-        interval = Interval(
-            finite(kappa - half),
-            finite(kappa + half),
-            level,
-            ASYMPTOTIC,
-            note=None
-            if ase
-            else "The asymptotic standard error is 0, so the interval has no width; it says "
-            "nothing about how precise kappa is.",
-        )
+        interval = _interval(kappa, normal_quantile(level) * ase, level)
         reason = None
         se0 = math.sqrt(var0) if var0 > ROUNDING else None
         z = kappa / se0 if se0 else None
@@ -432,19 +437,7 @@ def weighted_from_confusion(
             n * (1.0 - expected) ** 2
         )
         ase = math.sqrt(var) if var > ROUNDING else 0.0
-        half = normal_quantile(level) * ase
-        low, high = kappa - half, kappa + half
-        note = None
-        if not half:
-            note = (
-                "The asymptotic standard error is 0, so the interval has no width; it says "
-                "nothing about how precise kappa is."
-            )
-        elif low < -1 or high > 1:
-            note = f"CI clipped to [-1, 1] (kappa ± z·ASE is {low:.3f} to {high:.3f})."
-        interval = Interval(
-            finite(max(low, -1.0)), finite(min(high, 1.0)), level, ASYMPTOTIC, note=note
-        )
+        interval = _interval(kappa, normal_quantile(level) * ase, level)
         se0 = math.sqrt(var0) if var0 > ROUNDING else None
         if se0 is None:
             reason = "The standard error under H0 is 0, so the z-test is undefined."

@@ -62,25 +62,19 @@ def _choices(names: Sequence[str] | dict[str, int]) -> str:
     return ", ".join(names) or "none"
 
 
-def _resolve_codebook(store: Store, name: str | None, notes: list[str]) -> Codebook:
+def _no_labels() -> UsageError:
+    return UsageError(
+        "this file has no labels yet",
+        hint="code some with `annotate code`, or bring them with `annotate import-labels`",
+    )
+
+
+def _resolve_codebook(store: Store, name: str) -> Codebook:
+    """The codebook named by --codebook (a name or a YAML path), which must have labels."""
     counts = store.answered_label_counts()
     if not counts:
-        raise UsageError(
-            "this file has no labels yet",
-            hint="code some with `annotate code`, or bring them with `annotate import-labels`",
-        )
-    if name is None:
-        most = max(counts.values())
-        top = sorted(n for n, c in counts.items() if c == most)
-        if len(counts) > 1 and len(top) > 1:
-            raise UsageError(
-                "several codebooks have the same number of labels: name one with --codebook",
-                hint="choices: " + _choices(counts),
-            )
-        name = top[0]
-        why = "the only one with labels" if len(counts) == 1 else "the most labelled"
-        notes.append(f"codebook {name} ({why})")
-    elif name not in counts:
+        raise _no_labels()
+    if name not in counts:
         path = Path(name)
         if path.suffix in {".yaml", ".yml"} and path.is_file():
             cb = find_codebook(name).codebook
@@ -97,6 +91,136 @@ def _resolve_codebook(store: Store, name: str | None, notes: list[str]) -> Codeb
             hint="choices: " + _choices(counts),
         )
     return _codebook_version(store, name)
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A labelled codebook as `agree` without --codebook sees it in the chosen items."""
+
+    name: str
+    coders: tuple[str, ...]
+    """The coders that would be compared (named ones, else the human coders with answers)."""
+    shared: int
+    """Items answered by two or more of them."""
+    missing: str | None = None
+    """Why it cannot be measured at all, e.g. "no question Q4"."""
+
+    def qualifies(self, min_coders: int) -> bool:
+        return self.missing is None and len(self.coders) >= min_coders and self.shared > 0
+
+    def describe(self) -> str:
+        if self.missing:
+            return f"{self.name} ({self.missing})"
+        n = len(self.coders)
+        text = f"{n} coder{'' if n == 1 else 's'}"
+        if 0 < n <= 4:
+            text += " " + ", ".join(self.coders)
+        if n >= 2:
+            text += f", {self.shared} shared item{'' if self.shared == 1 else 's'}"
+        return f"{self.name} ({text})"
+
+
+def _candidate(
+    store: Store,
+    name: str,
+    action_ids: Sequence[str] | None,
+    coders: Sequence[str] | None,
+    question: str | None,
+) -> Candidate:
+    if question is not None:
+        cb = _codebook_version(store, name)
+        if question not in {q.id for q in cb.questions}:
+            return Candidate(name, (), 0, f"no question {question}")
+    available = store.coders_with_answers(name, action_ids, question)
+    if coders:
+        absent = [c for c in coders if c not in available]
+        if absent:
+            on = f" on {question}" if question else ""
+            return Candidate(name, (), 0, f"no labels by {', '.join(absent)}{on}")
+        chosen = tuple(coders)
+    else:
+        chosen = tuple(c for c in available if is_human(c))
+    shared = store.shared_items(name, chosen, action_ids, question) if len(chosen) > 1 else 0
+    return Candidate(name, chosen, shared)
+
+
+def _choose_codebook(
+    store: Store,
+    action_ids: Sequence[str] | None,
+    sample: str | None,
+    coders: Sequence[str] | None,
+    question: str | None,
+    min_coders: int,
+    command: str,
+) -> tuple[str, str]:
+    """The one labelled codebook (else the one with ``min_coders`` or more coders on shared
+    items), and the note saying so; otherwise an error listing every codebook and the
+    command to run."""
+    counts = store.answered_label_counts()
+    if not counts:
+        raise _no_labels()
+    if len(counts) == 1:  # nothing to choose: the checks that follow say what is missing
+        only = next(iter(counts))
+        return only, f"codebook {only} (the only one with labels)"
+    found = [_candidate(store, n, action_ids, coders, question) for n in counts]
+    ok = [c for c in found if c.qualifies(min_coders)]
+    enough = f"{min_coders} or more coders on shared items"
+    if len(ok) == 1:
+        return ok[0].name, f"codebook {ok[0].name} (the only one with {enough})"
+    where = f" in sample '{sample}'" if sample else ""
+    listing = ", ".join(c.describe() for c in found)
+    if ok:
+        best = max(ok, key=lambda c: (len(c.coders), c.shared))
+        raise UsageError(
+            f"{len(ok)} codebooks have {enough}{where}; name one with --codebook: {listing}",
+            hint=f"run `{_with_codebook(command, best.name)}`",
+        )
+    usable = [c for c in found if c.missing is None]
+    if not usable:
+        raise _none_fits(store, found, where, question)
+    corpus = set(store.corpus_coders())  # a codebook the team has begun comes first
+
+    def promise(c: Candidate) -> tuple[int, ...]:
+        team = len(set(c.coders) - corpus)
+        return (team, len(c.coders), c.shared, counts[c.name])
+
+    best = max(usable, key=promise)
+    raise UsageError(
+        f"no codebook has {enough}{where}: {listing}", hint=_second_coder(best.name, sample)
+    )
+
+
+def _second_coder(codebook: str, sample: str | None) -> str:
+    on = f" --sample {sample}" if sample else ""
+    return (
+        f"a second coder codes the same items: `annotate code --codebook {codebook}{on} "
+        "--coder NAME --new-coder`, then run this again"
+    )
+
+
+def _with_codebook(command: str, name: str) -> str:
+    """``annotate agree --format csv`` -> ``annotate agree --codebook NAME --format csv``."""
+    words = command.split(" ", 2)
+    return " ".join([*words[:2], f"--codebook {name}", *words[2:]])
+
+
+def _none_fits(
+    store: Store, found: Sequence[Candidate], where: str, question: str | None
+) -> UsageError:
+    """No codebook has the question, or the named coders' labels."""
+    if question is not None and all(c.missing == f"no question {question}" for c in found):
+        books = [_codebook_version(store, c.name) for c in found]
+        return UsageError(
+            f"no labelled codebook has a question {question}",
+            hint="questions: "
+            + "; ".join(f"{b.name} {', '.join(q.id for q in b.questions)}" for b in books),
+        )
+    return UsageError(
+        f"no codebook has labels by every coder named{where}: "
+        + ", ".join(c.describe() for c in found),
+        hint="name coders who have labels with --coders (`annotate status` lists them), "
+        "or leave --coders out",
+    )
 
 
 def _codebook_version(store: Store, name: str, fallback: Codebook | None = None) -> Codebook:
@@ -118,15 +242,17 @@ def select(
     question: str | None = None,
     min_coders: int = MIN_CODERS,
     purpose: str = "agreement",
+    command: str = "annotate agree",
 ) -> Selection:
     """Resolve the inputs of a run; every mistake is a one-line error naming the choices.
 
-    Defaults: the only (else the most) labelled codebook; sample ``main`` if it exists, else
-    every labelled item; every human coder with answers (``gold`` and ``llm:*`` count only
-    when named in ``coders``); every question of the codebook.
+    Defaults: sample ``main`` if it exists, else every labelled item; the one codebook with
+    ``min_coders`` or more coders on shared items there (``command`` is what the error
+    suggests running, with --codebook, when several or none do); every human coder with
+    answers (``gold`` and ``llm:*`` count only when named in ``coders``); every question of
+    the codebook.
     """
     notes: list[str] = []
-    cb = _resolve_codebook(store, codebook, notes)
     action_ids: tuple[str, ...] | None = None
     if sample is not None:
         action_ids = tuple(store.sample_ids(sample))  # NotFoundError names the samples
@@ -136,6 +262,13 @@ def select(
         notes.append(f"sample {sample}")
     else:
         notes.append("every labelled item (there is no sample 'main')")
+    if codebook is None:
+        wanted = list(dict.fromkeys(coders)) if coders else None
+        codebook, why = _choose_codebook(
+            store, action_ids, sample, wanted, question, min_coders, command
+        )
+        notes.insert(0, why)
+    cb = _resolve_codebook(store, codebook)
     where = f"codebook '{cb.name}'" + (f" in sample '{sample}'" if sample else "")
     available = store.coders_with_answers(cb.name, action_ids)
     if coders:
@@ -162,6 +295,8 @@ def select(
                 f"the labels of '{cb.name}' are on items outside sample '{sample}': "
                 "pass --sample NAME, or code this sample"
             )
+        elif len(available) < min_coders:
+            hint = _second_coder(cb.name, sample) + "; coders: " + _choices(available)
         raise UsageError(
             f"{purpose} needs at least {min_coders} coders; got {len(chosen)}{found} on {where}",
             hint=hint,
@@ -483,8 +618,6 @@ class QuestionResult:
     """Multi-select questions: the sets; yes/no questions: the reasons of a ``no``."""
     left_out: tuple[LeftOut, ...]
     n_disagreements: int
-    disagreements: tuple[Disagreement, ...] = ()
-    """Filled only when asked for (``--disagreements``)."""
     categories: tuple[Categories, ...] = ()
     """The categories each part of the figures used (value, then codes or reasons)."""
 
@@ -519,16 +652,12 @@ class AgreementRun:
     labels_hash: str
     label_codebook_hashes: tuple[str, ...]
     run_id: int | None = None
-    with_disagreements: bool = False
     results: dict[str, Any] = field(default_factory=dict)
+    same_as_stored: bool = False
+    """``run_id`` is an earlier run of the same inputs, labels and settings (none stored)."""
 
     def to_dict(self) -> dict[str, Any]:
-        out = {"run_id": self.run_id, **self.results}
-        if self.with_disagreements:
-            out["disagreements"] = {
-                q.question.id: [d.to_dict() for d in q.disagreements] for q in self.questions
-            }
-        return out
+        return {"run_id": self.run_id, **self.results}
 
 
 def _who(coders: Sequence[str]) -> str:
@@ -630,7 +759,6 @@ def run_agreement(
     ci: float = 0.95,
     n_boot: int = DEFAULT_N_BOOT,
     seed: int = DEFAULT_SEED,
-    disagreements: bool = False,
     save: bool = True,
 ) -> AgreementRun:
     """Every agreement figure of the selected questions; the run is stored unless ``save``
@@ -664,8 +792,6 @@ def run_agreement(
             raise
         except ValueError as exc:  # a case the statistics refuse, with their sentence
             raise UsageError(f"question {q.id}: {exc}") from None
-        differing = _differing(data)
-        found = _disagreements(store, data, differing) if disagreements else ()
         results.append(
             QuestionResult(
                 q,
@@ -673,8 +799,7 @@ def run_agreement(
                 report,
                 sets_report,
                 tuple(left_out),
-                len(differing),
-                found,
+                len(_differing(data)),
                 categories=tuple(categories),
             )
         )
@@ -700,25 +825,25 @@ def run_agreement(
         "annotate_version": __version__,
     }
     payload = inputs | {"results": [r.to_dict() for r in results]}
-    run_id = None
+    run_id = stored_before = None
     if save:
-        run_id = store.save_agreement_run(
-            AgreementRunRecord(
-                codebook=sel.codebook.name,
-                codebook_hash=sel.codebook.version_hash,
-                label_codebook_hashes=hashes,
-                sample=sel.sample,
-                sample_hash=inputs["sample_hash"],
-                coders=sel.coders,
-                questions=inputs["questions"],
-                label_ids=label_ids,
-                labels_hash=digest,
-                settings=settings,
-                results=payload,
-                annotate_version=__version__,
-                label_digests=digests,
-            )
+        record = AgreementRunRecord(
+            codebook=sel.codebook.name,
+            codebook_hash=sel.codebook.version_hash,
+            label_codebook_hashes=hashes,
+            sample=sel.sample,
+            sample_hash=inputs["sample_hash"],
+            coders=sel.coders,
+            questions=inputs["questions"],
+            label_ids=label_ids,
+            labels_hash=digest,
+            settings=settings,
+            results=payload,
+            annotate_version=__version__,
+            label_digests=digests,
         )
+        stored_before = store.same_agreement_run(record)
+        run_id = stored_before or store.save_agreement_run(record)
     return AgreementRun(
         selection=sel,
         settings=settings,
@@ -727,8 +852,8 @@ def run_agreement(
         labels_hash=digest,
         label_codebook_hashes=hashes,
         run_id=run_id,
-        with_disagreements=disagreements,
         results=payload,
+        same_as_stored=stored_before is not None,
     )
 
 
@@ -748,13 +873,39 @@ def agree(
     ci: float = 0.95,
     n_boot: int = DEFAULT_N_BOOT,
     seed: int = DEFAULT_SEED,
-    disagreements: bool = False,
+    command: str = "annotate agree",
 ) -> AgreementRun:
     """`annotate agree` in one call: resolve the inputs, measure, store the run."""
-    selection = select(store, codebook=codebook, sample=sample, coders=coders, question=question)
-    return run_agreement(
-        store, selection, ci=ci, n_boot=n_boot, seed=seed, disagreements=disagreements
+    selection = select(
+        store, codebook=codebook, sample=sample, coders=coders, question=question, command=command
     )
+    return run_agreement(store, selection, ci=ci, n_boot=n_boot, seed=seed)
+
+
+@dataclass(frozen=True)
+class DisagreementList:
+    """Every item the selected coders answered differently, per question (no statistics,
+    nothing stored: `annotate agree --disagreements`)."""
+
+    selection: Selection
+    questions: tuple[tuple[Question, tuple[Disagreement, ...]], ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        sel = self.selection
+        return {
+            "codebook": sel.codebook.name,
+            "sample": sel.sample,
+            "coders": list(sel.coders),
+            "questions": [q.id for q, _ in self.questions],
+            "disagreements": {q.id: [d.to_dict() for d in ds] for q, ds in self.questions},
+        }
+
+
+def list_disagreements(store: Store, selection: Selection) -> DisagreementList:
+    with store.read_snapshot():
+        datas = [question_data(store, selection, q) for q in selection.questions]
+    found = tuple((d.question, _disagreements(store, d, _differing(d))) for d in datas)
+    return DisagreementList(selection, found)
 
 
 @dataclass(frozen=True)

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import typer
-from typer.core import TyperGroup
+from typer.core import TyperCommand, TyperGroup
 
 from annotate import __version__
 from annotate.commands import agree, analysis, code, codebooks, data, llm, samples, status
@@ -11,7 +13,26 @@ from annotate.commands.common import print_error
 from annotate.errors import AnnotateError
 
 
-class AnnotateGroup(TyperGroup):
+class _PlainFlags:
+    """A flag takes no value, so its help shows no type (typer would print ``<bool>``)."""
+
+    def get_params(self, ctx: Any) -> list[Any]:
+        params = super().get_params(ctx)  # type: ignore[misc]
+        for param in params:
+            if getattr(param, "is_flag", False):  # typer's own (vendored) click Option
+                param.metavar = ""
+        return params
+
+
+class AnnotateCommand(_PlainFlags, TyperCommand):
+    """Every `annotate` command."""
+
+
+class HelpGroup(_PlainFlags, TyperGroup):
+    """A group of commands (`annotate codebooks`)."""
+
+
+class AnnotateGroup(HelpGroup):
     """The one error boundary: an :class:`AnnotateError` becomes ``error: ...`` and exit 1."""
 
     def invoke(self, ctx):  # type: ignore[no-untyped-def]
@@ -52,6 +73,18 @@ def root(
 
 for module in (data, samples, codebooks, status, llm, analysis, code, agree):
     module.register(app)
+
+
+def _plain_flags(group: typer.Typer) -> None:
+    """Every command and group of ``group`` shows flags without a type."""
+    for info in group.registered_commands:
+        info.cls = AnnotateCommand
+    for sub in group.registered_groups:
+        sub.cls = HelpGroup
+        _plain_flags(sub.typer_instance)  # type: ignore[arg-type]
+
+
+_plain_flags(app)
 
 
 def main() -> None:

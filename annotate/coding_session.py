@@ -285,12 +285,18 @@ def check_coder(store: Store, codebook: str, coder: str, *, new_coder: bool = Fa
 
     A name the file already has labels from (in any codebook) is accepted. A name it does
     not have is accepted only with ``new_coder`` (``--new-coder``), or while the file has no
-    human coder yet: an unknown name is far more often a typo than a new coder. Always
-    refused: names that are not plain identifiers, names reserved for non-human coders
-    (``gold``, ``llm:...``), and a name that differs from an existing coder's only in case.
+    human coder yet: an unknown name is far more often a typo than a new coder. A corpus
+    coding (``import --labels-as``) is not a coder of the file in this sense: it came with
+    the data. Always refused: names that are not plain identifiers, names reserved for
+    non-human coders (``gold``, ``llm:...``), and a name that differs from an existing
+    coder's only in case.
     """
     humans = human_coders(store)
-    choices = "existing coders: " + (", ".join(humans) if humans else "none yet")
+    corpus = store.corpus_coders()
+    coding = [c for c in humans if c not in corpus]
+    choices = "existing coders: " + (", ".join(coding) if coding else "none yet")
+    if corpus:
+        choices += "; corpus codings: " + ", ".join(corpus)
     if coder in RESERVED_CODERS:
         raise UsageError(f"coder '{coder}' is reserved for {RESERVED_CODERS[coder]}", hint=choices)
     if coder.startswith("llm:"):
@@ -309,7 +315,7 @@ def check_coder(store: Store, codebook: str, coder: str, *, new_coder: bool = Fa
             f"coder '{coder}' differs from the existing coder '{clash[0]}' only in case",
             hint=f"use --coder {clash[0]} to continue, or a clearly different name; {choices}",
         )
-    if humans and not new_coder:
+    if coding and not new_coder:
         raise NotFoundError(
             f"unknown coder '{coder}' ({choices})",
             hint=f"check the spelling, or pass --new-coder to start a new coder '{coder}'",

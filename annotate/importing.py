@@ -16,7 +16,7 @@ from annotate.errors import AnnotateError, ImportFormatError
 from annotate.importers import ImportOptions, expand, parse_file, source_format
 from annotate.importers.base import Problem
 from annotate.models import Action, ImportedLabel
-from annotate.store import LabelWrite, Store
+from annotate.store import CORPUS_SOURCE, LabelWrite, Store
 
 BATCH = 5_000
 
@@ -101,7 +101,11 @@ class _FileImport:
             return
         self.labels.append(
             LabelWrite(
-                label.action_id, self.labels_as.question, self.labels_as.coder, Answer(label.value)
+                label.action_id,
+                self.labels_as.question,
+                self.labels_as.coder,
+                Answer(label.value),
+                source=CORPUS_SOURCE,
             )
         )
 

@@ -65,6 +65,62 @@ def test_demo_table_reads_in_80_columns(demo) -> None:
     assert out.stderr.startswith("defaults: codebook traum (the only one with labels)")
 
 
+def test_demo_disagreements_read_in_80_columns(demo) -> None:
+    out = subprocess.run(
+        [sys.executable, "-m", "annotate", "agree", "--disagreements", "--db", str(demo)],
+        capture_output=True,
+        text=True,
+        env={"COLUMNS": "80", "NO_COLOR": "1", "PATH": ""},
+        check=True,
+    )
+    lines = [line.rstrip() for line in out.stdout.splitlines()]
+    assert max(map(len, out.stdout.splitlines())) <= 80
+    assert lines[:12] == [
+        "Codebook traum, every labelled item, coders ana, ben, caro.",
+        "",
+        "Coders differ on act: 160 items",
+        "",
+        "   #   Item       Text               ana            ben            caro",
+        " " + "─" * 78,
+        "   1   019aa7c6   below the crane    Acknowledge    Acknowledge    Continue",
+        "                  bay",
+        "   2   02ab11cf   [clears the        other          other          Initiate",
+        "                  whole canvas]      (set-up        (set-up",
+        "                                     click)         click)",
+        "   3   02c5f49a   until you're       Repair         Initiate       Repair",
+    ]
+    assert "Fleiss" not in out.stdout and "stored" not in out.stdout
+    with Store(demo) as s:
+        assert s.query("SELECT count(*) FROM agreement_runs")[0][0] == 0
+
+
+def test_the_same_labels_again_do_not_store_a_duplicate_run(cli, demo) -> None:
+    def count() -> int:
+        with Store(demo) as s:
+            return s.query("SELECT count(*) FROM agreement_runs")[0][0]
+
+    first = cli("agree")
+    assert first.exit_code == 0 and "run 1 stored: 1029 labels, sha256 " in first.stdout
+    again = cli("agree")
+    assert again.exit_code == 0
+    assert again.stdout.splitlines()[-1].startswith(
+        "same as run 1, nothing new stored: 1029 labels, sha256 "
+    )
+    assert again.stdout.replace("same as run 1, nothing new", "run 1") == first.stdout
+    as_json = cli("agree", "-f", "json")
+    assert json.loads(as_json.stdout)["run_id"] == 1
+    assert as_json.stderr.startswith("same as run 1, nothing new stored")
+    assert count() == 1
+    other = cli("agree", "--ci", "0.9")  # other settings: another run
+    assert "run 2 stored" in other.stdout and count() == 2
+    with Store(demo) as s:  # a changed label: another run, then that one again
+        s.conn.execute("UPDATE labels SET value = 'Repair' WHERE id = (SELECT min(id) FROM labels)")
+    assert "run 3 stored" in cli("agree").stdout
+    assert "same as run 3, nothing new stored" in cli("agree").stdout
+    md = cli("agree", "-f", "markdown").stdout
+    assert "<!-- annotate agree run 3: 1029 labels" in md and count() == 3
+
+
 def _mental_labels(db_path, tmp_path, n: int = 60) -> list[str]:
     """Three coders answer Q1 and Q4 of the mental-model survey on n demo actions."""
     with Store(db_path) as s:
@@ -208,6 +264,29 @@ def test_questions_nobody_answered_and_sample_items_not_coded(cli, demo, tmp_pat
     )
     assert "Not in any figure: 10 items of the sample:" in table
     assert "Answered by no coder yet: 9 items" in table
+    md = cli("agree", "--codebook", "mental_model", "--question", "Q1", "-f", "markdown").stdout
+    from annotate.commands.agree import REFERENCES
+
+    items = _top_list_items(md)  # each figure's line is its own list item, as intended
+    assert items[0].startswith("Left out of Fleiss' kappa: ")
+    assert items[1:] == ["Not in any figure: 10 items of the sample:", *REFERENCES]
+    assert "\n  - Answered by no coder yet: 9 items" in md
+
+
+def _top_list_items(md: str) -> list[str]:
+    """The first line of every top-level list item, as CommonMark parses the text."""
+    from markdown_it import MarkdownIt
+
+    tokens = MarkdownIt("commonmark").parse(md)
+    out, depth = [], 0
+    for i, t in enumerate(tokens):
+        if t.type in ("bullet_list_open", "ordered_list_open"):
+            depth += 1
+        elif t.type in ("bullet_list_close", "ordered_list_close"):
+            depth -= 1
+        elif t.type == "list_item_open" and depth == 1:
+            out.append(tokens[i + 2].content.splitlines()[0])
+    return out
 
 
 def test_one_category_everywhere_is_reported_not_crashed(cli, demo, tmp_path) -> None:
@@ -327,6 +406,32 @@ def test_labels_outside_the_sample_get_a_hint(cli, demo) -> None:
         in (r.stderr)
     )
     assert "hint: the labels of 'traum' are on items outside sample 'main'" in r.stderr
+
+
+def test_a_cohen_interval_beyond_minus_one_is_clipped_and_says_so(cli, demo, tmp_path) -> None:
+    with Store(demo) as s:
+        items = [r["id"] for r in s.action_rows()][:3]
+    path = tmp_path / "three.csv"  # kappa -1/2, ASE 0.306: -0.5 - 1.96 * 0.306 = -1.100
+    pairs = [("Initiate", "Initiate"), ("Continue", "Initiate"), ("Initiate", "Continue")]
+    rows = [
+        f"{i},{c},{v}"
+        for i, p in zip(items, pairs, strict=True)
+        for c, v in zip("xy", p, strict=True)
+    ]
+    path.write_text("action_id,coder,value\n" + "\n".join(rows) + "\n")
+    assert cli("import-labels", str(path), "--codebook", "traum").exit_code == 0
+    note = "CI clipped to [-1, 1] (kappa ± z·ASE is -1.100 to 0.100)."
+    r = cli("agree", "--coders", "x,y")
+    assert r.exit_code == 0, r.output
+    assert " x / y        3   -0.500   -1.000 to 0.100   33.3%   poor; CI clipped" in r.stdout
+    assert note in r.stdout
+    rows = list(csv.DictReader(io.StringIO(cli("agree", "--coders", "x,y", "-f", "csv").stdout)))
+    [cohen] = [row for row in rows if row["statistic"] == "cohen_kappa"]
+    assert (cohen["ci_low"], cohen["note"]) == ("-1.0", note)
+    with Store(demo) as s:
+        stored = json.loads(s.query("SELECT results FROM agreement_runs ORDER BY id")[0][0])
+    pair = stored["results"][0]["value"]["pairwise"][0]
+    assert pair["ci"]["low"] == -1.0 and pair["ci"]["note"] == note
 
 
 def test_a_single_item_gives_kappa_and_says_why_there_is_no_interval(cli, demo, tmp_path) -> None:

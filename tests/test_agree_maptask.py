@@ -146,7 +146,7 @@ def test_every_format(cli, maptask) -> None:
     assert f"| Fleiss' kappa | {kappa:.3f} |" in md
     assert "| Coders | Items | Cohen's kappa | 95% CI | Agreement | Band |" in md
     assert md.count("- Fleiss, J. L.") == 3
-    assert "<!-- annotate agree run 3: " in md
+    assert "<!-- annotate agree run 1: " in md  # the same labels and settings: run 1 again
     rows = list(csv.DictReader(io.StringIO(cli("agree", "--format", "csv").stdout)))
     by = {(r["statistic"], r["subject"]): r for r in rows}
     assert float(by[("fleiss_kappa", "")]["estimate"]) == kappa  # full precision
@@ -196,10 +196,14 @@ def test_each_run_is_stored_and_traceable_to_its_labels(cli, maptask) -> None:
 def test_disagreements_list_every_differing_item(cli, maptask) -> None:
     wide = _wide(maptask["db"])
     differing = [i for i, row in wide.iterrows() if row.dropna().nunique() > 1]
+    with Store(maptask["db"]) as s:
+        runs_before = s.query("SELECT count(*) FROM agreement_runs")[0][0]
     out = json.loads(cli("agree", "--format", "json", "--disagreements").stdout)
+    assert set(out) == {"codebook", "sample", "coders", "questions", "disagreements"}
     listed = out["disagreements"]["move"]
     assert {d["item"] for d in listed} == set(differing)
-    assert out["results"][0]["n_disagreements"] == len(differing)
+    report = json.loads(cli("agree", "--format", "json").stdout)
+    assert report["results"][0]["n_disagreements"] == len(differing)
     one = listed[0]
     with Store(maptask["db"]) as s:
         action = s.action(one["item"])
@@ -208,10 +212,19 @@ def test_disagreements_list_every_differing_item(cli, maptask) -> None:
         c: (None if pd.isna(v) else v) for c, v in wide.loc[one["item"]].items()
     }
     table = cli("agree", "--disagreements").stdout
-    assert f"Coders differ on move: {len(differing)} items" in table
+    assert table.splitlines()[:3] == [
+        "Codebook hcrc_moves, every labelled item, coders ann, bob, hcrc.",
+        "",
+        f"Coders differ on move: {len(differing)} items",
+    ]
+    assert "Fleiss" not in table and "run " not in table  # the list only; no run stored
+    markdown = cli("agree", "--disagreements", "-f", "markdown").stdout
+    assert "Fleiss" not in markdown and f"Coders differ on move: {len(differing)} items" in markdown
     rows = list(csv.DictReader(io.StringIO(cli("agree", "-f", "csv", "--disagreements").stdout)))
     assert len(rows) == len(differing)
     assert set(rows[0]) == {"question", "item", "session", "seq", "text", "ann", "bob", "hcrc"}
+    with Store(maptask["db"]) as s:  # only the report (agree -f json) stored a run
+        assert s.query("SELECT count(*) FROM agreement_runs")[0][0] == runs_before + 1
 
 
 def test_errors_name_the_choices(cli, maptask) -> None:

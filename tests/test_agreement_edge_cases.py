@@ -189,7 +189,33 @@ def test_a_zero_width_cohen_interval_says_so():
     assert result.kappa == 1.0 and result.ase == 0.0
     assert (result.ci.low, result.ci.high) == (1.0, 1.0)
     assert "has no width" in result.ci.note
-    assert ag.cohen_kappa([["x", "x"], ["y", "x"], ["x", "y"]]).ci.note is None
+    inside = [["x", "x"]] * 10 + [["y", "y"]] * 6 + [["x", "y"]] * 2 + [["y", "x"]] * 2
+    assert ag.cohen_kappa(inside).ci.note is None
+
+
+@pytest.mark.parametrize(
+    ("data", "low", "high", "note"),
+    [
+        (  # kappa 2/3, ASE 0.2165: 0.6667 + 1.96 * 0.2165 = 1.088
+            [["x", "x"]] * 5 + [["y", "y"]] * 5 + [["x", "y"], ["y", "x"]],
+            0.24494956270611357,
+            1.0,
+            "CI clipped to [-1, 1] (kappa ± z·ASE is 0.245 to 1.088).",
+        ),
+        (  # kappa -1/2, ASE 0.3062: -0.5 - 1.96 * 0.3062 = -1.100
+            [["x", "x"], ["y", "x"], ["x", "y"]],
+            -1.0,
+            0.10011395954441127,
+            "CI clipped to [-1, 1] (kappa ± z·ASE is -1.100 to 0.100).",
+        ),
+    ],
+)
+def test_cohen_interval_is_clipped_to_the_range_of_kappa(data, low, high, note):
+    result = ag.cohen_kappa(data)
+    assert (result.ci.low, result.ci.high) == (pytest.approx(low, abs=1e-12), high)
+    assert result.ci.note == note
+    half = 1.959963984540054 * result.ase
+    assert f"{result.kappa - half:.3f} to {result.kappa + half:.3f})." in note
 
 
 @pytest.mark.parametrize(

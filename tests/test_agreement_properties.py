@@ -145,8 +145,12 @@ def test_cohen_matches_statsmodels(codes):
         assert "z-test is undefined" in ours.undefined_reason
     if not np.isnan(theirs.std_kappa):
         tolerance = 1e-9 if ours.ase > 1e-6 else 1e-6
-        assert ours.ci.low == pytest.approx(theirs.kappa_low, abs=tolerance)
-        assert ours.ci.high == pytest.approx(theirs.kappa_upp, abs=tolerance)
+        # the same interval, clipped to kappa's range [-1, 1] (and a note says so)
+        assert ours.ci.low == pytest.approx(max(theirs.kappa_low, -1.0), abs=tolerance)
+        assert ours.ci.high == pytest.approx(min(theirs.kappa_upp, 1.0), abs=tolerance)
+        clipped = theirs.kappa_low < -1 - tolerance or theirs.kappa_upp > 1 + tolerance
+        if clipped:
+            assert ours.ci.note.startswith("CI clipped to [-1, 1]")
 
 
 def naive_ac1(codes: np.ndarray, q: int) -> float:

@@ -235,7 +235,17 @@ def test_split_errors_are_one_line(cli) -> None:
     import_demo(cli)
     r = cli("split-sessions", "--test", "3", "--per", "condition")
     assert r.exit_code == 1
-    assert "--test 3: condition 'hidden' has only 3 session(s); train would be empty" in r.stderr
+    assert r.stderr.splitlines() == [
+        "error: --test 3 needs 4 sessions in a group; too few in condition 'hidden' "
+        "(3 sessions), condition 'visible' (3 sessions)",
+        "hint: pass --test 2 or less to split every group",
+    ]
+    assert cli("split-sessions", "--test", "2", "--per", "condition").exit_code == 0
+    r = cli("split-sessions", "--test", "0", "--name", "zero")
+    assert r.exit_code == 1 and r.stderr.startswith("error: --test must be at least 1; got 0\n")
+    r = cli("split-sessions", "--test", "1", "--small-groups", "test", "--name", "x")
+    assert r.exit_code == 1
+    assert "error: --small-groups: unknown choice 'test'" in r.stderr
     r = cli("split-sessions", "--test", "1", "--per", "participant")
     assert r.exit_code == 1 and "--per: unknown grouping 'participant'" in r.stderr
     r = cli("split-sessions", "--test", "1", "--codebooks", "traum")
@@ -318,3 +328,79 @@ def test_export_gets_a_split_column(cli, store, db_path) -> None:
     assert r.exit_code == 1 and "no session split named 'nope'" in r.stderr
     plain = pd.read_csv(io.StringIO(cli("export", "--what", "actions").stdout))
     assert "split" not in plain
+
+
+# -- groups that cannot be split, and nothing to match ----------------------------------
+
+
+def _solo_session(cli, tmp_path) -> None:
+    """One more session, imported without a condition (shown as '-')."""
+    path = tmp_path / "solo.csv"
+    path.write_text("session,content,role\nsolo,hello,guide\nsolo,hi,follower\n")
+    r = cli("import", str(path), "--format", "csv")
+    assert r.exit_code == 0, r.output
+
+
+def test_a_group_that_cannot_be_split_is_named_and_can_go_to_train(cli, db_path, tmp_path):
+    import_demo(cli)
+    _solo_session(cli, tmp_path)
+    split = ("split-sessions", "--per", "condition", "--name", "main")
+    r = cli(*split, "--test", "1")
+    assert r.exit_code == 1
+    assert r.stderr.splitlines() == [
+        "error: --test 1 needs 2 sessions in a group; too few in condition '-' (no "
+        "condition, 1 session)",
+        "hint: pass --small-groups train to put their sessions in train",
+    ]
+    r = cli(*split, "--test", "3")  # no group can be split: the hint says what can
+    assert r.exit_code == 1
+    assert r.stderr.splitlines()[1] == (
+        "hint: leave out --per to split the sessions across conditions"
+    )
+    with Store(db_path) as s:
+        assert s.session_splits() == []
+    r = cli(*split, "--test", "1", "--small-groups", "train")
+    assert r.exit_code == 0, r.output
+    assert (
+        "condition '-' (no condition, 1 session): too few for --test 1, all in train "
+        "(--small-groups train)." in r.stdout
+    )
+    with Store(db_path) as s:
+        stored = s.session_split("main")
+        rows = s.query("SELECT part, grp FROM session_split_items WHERE session = 'solo'")
+    assert [tuple(r) for r in rows] == [("train", "-")]
+    assert sorted(stored["parts"].values()).count("test") == 2  # hidden 1, visible 1
+    assert stored["details"]["unsplit"] == [{"group": "-", "sessions": ["solo"], "part": "train"}]
+    r = cli("split-sessions", "--test", "7", "--name", "all")
+    assert r.exit_code == 1
+    assert r.stderr.splitlines() == [
+        "error: --test 7 needs 8 sessions in a group; too few in the data (7 sessions)",
+        "hint: pass --test 6 or less",
+    ]
+    assert cli("split-sessions", "--test", "6", "--name", "all").exit_code == 0
+
+
+def test_nothing_to_match_gives_a_seeded_random_split_and_says_so(cli, db_path, tmp_path):
+    from tests.test_agree_choice import write_dialogue
+
+    files = [str(write_dialogue(tmp_path, f"q9ec{i}", n=8)) for i in range(1, 7)]
+    files += [str(write_dialogue(tmp_path, f"q9nc{i}", n=6)) for i in range(1, 4)]
+    assert cli("import", *files).exit_code == 0  # every turn a message: no feature differs
+    r = cli("split-sessions", "--test", "2", "--per", "condition", "--seed", "3")
+    assert r.exit_code == 0, r.output
+    for group, n in (("ec", 6), ("nc", 3)):
+        assert (
+            f"condition '{group}': its {n} sessions do not differ in any of the 2 features, so "
+            "every split scores 0: this is a seeded random split (seed 3), not a matched one."
+        ) in r.stdout
+    rng = np.random.default_rng([3, 0])
+    expected = [
+        {f"q9{c}{i + 1}" for i in rng.choice(n, size=2, replace=False)}
+        for c, n in (("ec", 6), ("nc", 3))
+    ]
+    with Store(db_path) as s:
+        stored = s.session_split("main")
+    tests = {x for x, part in stored["parts"].items() if part == "test"}
+    assert tests == expected[0] | expected[1]
+    assert stored["method"] == "random" and stored["objective"] == 0
+    assert tests != {"q9ec1", "q9ec2", "q9nc1", "q9nc2"}  # not the first sessions by name

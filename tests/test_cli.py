@@ -186,6 +186,25 @@ def test_every_command_has_complete_help() -> None:
                 pytest.fail(f"{' '.join(name)} {param.opts[0]} has no help")
 
 
+def _option_rows(name: tuple[str, ...]) -> list[list[str]]:
+    """The words of each line of `annotate NAME --help`, after the panel's border."""
+    r = CliRunner().invoke(app, [*name, "--help"], env={"COLUMNS": "200"})
+    assert r.exit_code == 0, (name, r.output)
+    assert "<bool>" not in r.stdout, name
+    return [line.split()[1:] for line in r.stdout.splitlines() if line.startswith("│")]
+
+
+def test_help_shows_no_type_after_a_flag() -> None:
+    """A flag takes no value: no ``<bool>`` after it, in every command, group and the root."""
+    group = typer.main.get_command(app)
+    for name in [(), ("codebooks",), *_commands(group)]:
+        assert ["--help", "Show", "this", "message", "and", "exit.", "│"] in _option_rows(name)
+    agree = _option_rows(("agree",))
+    assert ["--runs", "List", "the", "stored", "runs.", "│"] in agree
+    assert ["--ci", "<float>", "Confidence", "level", "of", "the", "intervals.", "│"] in agree
+    assert ["--version", "Show", "the", "version", "and", "exit.", "│"] in _option_rows(())
+
+
 def test_help_paragraphs_reflow_to_the_terminal_width() -> None:
     """A docstring's hard line breaks must not reach the screen: each paragraph is one line
     in a terminal wide enough to hold it."""

@@ -568,3 +568,22 @@ def test_mental_model_is_answered_in_one_json_object(
         "Q3": Answer("r1"),
         "Q4": Answer("no", ("n2", "n4")),
     }
+
+
+def test_export_has_each_item_once_per_run_that_labelled_it(cli, maptask, llm_env, db_path):
+    llm_env.state.label_for = agreeing(maptask, 0.9)
+    for args in (["--validate-only"], ["--validate-only"], []):  # the 2nd and 3rd: from cache
+        r = llm_label(cli, *args)
+        assert r.exit_code == 0, r.output
+    stored = db_rows(
+        db_path, "SELECT run_id, phase, cached, count(*) FROM llm_items GROUP BY 1, 2, 3"
+    )
+    assert stored == [(1, "validate", 0, 72), (2, "validate", 1, 72), (3, "label", 0, 140),
+                      (3, "validate", 1, 72)]  # fmt: skip
+    out = cli("export", "--what", "llm", "--format", "jsonl")
+    assert out.exit_code == 0, out.output
+    rows = [json.loads(line) for line in out.stdout.splitlines()]
+    assert len(rows) == 212 == len({r["action_id"] for r in rows})
+    assert Counter((r["run_id"], r["phase"], r["cached"]) for r in rows) == {
+        (1, "validate", 0): 72, (3, "label", 0): 140}  # fmt: skip
+    assert db_rows(db_path, "SELECT id FROM llm_runs ORDER BY id") == [(1,), (2,), (3,)]

@@ -27,6 +27,12 @@ objective by more than 1e-12; the best local optimum wins. It usually finds the 
 optimum on small cases (tested) but is not guaranteed to. For comparison a seeded random
 split of the same sizes is scored too.
 
+Groups that cannot be split (``k`` or fewer sessions, e.g. the sessions without a
+condition, shown as ``-``) are refused with their names, or with ``small_groups="train"``
+put in train whole, and listed. A group whose sessions do not differ in any feature has
+nothing to match (every subset scores 0, and the scan would return the first sessions by
+name): it gets the seeded random split instead, with method ``random`` and a note.
+
 Ties: both searches score subsets from running sums and sums of squares, so subsets whose
 objectives are equal in exact arithmetic can differ by rounding (about 1e-16). Both treat
 values within ``TIE`` (1e-12) of each other as equal: the exhaustive scan keeps the first
@@ -59,6 +65,7 @@ from annotate.store.analysis import SessionSplitWrite
 
 RESTARTS = 256
 PER_CHOICES = ("condition",)
+SMALL_GROUPS = ("refuse", "train")
 CHUNK_FLOATS = 4_000_000  # floats per scoring chunk (about 32 MB)
 TIE = 1e-12  # objectives closer than this are equal (they differ by rounding only)
 
@@ -297,6 +304,8 @@ class GroupResult:
     random_test: tuple[str, ...]
     random_objective: float
     seconds: float
+    note: str | None = None
+    """Why the split is not a matched one (method ``random``)."""
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -310,7 +319,19 @@ class GroupResult:
             "random_test": list(self.random_test),
             "random_objective": self.random_objective,
             "seconds": round(self.seconds, 3),
+            "note": self.note,
         }
+
+
+@dataclass(frozen=True)
+class UnsplitGroup:
+    """A group with too few sessions to split: all of them go to train."""
+
+    group: str | None
+    sessions: tuple[str, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"group": self.group, "sessions": list(self.sessions), "part": "train"}
 
 
 @dataclass(frozen=True)
@@ -323,6 +344,7 @@ class SessionSplitResult:
     coders: tuple[str, ...]
     features: tuple[str, ...]
     groups: tuple[GroupResult, ...] = field(default_factory=tuple)
+    unsplit: tuple[UnsplitGroup, ...] = field(default_factory=tuple)
 
     @property
     def objective(self) -> float:
@@ -342,6 +364,9 @@ class SessionSplitResult:
         for g in self.groups:
             for s in g.sessions:
                 out[s] = ("test" if s in g.test else "train", g.group)
+        for u in self.unsplit:
+            for s in u.sessions:
+                out[s] = ("train", u.group)
         return out
 
     def to_dict(self) -> dict[str, Any]:
@@ -357,7 +382,60 @@ class SessionSplitResult:
             "objective": self.objective,
             "random_objective": self.random_objective,
             "groups": [g.to_dict() for g in self.groups],
+            "unsplit": [u.to_dict() for u in self.unsplit],
         }
+
+
+def group_name(group: str | None) -> str:
+    if group is None:
+        return "the data"
+    if group == NO_VALUE:
+        return f"condition '{NO_VALUE}' (no condition)"
+    return f"condition '{group}'"
+
+
+def sessions_text(n: int) -> str:
+    return f"{n} session" + ("" if n == 1 else "s")
+
+
+def group_size(group: str | None, n: int) -> str:
+    """``condition 'ec' (48 sessions)``, ``condition '-' (no condition, 1 session)``."""
+    name = group_name(group)
+    if name.endswith(")"):
+        return f"{name[:-1]}, {sessions_text(n)})"
+    return f"{name} ({sessions_text(n)})"
+
+
+def _too_small(sizes: Mapping[str | None, int], n_test: int, small_groups: str) -> list[str | None]:
+    """The groups that cannot be split; an error naming them unless they may go to train."""
+    small = [g for g, n in sizes.items() if n <= n_test]
+    if not small:
+        return []
+    if small_groups == "train" and len(small) < len(sizes):
+        return small
+    named = ", ".join(group_size(g, sizes[g]) for g in small)
+    fixes = []
+    if len(small) < len(sizes):
+        fixes.append("--small-groups train to put their sessions in train")
+    widest = min(sizes.values()) - 1
+    if widest >= 1:
+        every = "" if None in sizes else " to split every group"
+        fixes.append(f"--test {widest} or less{every}")
+    if fixes:
+        hint = "pass " + ", or ".join(fixes)
+    elif None in sizes:
+        hint = "a split needs 2 or more sessions"
+    else:
+        hint = "leave out --per to split the sessions across conditions"
+    raise UsageError(
+        f"--test {n_test} needs {n_test + 1} sessions in a group; too few in {named}",
+        hint=hint,
+    )
+
+
+def _nothing_to_match(x: np.ndarray) -> bool:
+    """No feature differs between the sessions: every subset scores 0."""
+    return x.shape[1] == 0 or bool(np.all(np.ptp(x, axis=0) == 0))
 
 
 def split_groups(
@@ -366,26 +444,36 @@ def split_groups(
     n_test: int,
     *,
     seed: int,
+    small_groups: str = "refuse",
     max_exhaustive: int = MAX_EXHAUSTIVE,
     restarts: int = RESTARTS,
-) -> list[GroupResult]:
-    """Choose the test sessions of every group (``groups`` maps session -> group)."""
+) -> tuple[list[GroupResult], list[UnsplitGroup]]:
+    """Choose the test sessions of every group (``groups`` maps session -> group); the
+    groups too small to split go to train when ``small_groups`` is ``train``."""
     rng = np.random.default_rng([seed, 0])
+    names = sorted(set(groups.values()), key=lambda g: (g is None, str(g)))
+    members = {g: sorted(s for s, h in groups.items() if h == g) for g in names}
+    small = _too_small({g: len(members[g]) for g in names}, n_test, small_groups)
     out = []
-    for group in sorted({g for g in groups.values()}, key=lambda g: (g is None, str(g))):
-        sessions = sorted(s for s, g in groups.items() if g == group)
+    for group in names:
+        if group in small:
+            continue
+        sessions = members[group]
         n = len(sessions)
-        if n_test >= n:
-            where = f"condition '{group}'" if group is not None else "the data"
-            raise UsageError(
-                f"--test {n_test}: {where} has only {n} session(s); train would be empty",
-                hint=f"use --test {max(1, n - 1)} or less",
-            )
         x = features.loc[sessions].to_numpy(dtype=float)
-        started = time.perf_counter()
-        choice = best_subset(x, n_test, seed=seed, max_exhaustive=max_exhaustive, restarts=restarts)
-        seconds = time.perf_counter() - started
         random_idx = tuple(sorted(int(i) for i in rng.choice(n, size=n_test, replace=False)))
+        started = time.perf_counter()
+        if _nothing_to_match(x):
+            choice = Choice(random_idx, objective(x, random_idx), "random", math.comb(n, n_test), 1)
+            note = (
+                f"its {n} sessions do not differ in any of the {x.shape[1]} features, so every "
+                f"split scores 0: this is a seeded random split (seed {seed}), not a matched one"
+            )
+        else:
+            choice = best_subset(
+                x, n_test, seed=seed, max_exhaustive=max_exhaustive, restarts=restarts
+            )
+            note = None
         out.append(
             GroupResult(
                 group=group,
@@ -397,10 +485,11 @@ def split_groups(
                 objective=choice.objective,
                 random_test=tuple(sessions[i] for i in random_idx),
                 random_objective=objective(x, random_idx),
-                seconds=seconds,
+                seconds=time.perf_counter() - started,
+                note=note,
             )
         )
-    return out
+    return out, [UnsplitGroup(g, tuple(members[g])) for g in small]
 
 
 def split_sessions(
@@ -413,14 +502,19 @@ def split_sessions(
     codebooks: Sequence[str] = (),
     coders: Sequence[str] | None = None,
     replace: bool = False,
+    small_groups: str = "refuse",
     max_exhaustive: int = MAX_EXHAUSTIVE,
     restarts: int = RESTARTS,
 ) -> SessionSplitResult:
     """Compute the distribution-matched split and store it under ``name``."""
     if n_test < 1:
-        raise UsageError("--test must be at least 1")
+        raise UsageError(f"--test must be at least 1; got {n_test}")
     if per is not None and per not in PER_CHOICES:
         raise UsageError(f"--per: unknown grouping '{per}'", hint="choices: condition")
+    if small_groups not in SMALL_GROUPS:
+        raise UsageError(
+            f"--small-groups: unknown choice '{small_groups}'", hint="choices: refuse, train"
+        )
     actions = pd.DataFrame(store.action_positions())
     if actions.empty:
         raise UsageError("no actions to split", hint="run `annotate import PATH` first")
@@ -436,6 +530,15 @@ def split_sessions(
         groups = {s: (NO_VALUE if pd.isna(c) else str(c)) for s, c in first.items()}
     else:
         groups = dict.fromkeys(features.index)
+    chosen, unsplit = split_groups(
+        features,
+        groups,
+        n_test,
+        seed=seed,
+        small_groups=small_groups,
+        max_exhaustive=max_exhaustive,
+        restarts=restarts,
+    )
     result = SessionSplitResult(
         name=name,
         per=per,
@@ -444,16 +547,8 @@ def split_sessions(
         codebooks=tuple(codebooks),
         coders=tuple(used_coders),
         features=tuple(features.columns),
-        groups=tuple(
-            split_groups(
-                features,
-                groups,
-                n_test,
-                seed=seed,
-                max_exhaustive=max_exhaustive,
-                restarts=restarts,
-            )
-        ),
+        groups=tuple(chosen),
+        unsplit=tuple(unsplit),
     )
     store.create_session_split(
         SessionSplitWrite(
@@ -468,6 +563,7 @@ def split_sessions(
             random_objective=result.random_objective,
             details={
                 "groups": [g.to_dict() for g in result.groups],
+                "unsplit": [u.to_dict() for u in result.unsplit],
                 "features": list(result.features),
                 "max_exhaustive": max_exhaustive,
                 "restarts": restarts,

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import getpass
+import shlex
 from collections.abc import Sequence
-from typing import Annotated, Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich import box
@@ -25,9 +27,16 @@ from annotate.commands.common import (
 from annotate.errors import UsageError
 from annotate.render import OutputFormat, csv_text, markdown_table, to_json
 
+if TYPE_CHECKING:
+    from annotate.agreement_data import DisagreementList
+
 CodebookOption = Annotated[
     str | None,
-    typer.Option(help="Codebook name (default: the only, else the most labelled one)."),
+    typer.Option(
+        help="Codebook name (default: the only labelled one, else the one on which two or "
+        "more coders answered the same items; when several or none are, the error lists "
+        "them and the command to run)."
+    ),
 ]
 SampleOption = Annotated[
     str | None,
@@ -45,6 +54,9 @@ QuestionOption = Annotated[
 ]
 
 ITEMS_SHOWN = 6
+ANSWER_WIDTH = 12  # the disagreement list wraps a longer answer (Other's text)
+DEFAULT_CI = 0.95
+DEFAULT_N_BOOT = 1000
 REFERENCES = (
     "Cohen, J. (1960). A coefficient of agreement for nominal scales. Educational and "
     "Psychological Measurement, 20(1), 37-46.",
@@ -318,37 +330,40 @@ def _grouped(entries: list[dict[str, str]], bullet: str) -> list[str]:
     return lines
 
 
-def _left_out_lines(q: dict[str, Any], bullet: str = "  ") -> list[str]:
-    """Which items each figure left out and why, grouped by reason."""
+def _left_out_lines(q: dict[str, Any], bullet: str = "  ", head: str = "") -> list[str]:
+    """Which items each figure left out and why, grouped by reason: a line per figure
+    (starting with ``head``), and under it a line per reason (with ``bullet``)."""
     lines = []
     value = [x for x in q["left_out"] if x["part"] == "value"]
     sets = [x for x in q["left_out"] if x["part"] != "value"]
     if q["value"] is not None:
         if value:
             lines.append(
-                f"Left out of Fleiss' kappa: {_items(len(value))} not answered by every coder "
-                "(alpha, AC1 and percent agreement use every item with two or more answers):"
+                f"{head}Left out of Fleiss' kappa: {_items(len(value))} not answered by every "
+                "coder (alpha, AC1 and percent agreement use every item with two or more answers):"
             )
             lines += _grouped(value, bullet)
         else:
-            lines.append("Left out of Fleiss' kappa: none (every coder answered every item).")
+            lines.append(
+                f"{head}Left out of Fleiss' kappa: none (every coder answered every item)."
+            )
     if sets:
         if q["kind"] == "yes_no_reasons":
             lines.append(
-                f"Left out of the per-reason kappas: {_items(len(sets))} answered 'no' by some "
-                "coders but not by every coder (MASI alpha and the per-reason alphas use every "
-                "item two or more coders answered 'no'):"
+                f"{head}Left out of the per-reason kappas: {_items(len(sets))} answered 'no' by "
+                "some coders but not by every coder (MASI alpha and the per-reason alphas use "
+                "every item two or more coders answered 'no'):"
             )
         else:
             lines.append(
-                f"Left out of the per-code kappas: {_items(len(sets))} not answered by every "
+                f"{head}Left out of the per-code kappas: {_items(len(sets))} not answered by every "
                 "coder (MASI alpha and the per-code alphas use every item with two or more "
                 "answers):"
             )
         lines += _grouped(sets, bullet)
     not_coded = q["not_coded"]
     if not_coded:
-        lines.append(f"Not in any figure: {_items(len(not_coded))} of the sample:")
+        lines.append(f"{head}Not in any figure: {_items(len(not_coded))} of the sample:")
         lines += _grouped(not_coded, bullet)
     return lines
 
@@ -366,13 +381,17 @@ def _table(
     columns: Sequence[tuple[str, str, str]],
     rows: list[dict],
     wrap: frozenset[str] = frozenset({"notes", "band"}),
+    *,
+    share: bool = True,
+    max_widths: dict[str, int] | None = None,
 ) -> Any:
     """columns: (key, header, justify); a notes column nobody needs is left out. The title
-    is a line of its own, so a narrow table does not squeeze it."""
+    is a line of its own, so a narrow table does not squeeze it. Several ``wrap`` columns
+    share the width by ratio, unless not ``share``: then the widest wraps first."""
     columns = [
         c for c in columns if c[0] not in {"notes", "band"} or any(r.get(c[0]) for r in rows)
     ]
-    flexible = [c[0] for c in columns if c[0] in wrap]
+    flexible = [c[0] for c in columns if c[0] in wrap] if share else []
     table = Table(box=box.SIMPLE_HEAD, header_style="bold", pad_edge=False)
     if len(flexible) > 1:  # share the width out by ratio (text twice a label's)
         table.expand = True
@@ -384,6 +403,7 @@ def _table(
             no_wrap=key not in wrap,
             ratio=(3 if key == "text" else 2) if len(flexible) > 1 and key in wrap else None,
             min_width=_longest_word(rows, key) if key in wrap else None,
+            max_width=(max_widths or {}).get(key),
         )
     for row in rows:
         table.add_row(*(Text(str(row.get(key, ""))) for key, _, _ in columns))
@@ -490,7 +510,8 @@ def methods_sentence(results: dict[str, Any]) -> str:
         "standard error under the null (Fleiss, Nee & Landis, 1979); Krippendorff's alpha for "
         "nominal data (Krippendorff, 2011); Gwet's AC1 (Gwet, 2008); percent agreement; "
         "per-category kappas (Fleiss, 1971); and Cohen's kappa for every pair of coders "
-        "(Cohen, 1960) with asymptotic confidence intervals (Fleiss, Cohen & Everitt, 1969). "
+        "(Cohen, 1960) with asymptotic confidence intervals (Fleiss, Cohen & Everitt, 1969) "
+        "clipped to kappa's range [-1, 1]. "
         "Kappa values are described with the bands of Landis and Koch (1977). Fleiss' kappa "
         "uses the items every coder answered; the other figures use every item with two or "
         "more answers."
@@ -561,7 +582,7 @@ def render_markdown(results: dict[str, Any]) -> None:
             columns = [("pair", "Coders"), ("items", "Items"), ("kappa", "Cohen's kappa"),
                        ("ci", level), ("agree", "Agreement"), ("band", "Band")]  # fmt: skip
             out.append(_md(pairs, columns))
-        out += _left_out_lines(q, bullet="- ")
+        out += _left_out_lines(q, bullet="  - ", head="- ")  # a list item per figure
         out.append("")
     out.append("References")
     out.append("")
@@ -675,30 +696,41 @@ def csv_rows(results: dict[str, Any]) -> list[dict[str, Any]]:
 # -- disagreements ----------------------------------------------------------------------------
 
 
-def render_disagreements(run: Any, fmt: OutputFormat) -> None:
+def render_disagreements(found: DisagreementList, fmt: OutputFormat) -> None:
     """Every item where the coders differ: its text and each coder's label."""
-    coders = list(run.selection.coders)
+    if fmt is OutputFormat.json:
+        console.print(to_json(found.to_dict()), markup=False, highlight=False, soft_wrap=True)
+        return
+    coders = list(found.selection.coders)
     if fmt is OutputFormat.csv:
         rows = [
-            {"question": q.question.id, **d.to_dict(), **{c: d.answers.get(c) for c in coders}}
-            for q in run.questions
-            for d in q.disagreements
+            {"question": q.id, **d.to_dict(), **{c: d.answers.get(c) for c in coders}}
+            for q, ds in found.questions
+            for d in ds
         ]
         columns = ["question", "item", "session", "seq", "text", *coders]
         console.print(csv_text(rows, columns), end="", markup=False, highlight=False,
                       soft_wrap=True)  # fmt: skip
         return
-    for q in run.questions:
-        title = f"Coders differ on {q.question.id}: {_items(len(q.disagreements))}"
+    sel = found.selection
+    where = f"sample '{sel.sample}'" if sel.sample else "every labelled item"
+    scope = f"Codebook {sel.codebook.name}, {where}, coders {', '.join(coders)}."
+    console.print(scope, markup=False, soft_wrap=True)
+    for q, ds in found.questions:
+        console.print()
+        title = (
+            f"Coders differ on {q.id}: {_items(len(ds))}"
+            if ds
+            else (f"Coders differ on {q.id}: no item.")
+        )
+        if not ds:
+            console.print(title, markup=False)
+            continue
         rows = [
-            {
-                "n": k + 1,
-                "item": d.item,
-                "text": d.text,
-                **{c: d.answers.get(c) or "-" for c in coders},
-            }
-            for k, d in enumerate(q.disagreements)
-        ]
+            {"n": k + 1, "item": d.item, "text": d.text,
+             **{c: d.answers.get(c) or "-" for c in coders}}
+            for k, d in enumerate(ds)
+        ]  # fmt: skip
         if fmt is OutputFormat.markdown:
             columns = [("n", "#"), ("item", "Item"), ("text", "Text"), *((c, c) for c in coders)]
             console.print(_md(rows, columns, title=title), markup=False, highlight=False,
@@ -708,10 +740,32 @@ def render_disagreements(run: Any, fmt: OutputFormat) -> None:
             r["item"] = short_id(r["item"])
         columns = [("n", "#", "right"), ("item", "Item", "left"), ("text", "Text", "left")]
         columns += [(c, c, "left") for c in coders]
-        console.print(_table(title, columns, rows, wrap=frozenset({"text", *coders})))
+        wrap = frozenset({"text", *coders})
+        widths = {c: _answer_width(rows, c) for c in coders}
+        console.print(_table(title, columns, rows, wrap, share=False, max_widths=widths))
+
+
+def _answer_width(rows: list[dict[str, Any]], coder: str) -> int:
+    """At most ANSWER_WIDTH (or the longest word): long answers wrap before the text."""
+    longest = max(len(str(r[coder])) for r in rows)
+    return max(len(coder), _longest_word(rows, coder), min(ANSWER_WIDTH, longest))
 
 
 # -- the commands -----------------------------------------------------------------------------
+
+
+def rerun(command: str, db: Any, **given: Any) -> str:
+    """The command as typed (options that differ from their defaults), for a hint to add
+    --codebook to: ``annotate agree --format markdown``."""
+    words = [command]
+    for key, value in given.items():
+        if value is None or value is False:
+            continue
+        flag = "--" + key.replace("_", "-")
+        words.append(flag if value is True else f"{flag} {shlex.quote(str(value))}")
+    if Path(db) != DEFAULT_DB_PATH:
+        words.append(f"--db {shlex.quote(str(db))}")
+    return " ".join(words)
 
 
 def agree_command(
@@ -720,17 +774,17 @@ def agree_command(
     coders: CodersOption = None,
     question: QuestionOption = None,
     fmt: FormatOption = OutputFormat.table,
-    ci: Annotated[float, typer.Option(help="Confidence level of the intervals.")] = 0.95,
+    ci: Annotated[float, typer.Option(help="Confidence level of the intervals.")] = DEFAULT_CI,
     n_boot: Annotated[
         int, typer.Option(help="Bootstrap resamples for the CI of Fleiss' kappa.")
-    ] = 1000,
+    ] = DEFAULT_N_BOOT,
     seed: Annotated[int, typer.Option(help="Seed of the bootstrap.")] = 0,
     disagreements: Annotated[
         bool,
         typer.Option(
             "--disagreements",
-            help="Also list every item where the coders differ, with its text and each "
-            "coder's label (with --format csv: only that list).",
+            help="Instead of the figures, list every item where the coders differ, with its "
+            "text and each coder's label (no run is stored).",
         ),
     ] = False,
     run: Annotated[
@@ -751,9 +805,10 @@ def agree_command(
 
     Yes/no questions with reasons (mental_model Q4) also get the reasons' MASI alpha and a
     kappa per reason. Every run is stored with the ids and a hash of the exact labels used;
-    its id is printed.
+    its id is printed. The same labels with the same settings again store nothing new: the
+    output says "same as run N".
     """
-    from annotate.agreement_data import agree, stored_run
+    from annotate.agreement_data import agree, list_disagreements, select, stored_run
 
     with open_store(db) as store:
         if runs:
@@ -768,6 +823,26 @@ def agree_command(
                 fmt,
             )
             return
+        command = rerun(
+            "annotate agree",
+            db,
+            sample=sample,
+            coders=coders,
+            question=question,
+            format=fmt.value if fmt is not OutputFormat.table else None,
+            ci=ci if ci != DEFAULT_CI else None,
+            n_boot=n_boot if n_boot != DEFAULT_N_BOOT else None,
+            seed=seed or None,
+            disagreements=disagreements,
+        )
+        if disagreements:
+            selection = select(
+                store, codebook=codebook, sample=sample, coders=split_list(coders) or None,
+                question=question, command=command,
+            )  # fmt: skip
+            _defaults(selection.defaults, fmt)
+            render_disagreements(list_disagreements(store, selection), fmt)
+            return
         result = agree(
             store,
             codebook=codebook,
@@ -777,24 +852,26 @@ def agree_command(
             ci=ci,
             n_boot=n_boot,
             seed=seed,
-            disagreements=disagreements,
+            command=command,
         )
-        if result.selection.defaults and fmt is OutputFormat.table:
-            err_console.print(
-                "defaults: " + "; ".join(result.selection.defaults), markup=False, soft_wrap=True
-            )
-        if disagreements and fmt is OutputFormat.csv:
-            render_disagreements(result, fmt)
-        else:
-            _render(result.to_dict(), fmt)
-            if disagreements and fmt is not OutputFormat.json:
-                console.print()
-                render_disagreements(result, fmt)
+        _defaults(result.selection.defaults, fmt)
+        _render(result.to_dict(), fmt)
+    done = (
+        f"same as run {result.run_id}, nothing new stored"
+        if result.same_as_stored
+        else f"run {result.run_id} stored"
+    )
     _run_line(
-        f"run {result.run_id} stored: {result.n_labels} labels, sha256 "
-        f"{result.labels_hash[:12]} (`annotate agree --run {result.run_id}` shows it).",
+        f"{done}: {result.n_labels} labels, sha256 {result.labels_hash[:12]} "
+        f"(`annotate agree --run {result.run_id}` shows it).",
         fmt,
     )
+
+
+def _defaults(defaults: Sequence[str], fmt: OutputFormat) -> None:
+    """How the defaults were chosen, on stderr (table output only)."""
+    if defaults and fmt is OutputFormat.table:
+        err_console.print("defaults: " + "; ".join(defaults), markup=False, soft_wrap=True)
 
 
 def _render(results: dict[str, Any], fmt: OutputFormat) -> None:
@@ -890,6 +967,15 @@ def adjudicate_command(
             coders=split_list(coders) or None,
             question=question,
             purpose="adjudication",
+            command=rerun(
+                "annotate adjudicate",
+                db,
+                sample=sample,
+                coders=coders,
+                question=question,
+                adjudicator=adjudicator,
+                majority_only=majority_only,
+            ),
         )
         plan = plan_gold(store, selection)
         written = write_majority(store, plan, name)

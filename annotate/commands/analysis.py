@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -19,6 +19,9 @@ from annotate.commands.common import (
 )
 from annotate.commands.stats_table import stats_columns, stats_table, stats_wide
 from annotate.render import Col, OutputFormat, print_rows, to_json
+
+if TYPE_CHECKING:
+    from annotate.analysis.session_split import SessionSplitResult
 
 SplitOption = Annotated[
     str | None,
@@ -119,16 +122,26 @@ def split_sessions_command(
         typer.Option(help="Score every subset when a group has at most this many; else search."),
     ] = MAX_EXHAUSTIVE,
     replace: Annotated[bool, typer.Option(help="Overwrite a split of the same name.")] = False,
+    small_groups: Annotated[
+        str,
+        typer.Option(
+            help="A group with --test or fewer sessions (e.g. the sessions without a "
+            "condition, '-') cannot be split: 'refuse' stops and names them; 'train' puts "
+            "their sessions in train and says so."
+        ),
+    ] = "refuse",
     fmt: FormatOption = OutputFormat.table,
     db: DbOption = DEFAULT_DB_PATH,
 ) -> None:
     """Split sessions into train and test, no session in both, matched in distribution.
 
     Within each condition, the test sessions are those whose feature means and SDs best
-    match the rest (the README gives the objective). Stored by name for stats, report and
-    export.
+    match the rest (the README gives the objective). A group whose sessions do not differ
+    in any feature has nothing to match: it gets a seeded random split, and the output says
+    so. Stored by name for stats, report and export.
     """
     from annotate.analysis.session_split import split_sessions  # numpy, pandas: when needed
+    from annotate.commands.agree import short_id
 
     with open_store(db) as store:
         result = split_sessions(
@@ -140,29 +153,53 @@ def split_sessions_command(
             codebooks=split_list(codebooks),
             coders=split_list(coders) or None,
             replace=replace,
+            small_groups=small_groups,
             max_exhaustive=max_exhaustive,
         )
     if fmt is OutputFormat.json:
         console.print(to_json(result.to_dict()), markup=False, soft_wrap=True)
         return
+    shown = short_id if fmt is OutputFormat.table else str
     rows = [
-        g.to_dict() | {"group": g.group or "all", "test": ", ".join(g.test)} for g in result.groups
+        g.to_dict()
+        | {
+            "group": g.group or "all",
+            "test": ", ".join(shown(t) for t in g.test),
+            "random": g.random_objective,
+        }
+        for g in result.groups
     ]
+    columns = ["group", "sessions", "test", "method", "n_subsets", "objective"]
     print_rows(
         console,
         rows,
-        ["group", "sessions", "test", "method", "n_subsets", "objective", "random_objective"],
+        [*columns, "random_objective" if fmt is OutputFormat.csv else "random"],
         fmt,
         title=f"Session split '{result.name}' ({len(result.features)} features)",
     )
     if fmt is OutputFormat.csv:
         return
+    for line in split_notes(result):
+        console.print(line, markup=False, soft_wrap=True)
     console.print(
         f"split '{result.name}' stored: objective {result.objective:.4f} "
         f"(a random split: {result.random_objective:.4f}; seed {result.seed}).",
         markup=False,
         soft_wrap=True,
     )
+
+
+def split_notes(result: SessionSplitResult) -> list[str]:
+    """What is not a matched split: groups put in train whole, groups split at random."""
+    from annotate.analysis.session_split import group_name, group_size
+
+    lines = [
+        f"{group_size(u.group, len(u.sessions))}: too few for --test {result.n_test}, all "
+        "in train (--small-groups train)."
+        for u in result.unsplit
+    ]
+    lines += [f"{group_name(g.group)}: {g.note}." for g in result.groups if g.note]
+    return lines
 
 
 def merge_command(

@@ -19,7 +19,8 @@ def code_command(
         typer.Option(
             help="Your coder name. The same name resumes at your first item neither coded "
             "nor skipped. A name the file has no labels from is refused with the list of "
-            "its coders, unless you pass --new-coder (or the file has no coder yet). 'gold' "
+            "its coders, unless you pass --new-coder (or the file has no coder yet; a corpus "
+            "coding brought with `import --labels-as` does not count). 'gold' "
             "and 'llm:...' are reserved, and a name that differs from an existing coder "
             "only in case is refused.",
         ),

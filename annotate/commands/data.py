@@ -132,8 +132,9 @@ def export_command(
         ExportWhat,
         typer.Option(
             help="Which table: actions; labels joined with their actions; gold labels; or "
-            "llm, every item an LLM run coded with its raw reply, tokens, latency and the "
-            "run's model, prompt hash and shots."
+            "llm, every item an LLM run coded (once per run; not again for a run that took "
+            "its reply from an earlier run's cache) with its raw reply, tokens, latency and "
+            "the run's model, prompt hash and shots."
         ),
     ] = ExportWhat.labels,
     fmt: Annotated[ExportFormat, typer.Option("--format", help="File format.")] = ExportFormat.csv,

@@ -10,7 +10,7 @@ from annotate.store.agreement_runs import AgreementRunsMixin
 from annotate.store.analysis import AnalysisMixin
 from annotate.store.base import DEFAULT_DB, StoreBase, default_db_path
 from annotate.store.codebooks import CodebooksMixin
-from annotate.store.labels import LabelsMixin, LabelWrite
+from annotate.store.labels import CORPUS_SOURCE, LabelsMixin, LabelWrite
 from annotate.store.llm import LLMStoreMixin
 from annotate.store.samples import SamplesMixin
 
@@ -28,4 +28,4 @@ class Store(
     """An open project file. ``Store(path)`` creates or upgrades it."""
 
 
-__all__ = ["DEFAULT_DB", "LabelWrite", "Store", "default_db_path"]
+__all__ = ["CORPUS_SOURCE", "DEFAULT_DB", "LabelWrite", "Store", "default_db_path"]

@@ -84,19 +84,48 @@ class AgreementRunsMixin(StoreBase):
         return [r[0] for r in self.conn.execute("SELECT DISTINCT name FROM codebooks ORDER BY 1")]
 
     def coders_with_answers(
-        self, codebook: str, action_ids: Sequence[str] | None = None
+        self,
+        codebook: str,
+        action_ids: Sequence[str] | None = None,
+        question: str | None = None,
     ) -> dict[str, int]:
-        """Coder -> answered labels of ``codebook`` (on ``action_ids`` when given)."""
+        """Coder -> answered labels of ``codebook`` (on ``action_ids``, of ``question``
+        when given)."""
         sql = (
             "SELECT coder, count(*) FROM labels WHERE codebook = ? "
             "AND (value IS NOT NULL OR codes IS NOT NULL)"
         )
+        params: tuple[str, ...] = (codebook,)
+        if question is not None:
+            sql += " AND question = ?"
+            params += (question,)
         if action_ids is not None:
             sql += " AND " + self._agree_items(action_ids)
         return {
-            r[0]: r[1]
-            for r in self.conn.execute(sql + " GROUP BY coder ORDER BY coder", (codebook,))
+            r[0]: r[1] for r in self.conn.execute(sql + " GROUP BY coder ORDER BY coder", params)
         }
+
+    def shared_items(
+        self,
+        codebook: str,
+        coders: Sequence[str],
+        action_ids: Sequence[str] | None = None,
+        question: str | None = None,
+    ) -> int:
+        """Items of ``codebook`` answered by two or more of ``coders``."""
+        marks = ",".join("?" * len(coders))
+        sql = (
+            f"SELECT action_id FROM labels WHERE codebook = ? AND coder IN ({marks}) "
+            "AND (value IS NOT NULL OR codes IS NOT NULL)"
+        )
+        params: tuple[str, ...] = (codebook, *coders)
+        if question is not None:
+            sql += " AND question = ?"
+            params += (question,)
+        if action_ids is not None:
+            sql += " AND " + self._agree_items(action_ids)
+        sql += " GROUP BY action_id HAVING count(DISTINCT coder) >= 2"
+        return self.conn.execute(f"SELECT count(*) FROM ({sql})", params).fetchone()[0]
 
     def label_ids(
         self,
@@ -149,6 +178,35 @@ class AgreementRunsMixin(StoreBase):
                 ((run_id, i, digests.get(i)) for i in run.label_ids),
             )
         return run_id
+
+    def same_agreement_run(self, run: AgreementRunRecord) -> int | None:
+        """The newest stored run with the same inputs, settings, version and labels (ids
+        and content hash), so its results are this run's; None when there is none."""
+        rows = self.conn.execute(
+            "SELECT id FROM agreement_runs WHERE codebook = ? AND codebook_hash = ? "
+            "AND sample IS ? AND sample_hash IS ? AND coders = ? AND questions = ? "
+            "AND labels_hash = ? AND settings = ? AND annotate_version = ? ORDER BY id DESC",
+            (
+                run.codebook,
+                run.codebook_hash,
+                run.sample,
+                run.sample_hash,
+                dumps(list(run.coders)),
+                dumps(list(run.questions)),
+                run.labels_hash,
+                dumps(run.settings),
+                run.annotate_version,
+            ),
+        ).fetchall()
+        wanted = sorted(run.label_ids)
+        for (run_id,) in rows:
+            ids = self.conn.execute(
+                "SELECT label_id FROM agreement_run_labels WHERE run_id = ? ORDER BY label_id",
+                (run_id,),
+            ).fetchall()
+            if [i for (i,) in ids] == wanted:
+                return int(run_id)
+        return None
 
     def agreement_run(self, run_id: int) -> dict[str, Any]:
         row = self.conn.execute("SELECT * FROM agreement_runs WHERE id = ?", (run_id,)).fetchone()

@@ -13,6 +13,9 @@ from annotate.store.base import StoreBase, dumps, now
 if TYPE_CHECKING:
     import pandas as pd
 
+CORPUS_SOURCE = "corpus"
+"""The source of labels that came with a corpus (``annotate import --labels-as``)."""
+
 LABEL_COLUMNS = (
     "action_id",
     "codebook",
@@ -294,6 +297,17 @@ class LabelsMixin(StoreBase):
             sql += " AND codebook = ?"
             params = (codebook,)
         return [r[0] for r in self.conn.execute(sql + " ORDER BY coder", params)]
+
+    def corpus_coders(self) -> list[str]:
+        """Coders whose every label came with a corpus (``import --labels-as``)."""
+        return [
+            r[0]
+            for r in self.conn.execute(
+                "SELECT coder FROM labels GROUP BY coder HAVING sum(source IS NOT ?) = 0 "
+                "ORDER BY coder",
+                (CORPUS_SOURCE,),
+            )
+        ]
 
     def labelled_codebooks(self) -> list[str]:
         return [r[0] for r in self.conn.execute("SELECT DISTINCT codebook FROM labels ORDER BY 1")]

@@ -401,17 +401,25 @@ class LLMStoreMixin(StoreBase):
         return out
 
     def llm_item_rows(self, codebook: str | None = None) -> list[dict[str, Any]]:
-        """Every coded item of every run with the run's provenance (the ``llm`` export)."""
+        """Every coded item of every run with the run's provenance (the ``llm`` export).
+
+        A run that took an item's replies from the cache of an earlier run's requests (the
+        same command run again, or validation repeated before labelling) did not label it
+        again: that copy is left out, and the earlier run's row stands for it.
+        """
         sql = (
             "SELECT i.run_id, r.coder, r.model, r.endpoint_host, r.codebook, r.codebook_hash, "
             "r.prompt_hash, r.shot_ids, r.temperature, r.votes, i.phase, i.action_id, "
             "i.valid, i.answer, i.error, i.confidence, i.raw_replies, i.tokens_in, "
             "i.tokens_out, i.latency_s, i.cached, i.created_at "
-            "FROM llm_items i JOIN llm_runs r ON r.id = i.run_id"
+            "FROM llm_items i JOIN llm_runs r ON r.id = i.run_id "
+            "WHERE NOT (i.cached AND EXISTS (SELECT 1 FROM llm_items e WHERE "
+            "e.action_id = i.action_id AND e.request_hashes = i.request_hashes "
+            "AND e.run_id < i.run_id))"
         )
         params: tuple[Any, ...] = ()
         if codebook:
-            sql += " WHERE r.codebook = ?"
+            sql += " AND r.codebook = ?"
             params = (codebook,)
         rows = self.conn.execute(sql + " ORDER BY i.run_id, i.phase, i.action_id", params)
         return [dict(r) for r in rows]
