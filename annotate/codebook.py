@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from annotate.errors import CodebookError
 
@@ -73,6 +73,32 @@ class Question(_Strict):
     yes_key: str = Field(default="y", min_length=1, max_length=1)
     no_key: str = Field(default="n", min_length=1, max_length=1)
     applies_to: list[str] | None = None
+    level: Literal["nominal", "ordinal", "interval", "ratio"] = "nominal"
+    """Level of measurement of a single-choice question: the options' order gives the
+    ordinal ranks; interval and ratio read the codes as numbers. Krippendorff's alpha uses
+    it, and pairwise weighted kappas are added when it is not nominal."""
+
+    @model_validator(mode="after")
+    def _level_fits(self) -> Question:
+        if self.level == "nominal":
+            return self
+        if self.kind != "single":
+            raise ValueError(f"level {self.level} needs kind single (got {self.kind})")
+        if self.allow_other:
+            raise ValueError(f"level {self.level}: 'other' has no rank; remove allow_other")
+        if self.level in {"interval", "ratio"}:
+            for o in self.options:
+                try:
+                    number = float(o.code)
+                except ValueError:
+                    number = None
+                if number is None or (self.level == "ratio" and number < 0):
+                    what = "a non-negative number" if self.level == "ratio" else "a number"
+                    raise ValueError(
+                        f"level {self.level}: option code '{o.code}' is not {what} "
+                        "(use level ordinal for ranked codes)"
+                    )
+        return self
 
     @property
     def codes(self) -> list[str]:
@@ -107,7 +133,11 @@ class Codebook(_Strict):
 
     @property
     def version_hash(self) -> str:
-        canonical = json.dumps(self.model_dump(mode="json"), sort_keys=True)
+        data = self.model_dump(mode="json")
+        for q in data["questions"]:  # nominal is the default: older hashes stay the same
+            if q.get("level") == "nominal":
+                del q["level"]
+        canonical = json.dumps(data, sort_keys=True)
         return hashlib.sha256(canonical.encode()).hexdigest()[:12]
 
     def question(self, question_id: str) -> Question:
