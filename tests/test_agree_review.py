@@ -170,3 +170,28 @@ def test_nominal_is_the_default_and_keeps_every_hash():
     nominal = parse_codebook(CONFIDENCE.format(level="nominal", a="l", b="m", c="h"), "c.yaml")
     assert ordinal.version_hash != nominal.version_hash
     assert ordinal.questions[0].level == "ordinal"
+
+
+def test_a_code_used_only_on_items_left_out_says_so(cli, db_path, tmp_path):
+    """Three coders; one of them also rated a 13th item, with a code used nowhere else."""
+    assert cli("import", str(DEMO)).exit_code == 0
+    with Store(db_path) as s:
+        items = [r["id"] for r in s.action_rows()][:13]
+    rows = ["action_id,coder,value"]
+    for k, item in enumerate(items[:12]):
+        for coder in ("x", "y", "z"):
+            rows.append(f"{item},{coder},{'Initiate' if (k + len(coder)) % 3 else 'Continue'}")
+    rows.append(f"{items[12]},x,Cancel")
+    path = tmp_path / "three.csv"
+    path.write_text("\n".join(rows) + "\n")
+    assert cli("import-labels", str(path), "--codebook", "traum").exit_code == 0
+    value = json.loads(cli("agree", "-f", "json").stdout)["results"][0]["value"]
+    per = {c["category"]: c for c in value["fleiss"]["per_category"]}
+    assert per["Cancel"]["undefined_reason"] == (
+        "Category 'Cancel' was used only on items left out (not rated by every coder), so "
+        "its kappa is undefined."
+    )
+    assert per["Repair"]["undefined_reason"] == (
+        "Category 'Repair' was never used, so its kappa is undefined."
+    )
+    assert "used only on items left out" in cli("agree").stdout
