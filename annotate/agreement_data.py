@@ -893,13 +893,17 @@ def agree(
     n_boot: int = DEFAULT_N_BOOT,
     seed: int = DEFAULT_SEED,
     command: str = "annotate agree",
+    save: bool = True,
     ci_method: str = DEFAULT_CI_METHOD,
 ) -> AgreementRun:
-    """`annotate agree` in one call: resolve the inputs, measure, store the run."""
+    """`annotate agree` in one call: resolve the inputs, measure, store the run (unless
+    ``save`` is False)."""
     selection = select(
         store, codebook=codebook, sample=sample, coders=coders, question=question, command=command
     )
-    return run_agreement(store, selection, ci=ci, n_boot=n_boot, seed=seed, ci_method=ci_method)
+    return run_agreement(
+        store, selection, ci=ci, n_boot=n_boot, seed=seed, save=save, ci_method=ci_method
+    )
 
 
 @dataclass(frozen=True)

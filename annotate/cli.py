@@ -48,7 +48,8 @@ app = typer.Typer(
     name="annotate",
     help="Code collaboration logs with codebooks, measure inter-coder agreement, and let a "
     "validated LLM code the rest. Everything is kept in one SQLite file (--db, default "
-    "./annotate.db, or ANNOTATE_DB).",
+    "./annotate.db, or ANNOTATE_DB). A command that has to wait while another process writes "
+    "the file says so and waits up to ANNOTATE_LOCK_WAIT seconds (default 120).",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     add_completion=False,

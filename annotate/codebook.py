@@ -23,11 +23,18 @@ import importlib.util
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
-import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    model_validator,
+)
 
+from annotate.codebook_yaml import check_size, load_yaml
 from annotate.errors import CodebookError
 
 OTHER = "other"
@@ -48,6 +55,19 @@ def _builtin_dir() -> Path:
 BUILTIN_DIR = _builtin_dir()
 
 
+def _shortcut_key(key: str) -> str:
+    """A one-key shortcut must be a character the coding screen does not bind itself."""
+    if not key.isprintable() or key.isspace():
+        raise ValueError(
+            f"{key!r} cannot be a shortcut: space, Tab, Enter, Esc, Backspace and other "
+            "control keys are the coding screen's own (use a letter, digit or sign)"
+        )
+    return key
+
+
+ShortcutKey = Annotated[str, Field(min_length=1, max_length=1), AfterValidator(_shortcut_key)]
+
+
 class _Strict(BaseModel):
     # coerce_numbers_to_str: `key: 1` and `version: 1.0` in YAML mean the strings
     model_config = ConfigDict(extra="forbid", frozen=True, coerce_numbers_to_str=True)
@@ -56,7 +76,7 @@ class _Strict(BaseModel):
 class Option(_Strict):
     code: str = Field(min_length=1, pattern=r"^[A-Za-z0-9_\-]+$")
     label: str = Field(min_length=1)
-    key: str = Field(min_length=1, max_length=1)
+    key: ShortcutKey
     definition: str = ""
     examples: list[str] = []
     counterexamples: list[str] = []
@@ -69,9 +89,9 @@ class Question(_Strict):
     options: list[Option] = Field(min_length=1)
     allow_other: bool = False
     """Offer "Other" (with free text). Opt-in: the codes are the options unless declared."""
-    other_key: str = Field(default="o", min_length=1, max_length=1)
-    yes_key: str = Field(default="y", min_length=1, max_length=1)
-    no_key: str = Field(default="n", min_length=1, max_length=1)
+    other_key: ShortcutKey = "o"
+    yes_key: ShortcutKey = "y"
+    no_key: ShortcutKey = "n"
     applies_to: list[str] | None = None
     level: Literal["nominal", "ordinal", "interval", "ratio"] = "nominal"
     """Level of measurement of a single-choice question: the options' order gives the
@@ -265,21 +285,6 @@ def _semantic_problems(cb: Codebook) -> list[str]:
     return problems
 
 
-class _UniqueKeyLoader(yaml.SafeLoader):
-    """A safe loader that refuses a mapping with the same key twice (PyYAML keeps the last)."""
-
-    def construct_mapping(self, node, deep=False):  # type: ignore[no-untyped-def]
-        seen: set[object] = set()
-        for key_node, _ in node.value:
-            key = self.construct_object(key_node, deep=deep)
-            if key in seen:
-                raise yaml.constructor.ConstructorError(
-                    None, None, f"key '{key}' appears twice", key_node.start_mark
-                )
-            seen.add(key)
-        return super().construct_mapping(node, deep=deep)
-
-
 def _declare_other_by_default(data: dict) -> None:
     """The old default: a question that does not say ``allow_other`` offers Other."""
     questions = data.get("questions")
@@ -296,14 +301,7 @@ def parse_codebook(text: str, source: str, *, other_by_default: bool = False) ->
     meaning, their codes and their version hash.
     """
     label = Path(source).name
-    try:
-        data = yaml.load(text, Loader=_UniqueKeyLoader)  # a SafeLoader subclass
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f":{mark.line + 1}" if mark else ""
-        raise CodebookError(
-            f"{label}{where}: not valid YAML ({getattr(exc, 'problem', exc)})"
-        ) from exc
+    data = load_yaml(text, label)
     if not isinstance(data, dict):
         raise CodebookError(f"{label}: a codebook must be a mapping with name, title, questions")
     if other_by_default:
@@ -321,6 +319,7 @@ def parse_codebook(text: str, source: str, *, other_by_default: bool = False) ->
 
 def load_codebook_file(path: Path) -> LoadedCodebook:
     try:
+        check_size(path.stat().st_size, path.name)  # before reading a huge file whole
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise CodebookError(f"{path}: cannot read ({exc.strerror})") from exc

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from annotate.errors import NotFoundError, UsageError
+from annotate.output import write_data
 from annotate.store import Store
 
 if TYPE_CHECKING:  # pandas loads with the first table: the CLI imports this module to start
@@ -148,27 +150,71 @@ def build(store: Store, what: ExportWhat, **filters: object) -> pd.DataFrame:
     return frame
 
 
-def write(frame: pd.DataFrame, fmt: ExportFormat, out: Path | None) -> str | None:
-    """Write to ``out``; without it, return the text (parquet needs a file).
+ROWS_PER_CHUNK = 20_000
+FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def safe_cell(value: object) -> object:
+    """A text cell a spreadsheet would run as a formula (``=``, ``+``, ``-``, ``@``, tab,
+    carriage return first), prefixed with ``'`` so that it is shown as text (OWASP)."""
+    if isinstance(value, str) and value.startswith(FORMULA_START):
+        return "'" + value
+    return value
+
+
+def _safe_frame(frame: pd.DataFrame) -> pd.DataFrame:
+    """Text columns only: a number such as -1 is a value, not a formula."""
+    text = [c for c in frame.columns if frame[c].dtype.kind == "O"]
+    if not text:
+        return frame
+    frame = frame.copy()
+    for c in text:
+        frame[c] = frame[c].map(safe_cell)
+    return frame
+
+
+def chunks(frame: pd.DataFrame, fmt: ExportFormat, *, safe_csv: bool = True) -> Iterator[str]:
+    """The CSV or JSON-lines text of ``frame``, in pieces of rows (the same bytes as one
+    piece, without holding them all)."""
+    if fmt is ExportFormat.csv and len(frame) == 0:
+        yield frame.to_csv(index=False)
+        return
+    for start in range(0, len(frame), ROWS_PER_CHUNK):
+        part = frame.iloc[start : start + ROWS_PER_CHUNK]
+        if fmt is ExportFormat.csv:
+            yield (_safe_frame(part) if safe_csv else part).to_csv(index=False, header=start == 0)
+        else:
+            yield part.to_json(orient="records", lines=True, force_ascii=False)
+
+
+def write(
+    frame: pd.DataFrame, fmt: ExportFormat, out: Path | None, *, safe_csv: bool = True
+) -> None:
+    """Write to ``out``, or to standard output through the one writer (a failed write is an
+    error, exit 1; in a file or pipe every byte of the content is kept, escape sequences
+    included; on a terminal they are shown escaped).
 
     The file is written beside ``out`` and renamed into place, so a failed export never
     leaves a half-written file where an earlier one was."""
     if fmt is ExportFormat.parquet and out is None:
         raise UsageError("--format parquet needs --out FILE")
     if out is None:
-        return _text(frame, fmt)
+        for piece in chunks(frame, fmt, safe_csv=safe_csv):
+            write_data(piece)
+        return
     partial = out.with_name(f".{out.name}.partial")
     try:
         if fmt is ExportFormat.parquet:
             frame.to_parquet(partial, index=False)
         else:
-            partial.write_text(_text(frame, fmt), encoding="utf-8")
+            with partial.open("w", encoding="utf-8", newline="") as f:
+                for piece in chunks(frame, fmt, safe_csv=safe_csv):
+                    f.write(piece)
         partial.replace(out)
     except OSError as exc:
         raise UsageError(f"--out {out}: cannot write ({exc.strerror or exc})") from None
     finally:
         partial.unlink(missing_ok=True)  # gone after the rename; a failed write's leftovers
-    return None
 
 
 def check_out(out: Path | None) -> None:
@@ -177,9 +223,3 @@ def check_out(out: Path | None) -> None:
         raise UsageError(f"--out {out}: folder {out.parent} does not exist")
     if out is not None and out.is_dir():
         raise UsageError(f"--out {out}: is a folder; give a file name")
-
-
-def _text(frame: pd.DataFrame, fmt: ExportFormat) -> str:
-    if fmt is ExportFormat.csv:
-        return frame.to_csv(index=False)
-    return frame.to_json(orient="records", lines=True, force_ascii=False)

@@ -9,7 +9,6 @@ Any other column is an error (a misspelt ``other_text`` would otherwise lose its
 from __future__ import annotations
 
 import csv
-import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,6 +16,9 @@ from typing import Any
 
 from annotate.codebook import Answer, LoadedCodebook
 from annotate.errors import AnnotateError, ImportFormatError
+from annotate.importers import fields
+from annotate.importers.encoding import not_utf8
+from annotate.label_overwrites import ImportPlan, plan_import, refuse_overwrites
 from annotate.store import LabelWrite, Store
 
 COLUMNS = ("action_id", "coder", "question", "value", "other_text", "codes", "note")
@@ -26,8 +28,18 @@ COLUMNS = ("action_id", "coder", "question", "value", "other_text", "codes", "no
 class LabelImportResult:
     path: Path
     rows: int
-    changed: int
+    plan: ImportPlan
     coders: list[str]
+
+    def summary(self) -> str:
+        p = self.plan
+        parts = [f"{p.new} new", f"{len(p.answers)} answers replaced"]
+        if p.gold:
+            parts.append(f"{len(p.gold)} gold labels replaced")
+        if p.notes:
+            parts.append(f"{p.notes} notes replaced")
+        parts.append(f"{p.unchanged} unchanged")
+        return f"{self.rows} labels read: " + ", ".join(parts)
 
 
 def _unknown_columns(where: str, names: list[str]) -> ImportFormatError | None:
@@ -72,9 +84,9 @@ def _jsonl_rows(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
             if not line.strip():
                 continue
             try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise ImportFormatError(f"{path}:{lineno}: not valid JSON ({exc.msg})") from exc
+                obj = fields.json_line(line)
+            except ValueError as exc:
+                raise ImportFormatError(f"{path}:{lineno}: {exc}") from None
             if not isinstance(obj, dict):
                 raise ImportFormatError(f"{path}:{lineno}: expected a JSON object")
             if error := _unknown_columns(f"{path}:{lineno}", list(obj)):
@@ -86,11 +98,8 @@ def _rows(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
     rows = _csv_rows(path) if path.suffix.lower() == ".csv" else _jsonl_rows(path)
     try:
         yield from rows
-    except UnicodeDecodeError as exc:
-        raise ImportFormatError(
-            f"{path}: not UTF-8 text (byte {exc.object[exc.start]:#04x} at offset {exc.start})",
-            hint="save the file as UTF-8 (in Excel: CSV UTF-8)",
-        ) from None
+    except UnicodeDecodeError:
+        raise not_utf8(path) from None
 
 
 def _codes(raw: Any) -> tuple[str, ...]:
@@ -103,6 +112,10 @@ def _codes(raw: Any) -> tuple[str, ...]:
 
 def _write(where: str, row: dict[str, Any], loaded: LoadedCodebook) -> LabelWrite:
     cb = loaded.codebook
+    try:  # every column but codes (a list or ';'-separated text) is text
+        row = {k: v if k == "codes" else fields.text(v, k) for k, v in row.items()}
+    except ValueError as exc:
+        raise ImportFormatError(f"{where}: {exc}") from None
     for column in ("action_id", "coder", "value"):
         if row.get(column) in (None, "") and not (column == "value" and row.get("codes")):
             raise ImportFormatError(f"{where}: missing field '{column}'")
@@ -163,8 +176,18 @@ def _check_against_store(
                 )
 
 
-def import_labels(store: Store, path: Path, loaded: LoadedCodebook) -> LabelImportResult:
-    """Check every row, then store them all in one transaction (or none)."""
+def import_labels(
+    store: Store,
+    path: Path,
+    loaded: LoadedCodebook,
+    *,
+    replace: bool = False,
+    replace_gold: bool = False,
+) -> LabelImportResult:
+    """Check every row, then store them all in one transaction (or none).
+
+    A row that would change a stored answer is refused unless ``replace`` (a gold label:
+    ``replace_gold``), see :mod:`annotate.label_overwrites`."""
     cb = loaded.codebook
     if not path.is_file():
         raise ImportFormatError(f"{path}: no such file")
@@ -188,6 +211,8 @@ def import_labels(store: Store, path: Path, loaded: LoadedCodebook) -> LabelImpo
         raise ImportFormatError(f"{path}: no label rows")
     _check_against_store(path, store, loaded, writes)
     with store.transaction():
+        plan = plan_import(store, cb, writes)  # read and written in one transaction
+        refuse_overwrites(path, plan, replace=replace, replace_gold=replace_gold)
         store.register_codebook(loaded)
-        changed = store.save_answers(cb, list(writes.values()))
-    return LabelImportResult(path, len(writes), changed, sorted({w.coder for w in writes.values()}))
+        store.save_answers(cb, list(writes.values()))
+    return LabelImportResult(path, len(writes), plan, sorted({w.coder for w in writes.values()}))

@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from annotate.errors import UsageError
+from annotate.seeds import check_seed
 
 
 def allocate(sizes: dict[tuple[Any, ...], int], n: int) -> dict[tuple[Any, ...], int]:
@@ -35,6 +36,7 @@ def draw_sample(
     """
     if n <= 0:
         raise UsageError("--n must be at least 1")
+    check_seed(seed)
     if n > len(rows):
         raise UsageError(
             f"--n {n} is more than the {len(rows)} actions that match",

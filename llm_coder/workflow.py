@@ -16,11 +16,12 @@ import asyncio
 import json
 import time
 from collections.abc import Callable, Iterator, Sequence
+from contextlib import suppress
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from annotate.codebook import Answer, Codebook, LoadedCodebook
-from annotate.errors import AnnotateError, UsageError
+from annotate.errors import AnnotateError, StoreError, UsageError
 from annotate.models import Action
 from annotate.store.base import now
 from llm_coder.calls import Caller, CallStats, FormatFallback, MemoryCache, RetryPolicy
@@ -542,12 +543,13 @@ class LabelJob:
         def flush() -> None:
             # items and the run's spend move together: a killed run still shows what it paid
             nonlocal last_flush
-            if pending:
-                self.store.save_llm_items(
-                    run_id, phase, self.codebook, self.coder, pending, provenance=provenance
-                )
+            if pending:  # patient: a failed wait would stop the replies in flight
+                with self.store.transaction(patient=True):
+                    self.store.save_llm_items(
+                        run_id, phase, self.codebook, self.coder, pending, provenance=provenance
+                    )
+                    self._record_stats(before, runner.caller.stats)
                 pending.clear()
-                self._record_stats(before, runner.caller.stats)
             last_flush = time.monotonic()
 
         def on_result(result: ItemResult) -> None:
@@ -571,9 +573,15 @@ class LabelJob:
         items: Iterator[Item] = (self.sessions.item(aid) for aid in ids)
         try:
             await runner.run(items, on_result, concurrency=self.options.concurrency)
-        finally:
+        except BaseException:
+            with suppress(StoreError):  # a full disk: the first error is the one to tell
+                flush()
+                self._record_stats(before, runner.caller.stats)
+            raise
+        else:
             flush()
             self._record_stats(before, runner.caller.stats)
+        finally:
             await client.close()
         stats = runner.caller.stats
         return PhaseResult(

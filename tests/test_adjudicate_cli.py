@@ -171,3 +171,30 @@ def test_adjudicate_errors(cli, demo) -> None:
     assert "error: adjudication needs at least 2 coders; got 1 (ana)" in r.stderr
     r = cli("adjudicate", "--codebook", "hcrc_moves", "--majority-only")
     assert "error: codebook 'hcrc_moves' has no labels in this file" in r.stderr
+
+
+def test_adjudicate_says_who_counts_and_names_a_coder_with_a_trial_label(
+    cli, demo, tmp_path
+) -> None:
+    r = cli("adjudicate", "--majority-only", "--adjudicator", "zoe", "--coders", "ana,ben,caro")
+    assert r.exit_code == 0, r.output
+    assert (
+        "majority: more than half of the 3 selected coders, i.e. 2 of 3 giving the same answer, "
+        "on every item whoever answered it; items answered: ana 343, ben 343, caro 343"
+    ) in r.stdout
+    assert "warning" not in r.stderr
+    three = int(r.stdout.split("majority gold for ")[1].split()[0])
+    first = pd.read_csv(REPO / "data" / "demo_labels.csv").iloc[0]
+    trial = tmp_path / "trial.csv"
+    trial.write_text(f"action_id,coder,value,other_text\n{first.action_id},dan,Initiate,\n")
+    assert cli("import-labels", str(trial), "--codebook", "traum").exit_code == 0
+    r = cli("adjudicate", "--majority-only", "--adjudicator", "zoe")
+    assert r.exit_code == 0, r.output
+    assert "i.e. 3 of 4 giving the same answer" in r.stdout and "dan 1" in r.stdout
+    four = int(r.stdout.split("majority gold for ")[1].split()[0])
+    assert four < three
+    assert r.stderr.strip() == (
+        "warning: dan (1) answered far fewer items than the others; counting this coder raises "
+        f"the majority to 3 of 4, and {three - four} cases that a majority of the others agree "
+        "on go to the adjudicator instead. To leave this coder out: --coders ana,ben,caro"
+    )

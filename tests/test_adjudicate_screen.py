@@ -167,4 +167,4 @@ def test_nothing_to_decide_opens_no_screen(cli, demo) -> None:
     r = cli("adjudicate", "--adjudicator", "zoe")
     assert r.exit_code == 0, r.output
     assert "0 to decide (ties and flagged); " in r.stdout
-    assert r.stdout.count("\n") == 1
+    assert r.stdout.count("\n") == 2 and r.stdout.startswith("majority: ")  # rule, summary

@@ -196,7 +196,8 @@ def test_adjudicate_chooses_the_same_way(cli, corpus, tmp_path) -> None:
     import_codings(cli, tmp_path, "traum", traum_rows(items, ["ana", "ben", "caro"]))
     r = cli("adjudicate", "--majority-only", "--adjudicator", "lead")
     assert r.exit_code == 0, r.output
-    assert r.stdout.startswith("traum, sample 'main', coders ana, ben, caro: majority gold")
+    assert r.stdout.startswith("majority: more than half of the 3 selected coders")
+    assert "\ntraum, sample 'main', coders ana, ben, caro: majority gold" in r.stdout
     with Store(corpus) as s:
         gold = s.query("SELECT DISTINCT codebook FROM labels WHERE coder = 'gold'")
     assert [tuple(g) for g in gold] == [("traum",)]

@@ -482,7 +482,7 @@ def test_a_stored_run_counts_labels_added_deleted_and_changed(cli, demo, tmp_pat
     other = next(c for c in TRAUM if c != before[ids[1]])
     path = tmp_path / "more.csv"
     path.write_text(f"action_id,coder,value\n{ids[0]},ana,Initiate\n{ids[1]},ben,{other}\n")
-    assert cli("import-labels", str(path), "--codebook", "traum").exit_code == 0
+    assert cli("import-labels", str(path), "--codebook", "traum", "--replace").exit_code == 0
     traum = find_codebook("traum").codebook
     with Store(demo) as s:
         s.conn.execute("DELETE FROM labels WHERE action_id = ? AND coder = 'caro'", (ids[2],))

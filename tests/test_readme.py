@@ -129,6 +129,22 @@ def write_codings_csv(work: Path) -> None:
                 w.writerow([aid, coder, "act", coder_answer(aid, coder, codes)])
 
 
+def write_fixes_csv(work: Path) -> None:
+    """ana's second thoughts on two of her traum answers."""
+    codes = [c for c in find_codebook("traum").codebook.questions[0].codes if c != "other"]
+    rows = query(
+        work / "annotate.db",
+        "SELECT action_id, value FROM labels WHERE coder = 'ana' AND question = 'act' "
+        "ORDER BY action_id LIMIT 2",
+    )
+    assert len(rows) == 2
+    with (work / "fixes.csv").open("w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["action_id", "coder", "question", "value"])
+        for aid, value in rows:
+            w.writerow([aid, "ana", "act", codes[(codes.index(value) + 1) % len(codes)]])
+
+
 def write_survey_csv(work: Path) -> None:
     """Three coders' mental-model answers (Q1-Q4) for every action the survey applies to."""
     book = find_codebook("mental_model").codebook
@@ -174,6 +190,7 @@ USER_FILES: dict[str, Callable[[Path], None]] = {
     "log.csv": write_log_csv,
     "codings.csv": write_codings_csv,
     "survey.csv": write_survey_csv,
+    "fixes.csv": write_fixes_csv,
     "my.yaml": write_my_yaml,
     "coder_a.db": write_coder_files,
 }

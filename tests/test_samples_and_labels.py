@@ -90,8 +90,9 @@ def test_import_labels_csv_and_jsonl(cli, maptask_db, tmp_path) -> None:
     )
     r = cli("import-labels", str(f), "--codebook", "traum")
     assert r.exit_code == 0, r.output
-    assert "3 labels read, 3 new or changed, coders: ana, ben" in r.stdout
-    assert "0 new or changed" in cli("import-labels", str(f), "--codebook", "traum").stdout
+    assert "3 labels read: 3 new, 0 answers replaced, 0 unchanged; coders: ana, ben" in r.stdout
+    again = cli("import-labels", str(f), "--codebook", "traum").stdout
+    assert "3 labels read: 0 new, 0 answers replaced, 3 unchanged" in again
     j = tmp_path / "mm.jsonl"
     j.write_text(
         json.dumps(
@@ -129,7 +130,7 @@ def test_import_labels_keeps_notes_and_reads_a_byte_order_mark(cli, maptask_db, 
     assert cli("import-labels", str(f), "--codebook", "traum").exit_code == 0
     f.write_text(f"action_id,coder,question,value,note\n{ids[0]},ana,act,Initiate,ask ben\n")
     r = cli("import-labels", str(f), "--codebook", "traum")
-    assert "1 new or changed" in r.stdout, r.output
+    assert "1 labels read: 0 new, 0 answers replaced, 1 notes replaced, 0 unchanged" in r.stdout
     with Store(maptask_db) as s:
         rows = s.label_rows("traum", coders=["ana"])
     assert {r["action_id"]: r["note"] for r in rows}[ids[0]] == "ask ben"
@@ -214,7 +215,8 @@ def test_import_labels_names_a_file_that_is_not_utf8(cli, maptask_db, tmp_path) 
     f.write_bytes(f"action_id,coder,value,note\n{first},ana,Initiate,caf\xe9\n".encode("latin-1"))
     r = cli("import-labels", str(f), "--codebook", "traum")
     assert r.exit_code == 1
-    assert f"{f}: not UTF-8 text (byte 0xe9" in r.stderr and "save the file as UTF-8" in r.stderr
+    assert f"{f}:2: not UTF-8 text (byte 0xe9 at column " in r.stderr
+    assert "save the file as UTF-8" in r.stderr
 
 
 def test_the_same_row_twice_is_one_label(cli, maptask_db, tmp_path) -> None:

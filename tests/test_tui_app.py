@@ -356,3 +356,29 @@ async def test_instructions_are_reflowed_to_the_width(db) -> None:
     assert "Grounding is the work partners do" in text
     # "... is Acknowledge\n  (acting on content ...": a list item's lines are joined too
     assert "is Acknowledge (acting on content" in text
+
+
+async def test_two_hundred_options_scroll_to_the_highlighted_one(db, tmp_path, monkeypatch) -> None:
+    options = "".join(
+        f'      - {{code: c{i}, label: "Option number {i:03d}, long enough to take a row", '
+        f"key: {chr(0x100 + i)}}}\n"
+        for i in range(200)
+    )
+    (tmp_path / "codebooks").mkdir()
+    (tmp_path / "codebooks" / "big.yaml").write_text(
+        'name: big\ntitle: Big\nversion: "1"\nquestions:\n  - id: q\n    prompt: Which?\n'
+        "    options:\n" + options
+    )
+    monkeypatch.chdir(tmp_path)
+    app = make_app(db, "big", "dora")
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        panel = app.screen.query_one("#question")
+        assert panel.size.height < 20 and panel.max_scroll_y > 150  # 200 rows in a short panel
+        assert "Option number 000" in screen_text(app)
+        await keys(pilot, *["down"] * 40)
+        assert app.session.highlight == 40
+        text = screen_text(app)
+        assert "Option number 040" in text and "Option number 000" not in text
+        await keys(pilot, "enter")  # the highlighted option, scrolled into view, is stored
+    assert list(answers(db, "dora", "big").values()) == [("c40", None, None)]

@@ -7,7 +7,9 @@ For each other file, in one transaction:
   refused);
 - actions are matched by id; missing ones are inserted (one ``imports`` row records them);
   an id whose session, type or content differs is counted, and ours is kept;
-- codebook versions missing here are copied;
+- codebook versions missing here are copied, once every version in the other file is
+  verified against its text (:mod:`annotate.analysis.merge_codebooks`); a date in the
+  future is copied as now;
 - labels are matched on (action, codebook, question, coder): missing ones are copied with
   their codebook hash, timestamps, notes and flags. When both files hold an answer and the
   answers differ (value, codes or other text), that is a *conflict*: ours is kept unless
@@ -31,13 +33,14 @@ from __future__ import annotations
 
 import hashlib
 import json
-import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
+from annotate.analysis.merge_codebooks import check_codebooks
+from annotate.analysis.merge_scratch import scratch_folder
 from annotate.errors import UsageError
 from annotate.store import Store
 from annotate.store.base import snapshot_project
@@ -274,17 +277,21 @@ def merge_files(
     """Merge each file in turn, one transaction each.
 
     Every file is checked and snapshot first, so a refused file (missing, newer, not a
-    project) stops the merge before anything is written.
+    project, a codebook version whose text does not give its hash) stops the merge before
+    anything is written. The snapshots are removed on any exit (see
+    :mod:`annotate.analysis.merge_scratch`).
     """
     if not others:
         raise UsageError("name at least one file to merge")
     paths = [Path(p) for p in others]
-    with tempfile.TemporaryDirectory(prefix="annotate-merge-") as tmp:
+    with scratch_folder(store.path) as tmp:
         snapshots = []
         for number, path in enumerate(paths):
             check_other(store, path)
-            snapshots.append(Path(tmp) / f"{number}.db")
+            snapshots.append(tmp / f"{number}.db")
             snapshot_project(path, snapshots[-1])
+            with store.attached(snapshots[-1]):
+                check_codebooks(path, store.attached_codebooks())
         return [
             merge_file(store, path, snapshot, prefer=prefer)
             for path, snapshot in zip(paths, snapshots, strict=True)

@@ -27,6 +27,7 @@ from annotate.commands.common import (
 )
 from annotate.errors import UsageError
 from annotate.render import OutputFormat, csv_text, markdown_table, to_json
+from annotate.seeds import check_seed
 
 if TYPE_CHECKING:
     from annotate.agreement_data import DisagreementList
@@ -940,6 +941,7 @@ def agree_command(
                 fmt,
             )
             return
+        check_seed(seed)
         command = rerun(
             "annotate agree",
             db,
@@ -971,10 +973,18 @@ def agree_command(
             n_boot=n_boot,
             seed=seed,
             command=command,
+            save=not store.read_only,  # read-only storage: report, do not store
             ci_method=ci_method.value,
         )
         _defaults(result.selection.defaults, fmt)
         _render(result.to_dict(), fmt)
+    if result.run_id is None:
+        _run_line(
+            f"run not stored ({db} can only be read here): {result.n_labels} labels, sha256 "
+            f"{result.labels_hash[:12]}.",
+            fmt,
+        )
+        return
     done = (
         f"same as run {result.run_id}, nothing new stored"
         if result.same_as_stored
@@ -1068,7 +1078,9 @@ def adjudicate_command(
 ) -> None:
     """Make gold labels: majority vote, then a screen for ties and flagged items.
 
-    A strict majority of the coders decides. Ties and flagged items go to a screen that shows
+    A strict majority of the selected coders decides (more than half of them on every item,
+    whoever answered it; the first line says how many votes that is, and a warning names a
+    coder with far fewer labels than the others). Ties and flagged items go to a screen that shows
     the item in its context, every coder's answer and note, and takes one key (the codebook's
     shortcuts) for the final label.
 
@@ -1076,6 +1088,7 @@ def adjudicate_command(
     """
     from annotate.adjudication import plan_gold, write_majority
     from annotate.agreement_data import select
+    from annotate.majority_rule import majority_rule
 
     name = adjudicator or _login()
     with open_store(db) as store:
@@ -1097,6 +1110,10 @@ def adjudicate_command(
             ),
         )
         plan = plan_gold(store, selection)
+        rule = majority_rule(plan)
+        console.print(rule.line(), markup=False, soft_wrap=True)
+        if warning := rule.warning():
+            err_console.print(warning, markup=False, soft_wrap=True)
         written = write_majority(store, plan, name)
         undecided = plan.undecided
         where = f"{plan.codebook.name}" + (f", sample '{plan.sample}'" if plan.sample else "")

@@ -19,6 +19,7 @@ from annotate.commands.common import (
 )
 from annotate.commands.stats_table import stats_columns, stats_table, stats_wide
 from annotate.render import Col, OutputFormat, print_rows, to_json
+from annotate.seeds import check_seed
 
 if TYPE_CHECKING:
     from annotate.analysis.session_split import SessionSplitResult
@@ -143,6 +144,7 @@ def split_sessions_command(
     from annotate.analysis.session_split import split_sessions  # numpy, pandas: when needed
     from annotate.commands.agree import short_id
 
+    check_seed(seed)
     with open_store(db) as store:
         result = split_sessions(
             store,

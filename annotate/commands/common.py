@@ -8,14 +8,17 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
 
 from annotate.errors import AnnotateError
+from annotate.output import OutputStream
 from annotate.render import OutputFormat
 from annotate.store import DEFAULT_DB, Store
+from annotate.terminal import TerminalConsole
 
-console = Console(highlight=False)
-err_console = Console(stderr=True, highlight=False)
+# every report and message: written by the one writer (a failed write is an error, not a
+# silent truncation), with control characters of log content shown escaped
+console = TerminalConsole(file=OutputStream(), highlight=False)
+err_console = TerminalConsole(file=OutputStream(err=True), highlight=False)
 
 
 def print_error(exc: AnnotateError, *, details: bool = False) -> None:

@@ -91,7 +91,7 @@ def import_command(
     new = sum(r.new_actions for r in results)
     for r in results:
         for line in r.skipped:
-            err_console.print(f"skipped {line}", markup=False)
+            err_console.print(f"skipped {line}", markup=False, soft_wrap=True)
     extra = ""
     if labels and not any(r.labels for r in results):
         err_console.print("warning: --labels-as: these files carry no labels", markup=False)
@@ -108,6 +108,18 @@ def import_command(
 def import_labels_command(
     path: Annotated[Path, typer.Argument(help="CSV or JSONL file of labels.", metavar="FILE")],
     codebook: Annotated[str, typer.Option(help="Codebook the labels belong to.")],
+    replace: Annotated[
+        bool,
+        typer.Option("--replace", help="Let rows replace coders' stored answers (not gold's)."),
+    ] = False,
+    replace_gold: Annotated[
+        bool,
+        typer.Option(
+            "--replace-gold",
+            help="Let rows replace adjudicated gold labels, and with them the record of who "
+            "decided and how.",
+        ),
+    ] = False,
     db: DbOption = DEFAULT_DB_PATH,
 ) -> None:
     """Import codings made elsewhere (a spreadsheet, another tool).
@@ -115,15 +127,18 @@ def import_labels_command(
     Rows: action_id, coder, question, value [, other_text, codes, note]. `codes` is a
     ';'-separated set (the reasons of a 'no' on a yes/no question). Every value is checked
     against the codebook; an unknown action id or code stops the import naming the row, and
-    nothing is stored.
+    nothing is stored. A row that would change a stored answer stops the import too (the
+    error counts them and names the first), unless --replace; gold labels (coder 'gold')
+    are changed only with --replace-gold. A new note on a stored answer replaces its note.
     """
     loaded = find_codebook(codebook)
     with open_store(db) as store:
-        result = import_labels(store, path, loaded)
+        result = import_labels(store, path, loaded, replace=replace, replace_gold=replace_gold)
     console.print(
-        f"{result.rows} labels read, {result.changed} new or changed, coders: "
-        f"{', '.join(result.coders)} ({loaded.codebook.name} {loaded.codebook.version_hash}).",
+        f"{result.summary()}; coders: {', '.join(result.coders)} "
+        f"({loaded.codebook.name} {loaded.codebook.version_hash}).",
         markup=False,
+        soft_wrap=True,
     )
 
 
@@ -146,9 +161,23 @@ def export_command(
         str | None,
         typer.Option(help="Add a 'split' column (train/test) from this stored session split."),
     ] = None,
+    safe_csv: Annotated[
+        bool,
+        typer.Option(
+            "--safe-csv/--no-safe-csv",
+            help="CSV: prefix a text cell that starts with =, +, -, @, tab or carriage return "
+            "with ' so that a spreadsheet shows it instead of running it as a formula.",
+        ),
+    ] = True,
     db: DbOption = DEFAULT_DB_PATH,
 ) -> None:
-    """Export actions, labels (joined with their actions), gold labels or LLM replies."""
+    """Export actions, labels (joined with their actions), gold labels or LLM replies.
+
+    The content is written byte for byte to --out, a file or a pipe, escape sequences
+    included (on a terminal they are shown escaped; in CSV, --safe-csv only adds a leading '
+    to a cell a spreadsheet would run as a formula). A write that fails (a full disk, a size
+    limit, a closed pipe) stops with an error and exit 1, never a silently shorter file.
+    """
     check_out(out)
     with open_store(db) as store:
         frame = build(
@@ -159,10 +188,8 @@ def export_command(
             sample=sample,
             split=split,
         )
-    text = write(frame, fmt, out)
-    if text is not None:
-        typer.echo(text, nl=False)
-    else:
+    write(frame, fmt, out, safe_csv=safe_csv)
+    if out is not None:
         err_console.print(f"wrote {len(frame)} rows to {out}", markup=False)
 
 

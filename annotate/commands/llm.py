@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+from contextlib import suppress
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -13,7 +14,7 @@ from rich.table import Table
 
 from annotate.codebook import find_codebook
 from annotate.commands.common import DEFAULT_DB_PATH, DbOption, console, err_console, open_store
-from annotate.errors import UsageError
+from annotate.errors import StoreError, UsageError
 from annotate.render import cell
 from llm_coder.client import config_from_env
 from llm_coder.cost import Price, format_cost
@@ -364,7 +365,8 @@ def llm_label_command(
             job.finish("interrupted")
             raise
         except Exception:
-            job.finish("failed", only_if_running=True)
+            with suppress(StoreError):  # a full disk: the first error is the one to tell
+                job.finish("failed", only_if_running=True)
             raise
         _render_summary(job, validated, labelled, price)
         if labelled.failed:

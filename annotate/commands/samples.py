@@ -30,7 +30,11 @@ def sample_command(
     ] = None,
     where: Annotated[
         str | None,
-        typer.Option(help="SQL condition on actions, e.g. \"action_type = 'message'\"."),
+        typer.Option(
+            help="One SQL condition on actions, e.g. \"action_type = 'message'\": no comments, "
+            "';', ORDER BY, LIMIT, OFFSET, WITH or random() (the seed alone decides the "
+            "items). Ctrl-C stops a slow condition."
+        ),
     ] = None,
     replace: Annotated[bool, typer.Option(help="Overwrite a sample of the same name.")] = False,
     db: DbOption = DEFAULT_DB_PATH,

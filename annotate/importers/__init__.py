@@ -13,6 +13,7 @@ from pathlib import Path
 from annotate.errors import ImportFormatError, UsageError
 from annotate.importers import generic, maptask, platform
 from annotate.importers.base import ImportOptions, Item, SourceFormat
+from annotate.importers.encoding import not_utf8
 
 PARSERS: dict[str, SourceFormat] = {
     "platform": SourceFormat(platform.parse, order_by_timestamp=True, infer_roles=True),
@@ -70,8 +71,8 @@ def detect(path: Path) -> str:
         return "csv"
     try:
         head = _head(path)
-    except UnicodeDecodeError as exc:
-        raise ImportFormatError(f"{path}: not a UTF-8 text file") from exc
+    except UnicodeDecodeError:
+        raise not_utf8(path) from None
     if suffix == ".txt":
         if any(maptask.looks_like_maptask(line) for line in head):
             return "maptask"
@@ -100,8 +101,8 @@ def source_format(path: Path, fmt: str | None) -> tuple[str, SourceFormat]:
 def parse_file(path: Path, fmt: SourceFormat, options: ImportOptions) -> Iterator[tuple[int, Item]]:
     try:
         yield from fmt.parse(path, options)
-    except UnicodeDecodeError as exc:
-        raise ImportFormatError(f"{path}: not a UTF-8 text file") from exc
+    except UnicodeDecodeError:
+        raise not_utf8(path) from None
 
 
 __all__ = ["PARSERS", "ImportOptions", "Item", "detect", "expand", "parse_file", "source_format"]

@@ -11,12 +11,12 @@ column goes to ``meta``.
 from __future__ import annotations
 
 import csv
-import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from annotate.codebook import ACTION_TYPES
+from annotate.importers import fields
 from annotate.importers.base import FIELDS, ImportOptions, Item, Problem
 from annotate.models import Action, ImportedLabel
 
@@ -29,9 +29,9 @@ def _rows_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any] | str]]:
             if not line.strip():
                 continue
             try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as exc:
-                yield lineno, f"not valid JSON ({exc.msg})"
+                obj = fields.json_line(line)
+            except ValueError as exc:
+                yield lineno, str(exc)
                 continue
             yield lineno, obj if isinstance(obj, dict) else "expected a JSON object"
 
@@ -78,46 +78,46 @@ def _action(
     missing = [f for f in REQUIRED if obj.get(column[f]) in (None, "")]
     if missing:
         raise ValueError(f"missing field '{column[missing[0]]}'")
-    session = str(obj[column["session"]])
-    action_type = str(obj.get(column["action_type"]) or "message")
+
+    def text(f: str) -> str | None:
+        return fields.text(obj.get(column[f]), column[f])
+
+    session = str(text("session"))
+    action_type = text("action_type") or "message"
     if action_type not in ACTION_TYPES:
-        raise ValueError(
-            f"field '{column['action_type']}': unknown action type '{action_type}' "
-            f"(one of {', '.join(ACTION_TYPES)})"
+        raise fields.FieldError(
+            column["action_type"],
+            f"unknown action type '{action_type[:40]}' (one of {', '.join(ACTION_TYPES)})",
         )
     if obj.get(column["seq"]) not in (None, ""):
-        try:
-            seq = int(obj[column["seq"]])
-        except (TypeError, ValueError):
-            raise ValueError(f"field '{column['seq']}' must be a whole number") from None
+        seq = fields.whole_number(obj[column["seq"]], column["seq"])
     else:
         seq = seqs.get(session, 0)
+        if seq > fields.MAX_INT:
+            raise fields.FieldError(column["seq"], "the row before has the largest number")
     seqs[session] = seq + 1
-    elapsed = obj.get(column["elapsed_s"])
-    try:
-        elapsed_s = float(elapsed) if elapsed not in (None, "") else None
-    except (TypeError, ValueError):
-        raise ValueError(f"field '{column['elapsed_s']}' must be a number") from None
+    elapsed_s = fields.number(obj.get(column["elapsed_s"]), column["elapsed_s"])
     used = set(column.values())
-    participant = obj.get(column["participant"])
-    role = obj.get(column["role"])
+    participant = text("participant")
+    role = text("role")
     if participant is not None:
-        role = options.roles.get(str(participant), role)
+        role = options.roles.get(participant, role)
+    content = fields.content(obj.get(column["content"]))
     action = Action(
-        id=str(obj.get(column["id"]) or f"{session}:{seq}"),
+        id=text("id") or f"{session}:{seq}",
         session=session,
         seq=seq,
         action_type=action_type,
-        content=str(obj[column["content"]]),
-        participant=None if participant is None else str(participant),
-        role=None if role is None else str(role),
-        timestamp=None if obj.get(column["timestamp"]) is None else str(obj[column["timestamp"]]),
+        content=content,
+        participant=participant,
+        role=role,
+        timestamp=text("timestamp"),
         elapsed_s=elapsed_s,
-        condition=str(obj.get(column["condition"]) or options.condition or "") or None,
+        condition=text("condition") or options.condition or None,
         meta={k: v for k, v in obj.items() if k not in used},
     )
-    label = obj.get(column["label"])
-    return action, None if label in (None, "") else str(label)
+    label = text("label")
+    return action, label or None
 
 
 def _parse(path: Path, options: ImportOptions, fmt: str) -> Iterator[tuple[int, Item]]:

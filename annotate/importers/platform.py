@@ -4,6 +4,7 @@ Roles: the export has none; when a session's two participants are in, the one wh
 the Follower (the store fills this in, see ``Store.infer_roles``).
 
 Timestamps are parsed (ISO 8601, offsets honoured, none = UTC) and stored in one UTC form.
+Every field is read through :mod:`annotate.importers.fields`: an odd value costs its line.
 
 Source shape: one JSON object per line with action_id, timestamp, session_id, participant_id,
 participant_name, action_type (send_message, map_draw_stop, map_tool_click, ...),
@@ -12,13 +13,12 @@ action_content, metadata, session_elapsed_seconds; optional role and condition.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from annotate.importers import fields
 from annotate.importers.base import ImportOptions, Item, Problem
 from annotate.models import Action
 
@@ -62,34 +62,16 @@ def action_type_of(rec: PlatformRecord) -> str:
     return "other"
 
 
-def utc_timestamp(value: Any) -> str:
-    """ISO 8601 text in one fixed UTC form (``2026-04-10T21:44:11.831000Z``), so that
-    text order is time order: the store orders a session's actions by this text.
-
-    A time without an offset is taken as UTC."""
-    if not isinstance(value, str):
-        raise ValueError(f"field 'timestamp' must be ISO 8601 text, not {value!r}")
-    try:
-        moment = datetime.fromisoformat(value.strip())
-    except ValueError:
-        raise ValueError(f"field 'timestamp': {value!r} is not an ISO 8601 time") from None
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=UTC)
-    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-
-
 def _record(obj: Any) -> PlatformRecord:
     if not isinstance(obj, dict):
         raise ValueError("expected a JSON object")
+    required = {k: fields.text(obj.get(k), k) for k in REQUIRED if k != "timestamp"}
     missing = [k for k in REQUIRED if obj.get(k) in (None, "")]
     if missing:
         raise ValueError(f"missing field '{missing[0]}'")
     metadata = obj.get("metadata") or {}
     if not isinstance(metadata, dict):
         raise ValueError("field 'metadata' must be an object")
-    elapsed = obj.get("session_elapsed_seconds")
-    if elapsed is not None and not isinstance(elapsed, int | float):
-        raise ValueError("field 'session_elapsed_seconds' must be a number")
     known = {
         *REQUIRED,
         "participant_name",
@@ -100,17 +82,17 @@ def _record(obj: Any) -> PlatformRecord:
         "condition",
     }
     return PlatformRecord(
-        action_id=str(obj["action_id"]),
-        timestamp=utc_timestamp(obj["timestamp"]),
-        session_id=str(obj["session_id"]),
-        participant_id=str(obj["participant_id"]),
-        participant_name=obj.get("participant_name"),
-        action_type=str(obj["action_type"]),
-        action_content=None if obj.get("action_content") is None else str(obj["action_content"]),
+        action_id=str(required["action_id"]),
+        timestamp=fields.utc_timestamp(obj["timestamp"]),
+        session_id=str(required["session_id"]),
+        participant_id=str(required["participant_id"]),
+        participant_name=fields.text(obj.get("participant_name"), "participant_name"),
+        action_type=str(required["action_type"]),
+        action_content=fields.content(obj.get("action_content")),
         metadata=metadata,
-        elapsed=elapsed,
-        role=obj.get("role"),
-        condition=obj.get("condition"),
+        elapsed=fields.number(obj.get("session_elapsed_seconds"), "session_elapsed_seconds"),
+        role=fields.text(obj.get("role"), "role"),
+        condition=fields.text(obj.get("condition"), "condition"),
         extra={k: v for k, v in obj.items() if k not in known and k not in SKIP_META},
     )
 
@@ -147,10 +129,7 @@ def parse(path: Path, options: ImportOptions) -> Iterator[tuple[int, Item]]:
             if not line.strip():
                 continue
             try:
-                rec = _record(json.loads(line))
-            except json.JSONDecodeError as exc:
-                yield lineno, Problem(lineno, f"not valid JSON ({exc.msg})")
-                continue
+                rec = _record(fields.json_line(line))
             except ValueError as exc:
                 yield lineno, Problem(lineno, str(exc))
                 continue

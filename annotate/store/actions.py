@@ -10,6 +10,7 @@ from typing import Any
 from annotate.errors import NotFoundError, UsageError
 from annotate.models import Action
 from annotate.store.base import StoreBase, dumps, now
+from annotate.store.where import check_where, interruptible
 
 ACTION_COLUMNS = (
     "id, session, participant, role, seq, timestamp, elapsed_s, action_type, content, "
@@ -204,13 +205,15 @@ class ActionsMixin(StoreBase):
         return self.conn.execute("SELECT count(*) FROM actions").fetchone()[0]
 
     def action_rows(self, where: str | None = None) -> list[dict[str, Any]]:
-        """Every action as a dict (for sampling and export); ``where`` is a SQL condition."""
+        """Every action as a dict (for sampling and export); ``where`` is one SQL condition
+        (checked by :func:`~annotate.store.where.check_where`; Ctrl-C stops it)."""
         sql = f"SELECT {ACTION_COLUMNS} FROM actions"
         if where:
-            sql += f" WHERE {where}"
+            sql += f" WHERE ({check_where(where)})"
         sql += " ORDER BY session, seq"
         try:
-            return [dict(r) for r in self.conn.execute(sql)]
+            with interruptible(self.conn, "--where"):
+                return [dict(r) for r in self.conn.execute(sql)]
         except sqlite3.Error as exc:
             raise UsageError(
                 f"--where: {exc}",

@@ -243,14 +243,26 @@ class AnalysisMixin(StoreBase):
     def attached_action_count(self) -> int:
         return self.conn.execute(f"SELECT count(*) FROM {MERGE_ALIAS}.actions").fetchone()[0]
 
+    def attached_codebooks(self) -> list[dict[str, Any]]:
+        """Every codebook version of the attached file, with its text (to be verified)."""
+        return [
+            dict(r)
+            for r in self.conn.execute(
+                "SELECT name, version_hash, title, version, text, other_by_default "
+                f"FROM {MERGE_ALIAS}.codebooks ORDER BY name, version_hash"
+            )
+        ]
+
     def merge_codebooks(self) -> int:
-        """Copy codebook versions missing here; return how many."""
+        """Copy codebook versions missing here; return how many. A time in the future
+        becomes now: no version can stay the newest by its date alone."""
         before = self.conn.total_changes
         self.conn.execute(
             "INSERT OR IGNORE INTO main.codebooks "
             "(name, version_hash, title, version, text, source, added_at, other_by_default) "
-            "SELECT name, version_hash, title, version, text, source, added_at, "
-            f"other_by_default FROM {MERGE_ALIAS}.codebooks"
+            "SELECT name, version_hash, title, version, text, source, min(added_at, ?), "
+            f"other_by_default FROM {MERGE_ALIAS}.codebooks",
+            (now(),),
         )
         return self.conn.total_changes - before
 

@@ -6,19 +6,25 @@ import json
 import os
 import sqlite3
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from annotate.errors import StoreError
+from annotate.store.failures import (
+    full_reason,
+    is_storage_failure,
+    read_only_reason,
+    storage_error,
+)
+from annotate.store.lock import ATTEMPT_MS, Notify, begin_write
 from annotate.store.migrations import MIGRATIONS
 
 if TYPE_CHECKING:
     import sqlite_utils
 
 DEFAULT_DB = "annotate.db"
-BUSY_TIMEOUT_MS = 10_000
 
 
 def default_db_path() -> Path:
@@ -56,6 +62,8 @@ def applied_migrations(conn: sqlite3.Connection, path: Path, *, empty_ok: bool) 
             return set()
         applied = {r[0] for r in conn.execute("SELECT id FROM _migrations")}
     except sqlite3.DatabaseError as exc:
+        if is_storage_failure(exc):  # a full disk or a read-only folder, not the file
+            raise storage_error(exc, path, "open") from exc
         raise StoreError(f"{path}: not an annotate database ({exc})") from exc
     known = {number for number, _ in MIGRATIONS}
     newer = sorted(applied - known)
@@ -93,8 +101,21 @@ def snapshot_project(path: Path, dest: Path) -> None:
     StoreBase(dest).close()
 
 
+def _tell(message: str) -> None:
+    from annotate.output import OutputError, write_out
+
+    with suppress(OutputError):  # stderr is gone: waiting is all that is left to do
+        write_out(message + "\n", err=True)
+
+
 class StoreBase:
-    """Owns the sqlite3 connection. Autocommit mode: writes go through :meth:`transaction`."""
+    """Owns the sqlite3 connection. Autocommit mode: writes go through :meth:`transaction`.
+
+    Waiting for another writer follows :mod:`annotate.store.lock` (``on_wait`` is told
+    what is happening; stderr by default); a failure of the disk becomes a one-line
+    :class:`StoreError` with its real cause (:mod:`annotate.store.failures`)."""
+
+    on_wait: Notify = staticmethod(_tell)
 
     def __init__(self, path: str | Path, *, create: bool = True):
         self.path = Path(path)
@@ -103,24 +124,55 @@ class StoreBase:
                 f"{self.path}: no such database",
                 hint="run `annotate import PATH` first, or pass --db",
             )
+        self.read_only = False
         try:
-            conn = sqlite3.connect(self.path, isolation_level=None, timeout=BUSY_TIMEOUT_MS / 1000)
-        except sqlite3.Error as exc:
-            raise StoreError(f"{self.path}: cannot be opened ({exc})") from exc
-        try:
-            conn.row_factory = sqlite3.Row
-            conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-            # checked before the first write, so a file we refuse is left as it was
-            applied = applied_migrations(conn, self.path, empty_ok=create)
-            conn.execute("PRAGMA journal_mode = WAL")
-            conn.execute("PRAGMA synchronous = NORMAL")
-            conn.execute("PRAGMA foreign_keys = ON")
-        except BaseException:
-            conn.close()
-            raise
+            conn, applied = self._open(create=create)
+        except StoreError:
+            if create or not self._readable_in_place():
+                raise
+            conn, applied = self._open(create=False, immutable=True)
+            self.read_only = True
         self.conn = conn
         self._in_transaction = False
         self._migrate(applied)
+
+    def _open(
+        self, *, create: bool, immutable: bool = False
+    ) -> tuple[sqlite3.Connection, set[int]]:
+        target = (
+            f"{self.path.resolve().as_uri()}?mode=ro&immutable=1" if immutable else str(self.path)
+        )
+        try:
+            conn = sqlite3.connect(
+                target, isolation_level=None, timeout=ATTEMPT_MS / 1000, uri=immutable
+            )
+        except sqlite3.Error as exc:
+            raise storage_error(exc, self.path, "open") from exc
+        try:
+            conn.row_factory = sqlite3.Row
+            conn.execute(f"PRAGMA busy_timeout = {ATTEMPT_MS}")
+            # checked before the first write, so a file we refuse is left as it was
+            applied = applied_migrations(conn, self.path, empty_ok=create)
+            if not immutable:
+                conn.execute("PRAGMA journal_mode = WAL")
+                conn.execute("PRAGMA synchronous = NORMAL")
+            conn.execute("PRAGMA foreign_keys = ON")
+        except sqlite3.Error as exc:
+            conn.close()
+            raise storage_error(exc, self.path, "open") from exc
+        except BaseException:
+            conn.close()
+            raise
+        return conn, applied
+
+    def _readable_in_place(self) -> bool:
+        """A file in a read-only folder or on a full disk can still be read as it is, when
+        no write-ahead log beside it holds changes (nobody can be writing it: they could not
+        have created the log either). Every write then fails with the cause."""
+        log = Path(f"{self.path}-wal")
+        if log.exists() and log.stat().st_size > 0:  # a failed open leaves an empty one
+            return False
+        return read_only_reason(self.path) is not None or full_reason(self.path) is not None
 
     @property
     def db(self) -> sqlite_utils.Database:
@@ -143,22 +195,37 @@ class StoreBase:
         self.close()
 
     @contextmanager
-    def transaction(self) -> Iterator[sqlite3.Connection]:
-        """One write transaction (BEGIN IMMEDIATE); nested calls join the outer one."""
+    def transaction(self, *, patient: bool = False) -> Iterator[sqlite3.Connection]:
+        """One write transaction (BEGIN IMMEDIATE); nested calls join the outer one.
+
+        Another process writing is waited for (``patient``: without a time limit). A
+        failure of the disk (full, read-only) rolls back and raises a :class:`StoreError`
+        that names it."""
         if self._in_transaction:
             yield self.conn
             return
-        self.conn.execute("BEGIN IMMEDIATE")
+        try:
+            begin_write(self.conn, self.path, self.on_wait, patient=patient)
+        except sqlite3.Error as exc:
+            raise storage_error(exc, self.path) from exc
         self._in_transaction = True
         try:
             yield self.conn
-        except BaseException:
-            self.conn.execute("ROLLBACK")
-            raise
-        else:
             self.conn.execute("COMMIT")
+        except BaseException as exc:
+            self._rollback()
+            if isinstance(exc, sqlite3.Error) and is_storage_failure(exc):
+                raise storage_error(exc, self.path) from exc
+            raise
         finally:
             self._in_transaction = False
+
+    def _rollback(self) -> None:
+        """Roll back what is left: SQLite may have rolled back already (a full disk does),
+        and a second error must not hide the first."""
+        if self.conn.in_transaction:
+            with suppress(sqlite3.Error):
+                self.conn.execute("ROLLBACK")
 
     def query(self, sql: str, params: Any = ()) -> list[sqlite3.Row]:
         return self.conn.execute(sql, params).fetchall()

@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from annotate.codebook import Answer, Codebook
-from annotate.errors import NotFoundError, UsageError
+from annotate.errors import NotFoundError, StoreError, UsageError
+from annotate.store import unsaved
 from annotate.store.base import StoreBase, dumps, now
 from annotate.store.labels import LabelWrite
 from llm_coder.calls import CallRecord, Reply
@@ -51,12 +52,17 @@ class StoreCache:
         self.store = store
         self.run_id = run_id
         self._prompts: set[str] = set()
+        unsaved.restore(store)  # replies a full disk kept out of the file last time
 
     def get(self, request_hash: str) -> Reply | None:
         return self.store.cached_reply(request_hash)
 
     def put(self, record: CallRecord) -> None:
-        self.store.save_call(record, self.run_id, known_prompts=self._prompts)
+        """Store a paid reply; if the file cannot take it, keep it beside and stop."""
+        try:
+            self.store.save_call(record, self.run_id, known_prompts=self._prompts)
+        except StoreError as exc:
+            raise unsaved.keep(self.store.path, record, self.run_id, exc) from exc
 
 
 class LLMStoreMixin(StoreBase):
@@ -264,10 +270,12 @@ class LLMStoreMixin(StoreBase):
     def save_call(
         self, record: CallRecord, run_id: int | None, *, known_prompts: set[str] | None = None
     ) -> None:
-        """Store a request and its reply at once (a killed run must not pay for it again)."""
+        """Store a request and its reply at once (a killed run must not pay for it again).
+
+        A reply is paid for: another process writing is waited for without a time limit."""
         req, reply = record.request, record.reply
         prompt = req.prompt_hash
-        with self.transaction() as conn:
+        with self.transaction(patient=True) as conn:
             if known_prompts is None or prompt not in known_prompts:
                 conn.execute(
                     "INSERT OR IGNORE INTO llm_prompts (prompt_hash, messages, created_at) "

@@ -25,6 +25,7 @@ from textual.widgets import Footer, Input, Label, Static
 from annotate.adjudication import AdjudicationSession, Feedback, GoldPlan, answer_text
 from annotate.models import Action, describe
 from annotate.store import Store
+from annotate.terminal import for_display, shown_line
 
 CONTEXT_BEFORE = 8
 CONTEXT_AFTER = 2
@@ -57,8 +58,8 @@ def context_table(store: Store, action: Action) -> Table:
         style = "bold reverse" if item else ("dim" if a.seq > action.seq else "")
         table.add_row(
             Text(_offset(t), style="dim"),
-            Text((a.role or a.participant or "?").capitalize(), style=colour),
-            Text(describe(a), style=style),
+            Text(shown_line((a.role or a.participant or "?").capitalize()), style=colour),
+            Text(for_display(describe(a)), style=style),
         )
     return table
 
@@ -139,7 +140,7 @@ class AdjudicationScreen(Screen[None]):
         self.call_after_refresh(context.scroll_end, animate=False)
         self.query_one("#answers", Static).update(self._answers())
         question = self.query_one("#question", Static)
-        question.border_title = f"{case.question.id}: {case.question.prompt}"
+        question.border_title = shown_line(f"{case.question.id}: {case.question.prompt}")
         question.update(self._choices())
         self.refresh_bindings()
 
@@ -152,8 +153,8 @@ class AdjudicationScreen(Screen[None]):
         grid.add_row(
             Text.assemble(
                 ("adjudicate", "bold"),
-                f" │ {s.plan.codebook.name} │ by ",
-                (s.adjudicator, "bold"),
+                f" │ {shown_line(s.plan.codebook.name)} │ by ",
+                (shown_line(s.adjudicator), "bold"),
                 f" │ case {s.index + 1} of {s.n}",
             ),
             Text(f"decided {s.n_decided}/{s.n}"),
@@ -172,15 +173,16 @@ class AdjudicationScreen(Screen[None]):
             table.add_column("Note", ratio=2)
         for a in case.answers:
             who = a.coder + (" ⚑" if a.flagged else "")
-            cells = [Text(who), Text(a.text)]
-            table.add_row(*cells, *([Text(a.note or "", style="italic")] if notes else []))
+            cells = [Text(shown_line(who)), Text(for_display(a.text))]
+            note = Text(for_display(a.note or ""), style="italic")
+            table.add_row(*cells, *([note] if notes else []))
         if case.gold is not None:
             how = case.gold_meta.get("method", case.gold_meta.get("source", "?"))
             by = case.gold_meta.get("adjudicator")
             table.add_row(
                 Text("gold", style="bold green"),
-                Text(answer_text(case.gold), style="green"),
-                Text(f"{how}" + (f" by {by}" if by else ""), style="italic"),
+                Text(for_display(answer_text(case.gold)), style="green"),
+                Text(shown_line(f"{how}" + (f" by {by}" if by else "")), style="italic"),
             )
         return table
 
@@ -196,7 +198,11 @@ class AdjudicationScreen(Screen[None]):
             else:
                 mark = " ● " if on else "   "
             cells.append(
-                Text.assemble((f" {c.key} ", "bold reverse"), mark, (c.label, "bold" if on else ""))
+                Text.assemble(
+                    (f" {c.key} ", "bold reverse"),
+                    mark,
+                    (shown_line(c.label), "bold" if on else ""),
+                )
             )
         columns = 2 if len(cells) > 4 else 1
         grid = Table.grid(expand=True, padding=(0, 2))

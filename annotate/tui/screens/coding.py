@@ -106,9 +106,7 @@ class CodingScreen(Screen[None]):
             context.show(s.context_rows(self._more + self._fill), wanted_before=before)
         context.border_title = self._context_title()
         self.query_one(StatusBar).refresh()
-        panel = self.query_one(QuestionPanel)
-        panel.border_title = panel.title()
-        panel.refresh(layout=True)
+        self.query_one(QuestionPanel).show()
 
     def _context_title(self) -> str:
         s = self.session

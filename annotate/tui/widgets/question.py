@@ -1,26 +1,36 @@
-"""The current question: its prompt and every choice with its one-key shortcut."""
+"""The current question: its prompt and every choice with its one-key shortcut.
+
+A long list of options (200 choices do not fit in 24 lines) scrolls: the panel is a
+scrolling container around the choices, and it keeps the highlighted choice in view."""
 
 from __future__ import annotations
 
 from rich.console import RenderableType
 from rich.style import Style
 from rich.text import Text
-from textual.geometry import Size
+from textual.app import ComposeResult
+from textual.containers import VerticalScroll
+from textual.geometry import Region, Size
 from textual.widget import Widget
 
 from annotate.codebook import NO
 from annotate.coding_session import Choice, CodingSession
+from annotate.terminal import shown_line
 from annotate.tui.widgets.context import wrap_words
 
 
-class QuestionPanel(Widget):
-    """Choices laid out in as many columns as the width allows; a click chooses too."""
+class QuestionPanel(VerticalScroll, can_focus=False):
+    """The question's title (its border title) over its choices, scrolled to keep the
+    highlighted choice visible. Never focused: the arrow keys belong to the screen."""
 
     DEFAULT_CSS = "QuestionPanel { height: auto; }"
 
     def __init__(self, session: CodingSession, **kwargs: object) -> None:
         super().__init__(**kwargs)  # type: ignore[arg-type]
         self.session = session
+
+    def compose(self) -> ComposeResult:
+        yield Choices(self.session)
 
     def title(self) -> str:
         """The item's questions with their answers so far (multi-question codebooks)."""
@@ -32,6 +42,32 @@ class QuestionPanel(Widget):
             mark = "▸" if i == s.q_index else ""
             parts.append(f"{mark}{qid} {answer if answer is not None else '·'}")
         return " │ ".join(parts)
+
+    def show(self) -> None:
+        """Draw the current question again, then scroll its highlighted choice into view."""
+        self.border_title = self.title()
+        self.query_one(Choices).refresh(layout=True)
+        self.call_after_refresh(self._follow_highlight)
+
+    def _follow_highlight(self) -> None:
+        choices = self.query_one(Choices)
+        top = choices.highlight_line
+        if top is not None:
+            region = Region(0, top, choices.size.width, choices.highlight_height)
+            self.scroll_to_region(region, animate=False, immediate=True)
+
+
+class Choices(Widget):
+    """Choices laid out in as many columns as the width allows; a click chooses too."""
+
+    DEFAULT_CSS = "Choices { height: auto; }"
+
+    def __init__(self, session: CodingSession, **kwargs: object) -> None:
+        super().__init__(**kwargs)  # type: ignore[arg-type]
+        self.session = session
+        self.highlight_line: int | None = None
+        """The first line of the highlighted choice, as last drawn."""
+        self.highlight_height = 1
 
     def _columns(self, choices: tuple[Choice, ...], width: int) -> int:
         longest = max(len(c.label) for c in choices) + 9
@@ -57,7 +93,7 @@ class QuestionPanel(Widget):
             label_style += " reverse"
         key = f" {choice.key} "
         indent = 1 + len(key) + 1 + len(mark)
-        labels = wrap_words(choice.label, max(width - indent, 4))
+        labels = wrap_words(shown_line(choice.label), max(width - indent, 4))
         first = Text.assemble(
             ("▸" if highlighted else " ", "bold"),
             (key, "bold reverse" if not inactive else "reverse dim"),
@@ -84,7 +120,8 @@ class QuestionPanel(Widget):
             hint = "  → reasons, then Enter"
         elif q.kind == "multi":
             hint = "  → every option that applies, then Enter"
-        lines: list[Text] = [Text(line, style="bold") for line in wrap_words(q.prompt, width)]
+        prompt = wrap_words(shown_line(q.prompt), width)
+        lines: list[Text] = [Text(line, style="bold") for line in prompt]
         if hint and len(lines[-1]) + len(hint) <= width:
             lines[-1].append(hint, style="italic")
         elif hint:
@@ -92,14 +129,16 @@ class QuestionPanel(Widget):
         cols = self._columns(choices, width)
         col_width = (width - (cols - 1)) // cols
         per_col = -(-len(choices) // cols)
-        columns = [  # filled column by column: 1 2 3 4 down, then 5 6 7 8
-            [
-                line
-                for i in range(c * per_col, min((c + 1) * per_col, len(choices)))
-                for line in self._cell(choices[i], i == s.highlight, col_width)
-            ]
-            for c in range(cols)
-        ]
+        columns: list[list[Text]] = []  # filled column by column: 1 2 3 4 down, then 5 6 7 8
+        self.highlight_line = None
+        for c in range(cols):
+            column: list[Text] = []
+            for i in range(c * per_col, min((c + 1) * per_col, len(choices))):
+                cell = self._cell(choices[i], i == s.highlight, col_width)
+                if i == s.highlight:
+                    self.highlight_line, self.highlight_height = len(lines) + len(column), len(cell)
+                column += cell
+            columns.append(column)
         for r in range(max(len(c) for c in columns)):
             row = Text()
             for c, column in enumerate(columns):
@@ -109,7 +148,7 @@ class QuestionPanel(Widget):
             row.rstrip()
             lines.append(row)
         if s.item.note:
-            note = Text(f"note: {s.item.note}", style="italic")
+            note = Text(f"note: {shown_line(s.item.note[:1000])}", style="italic")
             note.truncate(width, overflow="ellipsis")
             lines.append(note)
         if s.finished:

@@ -8,6 +8,7 @@ from textual.timer import Timer
 from textual.widget import Widget
 
 from annotate.coding_session import CodingSession, format_duration
+from annotate.terminal import shown_line
 
 
 class StatusBar(Widget):
@@ -24,7 +25,7 @@ class StatusBar(Widget):
     def flash(self, message: str, *, warning: bool = False, seconds: float = 4.0) -> None:
         """Show a short message in place of the header line for a few seconds."""
         style = "bold yellow" if warning else "bold"
-        self.message = Text.assemble(("» " + message, style))
+        self.message = Text.assemble(("» " + shown_line(message), style))
         if self._timer is not None:
             self._timer.stop()
         self._timer = self.set_timer(seconds, self._clear)
@@ -41,11 +42,11 @@ class StatusBar(Widget):
         counts = s.counts()
         width = max(self.size.width, 40)
         left = Text.assemble(
-            (cb.name, "bold"),
-            f" v{cb.version} │ coder ",
-            (s.coder, "bold"),
+            (shown_line(cb.name), "bold"),
+            f" v{shown_line(str(cb.version))} │ coder ",
+            (shown_line(s.coder), "bold"),
             " │ sample ",
-            (s.sample, "bold"),
+            (shown_line(s.sample), "bold"),
         )
         if s.is_new_coder and counts.coded == 0:
             left.append(" (new)", "italic")

@@ -1,0 +1,126 @@
+"""Reading one field of a source row: every odd value becomes ``field 'NAME': problem``.
+
+Log files are untrusted input. A JSON object where a name belongs, a sequence number that
+SQLite cannot hold, a time before year 1 once its offset is applied, or JSON nested
+thousands deep must cost that line (``file:line: field 'x': ...``, skipped with
+``--skip-invalid``), never the whole import with a traceback. Importers raise
+:class:`FieldError` (a ``ValueError``) and report it as a problem of the line.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from datetime import UTC, datetime
+from typing import Any
+
+MAX_INT = 2**63 - 1
+"""SQLite's largest integer."""
+MAX_JSON_DEPTH = 100
+"""Deeper nesting is not a log row (and deep enough crashes the JSON decoder)."""
+
+
+class FieldError(ValueError):
+    """One field of one row is unusable; the message names the field."""
+
+    def __init__(self, name: str, problem: str):
+        super().__init__(f"field '{name}': {problem}")
+
+
+def _kind(value: Any) -> str:
+    return {dict: "a JSON object", list: "a JSON list", bool: "true/false"}.get(
+        type(value), type(value).__name__
+    )
+
+
+def text(value: Any, name: str) -> str | None:
+    """A name, role, session or content: text, or a number written as text (None stays
+    None, "" stays "")."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return value
+    if isinstance(value, int | float):  # bool too: stored as before, True -> "True"
+        if isinstance(value, float) and not math.isfinite(value):
+            raise FieldError(name, f"expected text, not {value}")
+        return str(value)
+    raise FieldError(name, f"expected text, not {_kind(value)}")
+
+
+def content(value: Any) -> str | None:
+    """What was said or done: any value, as text (an object or list as it always was: a
+    drawing's structured content is data, not a mistake)."""
+    return None if value is None else str(value)
+
+
+def whole_number(value: Any, name: str) -> int:
+    """A sequence number: a whole number SQLite can store."""
+    if isinstance(value, bool | dict | list):
+        raise FieldError(name, f"must be a whole number, not {_kind(value)}")
+    try:
+        number = int(value)
+    except (TypeError, ValueError, OverflowError):
+        raise FieldError(name, f"must be a whole number, not {str(value)[:40]!r}") from None
+    if isinstance(value, float) and number != value:
+        raise FieldError(name, f"must be a whole number, not {value}")
+    if not -MAX_INT <= number <= MAX_INT:
+        raise FieldError(name, f"{str(number)[:30]}… is out of range (at most {MAX_INT})")
+    return number
+
+
+def number(value: Any, name: str) -> float | None:
+    """A finite number (seconds); empty -> None."""
+    if value is None or value == "":
+        return None
+    if isinstance(value, bool | dict | list):
+        raise FieldError(name, f"must be a number, not {_kind(value)}")
+    try:
+        result = float(value)
+    except (TypeError, ValueError, OverflowError):
+        raise FieldError(name, f"must be a number, not {str(value)[:40]!r}") from None
+    if not math.isfinite(result):
+        raise FieldError(name, f"must be a finite number, not {value}")
+    return result
+
+
+def utc_timestamp(value: Any, name: str = "timestamp") -> str:
+    """ISO 8601 text in one fixed UTC form (``2026-04-10T21:44:11.831000Z``), so that
+    text order is time order. A time without an offset is taken as UTC."""
+    if not isinstance(value, str):
+        raise FieldError(name, f"must be ISO 8601 text, not {_kind(value)}")
+    try:
+        moment = datetime.fromisoformat(value.strip())
+    except ValueError:
+        raise FieldError(name, f"{value[:60]!r} is not an ISO 8601 time") from None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    try:
+        return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    except (OverflowError, ValueError):
+        raise FieldError(name, f"{value!r} is out of range once its offset is applied") from None
+
+
+def json_line(line: str) -> Any:
+    """One JSON value; too deep nesting is a ``ValueError`` like any bad JSON."""
+    try:
+        value = json.loads(line)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"not valid JSON ({exc.msg})") from None
+    except RecursionError:
+        raise ValueError(f"JSON nested deeper than {MAX_JSON_DEPTH} levels") from None
+    if _depth_over(value, MAX_JSON_DEPTH):
+        raise ValueError(f"JSON nested deeper than {MAX_JSON_DEPTH} levels")
+    return value
+
+
+def _depth_over(value: Any, limit: int) -> bool:
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict | list):
+            if depth > limit:
+                return True
+            stack.extend(
+                (v, depth + 1) for v in (item.values() if isinstance(item, dict) else item)
+            )
+    return False

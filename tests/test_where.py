@@ -1,0 +1,108 @@
+"""`sample --where`: one condition, nothing that reorders, limits, recurses or draws by
+chance; Ctrl-C stops a long condition with one line. A seed numpy cannot take is one line."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from annotate.errors import UsageError
+from annotate.store import Store
+from annotate.store.where import check_where
+
+
+@pytest.fixture
+def actions_db(cli, tmp_path: Path, db_path: Path) -> Path:
+    log = tmp_path / "log.jsonl"
+    log.write_text(
+        "".join(
+            json.dumps({"session": f"s{i % 4}", "content": f"turn {i}", "role": "guide"}) + "\n"
+            for i in range(200)
+        )
+    )
+    assert cli("import", str(log), "--format", "jsonl").exit_code == 0
+    return db_path
+
+
+@pytest.mark.parametrize(
+    ("where", "problem"),
+    [
+        ("1=1 ORDER BY random() LIMIT 5 --", "ORDER is not allowed"),
+        ("1=1 --", "a comment (--) is not allowed"),
+        ("1=1 /* x */", "a comment (/*) is not allowed"),
+        ("1=1 LIMIT 5", "LIMIT is not allowed"),
+        ("1=1 LIMIT 5 OFFSET 2", "LIMIT is not allowed"),
+        (
+            "id IN (WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x+1 FROM c) SELECT x FROM c)",
+            "WITH is not allowed",
+        ),
+        ("1=1; DELETE FROM labels", "';' is not allowed"),
+        ("1=1) UNION SELECT 1 FROM labels WHERE (1", "a ')' closes more than was opened"),
+        ("1=1 UNION SELECT 1", "UNION is not allowed"),
+        ("(1=1", "a '(' is not closed"),
+        ("random() % 2 = 0", "random() is not allowed"),
+    ],
+)
+def test_where_refuses_what_is_not_one_reproducible_condition(
+    cli, actions_db: Path, where: str, problem: str
+) -> None:
+    r = cli("sample", "--n", "5", "--seed", "1", "--where", where)
+    assert r.exit_code == 1
+    first = r.stderr.splitlines()[0]
+    assert first.startswith("error: --where ") and problem in first, r.stderr
+    assert "no ORDER BY, LIMIT" in r.stderr  # the hint states the rules
+    with Store(actions_db) as s:
+        assert s.samples() == []
+
+
+def test_where_keeps_quoted_text_and_subqueries(cli, actions_db: Path) -> None:
+    assert check_where("content = 'a -- b; ORDER BY (x'") == "content = 'a -- b; ORDER BY (x'"
+    assert check_where('"order" = 1')  # a quoted identifier is a name, not a keyword
+    grouped = "session IN (SELECT session FROM actions GROUP BY session HAVING count(*) > 10)"
+    r = cli("sample", "--n", "5", "--seed", "3", "--where", grouped)
+    assert r.exit_code == 0, r.stderr
+    with pytest.raises(UsageError):
+        check_where("1=1 GROUP BY session")
+
+
+def test_the_same_seed_gives_the_same_items_whatever_the_where(cli, actions_db: Path) -> None:
+    for name in ("a", "b"):
+        r = cli("sample", "--n", "5", "--seed", "7", "--name", name, "--where", "1=1 OR 1=1")
+        assert r.exit_code == 0, r.stderr
+    with Store(actions_db) as s:
+        assert s.sample_ids("a") == s.sample_ids("b")
+
+
+def test_ctrl_c_stops_a_long_where_with_one_line(actions_db: Path) -> None:
+    endless = "(SELECT count(*) FROM actions a, actions b, actions c, actions d) > 0"
+    args = ["sample", "--n", "5", "--seed", "1", "--where", endless, "--db", str(actions_db)]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "annotate", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "NO_COLOR": "1"},
+    )
+    time.sleep(3)  # start-up, then well inside the query
+    assert proc.poll() is None, proc.communicate()
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=20)
+    assert proc.returncode == 1
+    assert err.startswith("error: --where: stopped by Ctrl-C after"), err
+    assert "Traceback" not in err and len(err.splitlines()) == 1
+
+
+@pytest.mark.parametrize("seed", ["-1", str(2**63)])
+def test_a_seed_numpy_or_sqlite_cannot_take_is_one_line(cli, actions_db: Path, seed: str) -> None:
+    r = cli("sample", "--n", "5", "--seed", seed)
+    assert r.exit_code == 1
+    assert r.stderr.startswith(f"error: --seed must be a whole number from 0 to {2**63 - 1}, not")
+    r = cli("split-sessions", "--test", "1", "--seed", seed)
+    assert r.exit_code == 1 and r.stderr.startswith("error: --seed must be"), r.stderr
