@@ -52,6 +52,7 @@ RECOMMENDED_RESAMPLES = 1000
 for an interval)."""
 
 _NORMAL = NormalDist()
+_TIE = 1e-12  # resampled kappas this close to the estimate are the same kappa, up to rounding
 
 
 def min_resamples(level: float) -> int:
@@ -145,7 +146,8 @@ def _bca_limits(
     few items); the acceleration is the jackknife's skewness over items (Efron 1987, eq.
     6.6; Efron & Tibshirani 1993, eq. 14.15).
     """
-    below = float((valid < estimate).sum()) + 0.5 * float((valid == estimate).sum())
+    tie = np.abs(valid - estimate) <= _TIE * max(1.0, abs(estimate))  # the same kappa
+    below = float((valid[~tie] < estimate).sum()) + 0.5 * float(tie.sum())
     share = below / len(valid)
     if share <= 0.0 or share >= 1.0:
         side = "below" if share <= 0.0 else "above"

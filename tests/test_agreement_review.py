@@ -4,6 +4,7 @@ tests and bootstraps, BCa intervals, label normalisation, levels of measurement.
 from __future__ import annotations
 
 import unicodedata
+from statistics import NormalDist
 
 import krippendorff
 import numpy as np
@@ -141,17 +142,12 @@ def test_bca_is_the_textbook_interval():
     draws = np.random.default_rng(9).integers(0, 40, size=(2000, 40))
     boot = np.array([kappa(codes[d]) for d in draws])
     jack = np.array([kappa(np.delete(codes, i, axis=0)) for i in range(40)])
-    z0 = ag.bootstrap.__dict__["_NORMAL"].inv_cdf(
-        ((boot < estimate).sum() + 0.5 * (boot == estimate).sum()) / 2000
-    )
+    normal = NormalDist()
+    z0 = normal.inv_cdf(((boot < estimate).sum() + 0.5 * (boot == estimate).sum()) / 2000)
     d = jack.mean() - jack
     a = (d**3).sum() / (6 * (d**2).sum() ** 1.5)
-    from statistics import NormalDist
-
-    nd = NormalDist()
-    levels = [
-        nd.cdf(z0 + (z0 + z) / (1 - a * (z0 + z))) for z in (-1.959963984540054, 1.959963984540054)
-    ]
+    z = normal.inv_cdf(0.975)
+    levels = [normal.cdf(z0 + (z0 + t) / (1 - a * (z0 + t))) for t in (-z, z)]
     assert (result.low, result.high) == pytest.approx(tuple(np.quantile(boot, levels)), abs=1e-12)
 
 
