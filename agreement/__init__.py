@@ -4,13 +4,15 @@ Build a matrix from long-form ratings (:func:`from_long`) or an items x coders t
 (:func:`from_wide`) -- or pass either straight to any statistic -- then call
 :func:`agreement_report` for every figure of a question, or a single statistic:
 :func:`fleiss_kappa`, :func:`cohen_kappa`, :func:`pairwise_cohen`,
-:func:`krippendorff_alpha`, :func:`gwet_ac1`, :func:`percent_agreement`,
-:func:`bootstrap_fleiss_ci`. Multi-select answers: :func:`sets_from_long`,
+:func:`krippendorff_alpha` (nominal, ordinal, interval, ratio), :func:`gwet_ac1`,
+:func:`percent_agreement`, :func:`bootstrap_fleiss_ci` (BCa or percentile). Weighted
+Cohen's kappa: ``cohen_kappa(..., weights="linear")``. Multi-select answers: :func:`sets_from_long`,
 :func:`masi_alpha`, :func:`per_code_kappas`, :func:`multi_select_report`. A coder against a
 reference: :func:`compare_to_reference`.
 
 Results are frozen dataclasses; a figure that cannot be computed is None (never NaN) and
-the result's ``undefined_reason`` says why. ``to_dict()`` gives JSON-ready dicts.
+the result's ``undefined_reason`` says why. ``to_dict()`` gives JSON-ready dicts. Labels
+are compared in Unicode NFC; a blank label is a ValueError.
 """
 
 from agreement.bands import LANDIS_KOCH_BANDS, landis_koch
@@ -22,10 +24,27 @@ from agreement.classification import (
     classification_scores,
     compare_to_reference,
 )
-from agreement.cohen import CohenKappa, cohen_kappa, cohen_kappa_table, pairwise_cohen
-from agreement.fleiss import CategoryKappa, FleissKappa, fleiss_kappa, fleiss_kappa_counts
+from agreement.cohen import (
+    CohenKappa,
+    agreement_weights,
+    cohen_kappa,
+    cohen_kappa_table,
+    pairwise_cohen,
+)
+from agreement.fleiss import (
+    CategoryKappa,
+    FleissKappa,
+    fleiss_kappa,
+    fleiss_kappa_counts,
+    min_items_for_z,
+)
 from agreement.gwet import GwetAC1, gwet_ac1
-from agreement.krippendorff_alpha import KrippendorffAlpha, coincidence_matrix, krippendorff_alpha
+from agreement.krippendorff_alpha import (
+    LEVELS,
+    KrippendorffAlpha,
+    coincidence_matrix,
+    krippendorff_alpha,
+)
 from agreement.masi import CodeAgreement, masi_alpha, masi_distance, per_code_kappas
 from agreement.matrix import (
     MISSING,
@@ -52,6 +71,7 @@ from agreement.results import ConfusionMatrix, Interval
 
 __all__ = [
     "LANDIS_KOCH_BANDS",
+    "LEVELS",
     "MISSING",
     "AgreementReport",
     "CategoryKappa",
@@ -71,6 +91,7 @@ __all__ = [
     "ReferenceComparison",
     "SetLabelMatrix",
     "agreement_report",
+    "agreement_weights",
     "as_label_matrix",
     "as_set_matrix",
     "bootstrap_cohen_ci",
@@ -91,6 +112,7 @@ __all__ = [
     "landis_koch",
     "masi_alpha",
     "masi_distance",
+    "min_items_for_z",
     "multi_select_report",
     "pairwise_cohen",
     "per_code_kappas",

@@ -1,19 +1,31 @@
-"""Seeded percentile-bootstrap confidence intervals over items.
+"""Seeded bootstrap confidence intervals over items: percentile and BCa.
 
 Each resample draws N items with replacement. All resamples are computed at once: a
 resample is a row of item multiplicities ``W`` (drawn with ``np.bincount``) and every
 statistic is a function of ``W @ X`` for a small per-item feature matrix ``X``. Resamples
 are processed in chunks so that memory stays bounded for large N.
 
+Two methods: the percentile interval, and the bias-corrected and accelerated (BCa)
+interval, whose acceleration is the jackknife over items. At 30 items BCa's coverage is
+closer to the nominal level (see benchmarks/README.md, ``bench_bootstrap_coverage.py``).
+
+Safeguards: fewer than ``MIN_ITEMS`` items give no interval; fewer than
+``MIN_TAIL_RESAMPLES`` usable resamples beyond either limit give none (at 95%, fewer than
+200 resamples); fewer than ``RECOMMENDED_RESAMPLES`` usable resamples give a note.
+
 References
 ----------
+Efron, B. (1987). Better bootstrap confidence intervals. *Journal of the American
+Statistical Association*, 82(397), 171-185. https://doi.org/10.1080/01621459.1987.10478410
+
 Efron, B., & Tibshirani, R. J. (1993). *An Introduction to the Bootstrap*, ch. 13
-(percentile intervals). Chapman & Hall.
+(percentile intervals), ch. 14 (BCa) and ch. 19 (how many resamples). Chapman & Hall.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
+from statistics import NormalDist
 from typing import Any
 
 import numpy as np
@@ -25,6 +37,37 @@ from agreement.results import Interval
 __all__ = ["bootstrap_cohen_ci", "bootstrap_fleiss_ci"]
 
 METHOD = "percentile bootstrap over items"
+METHODS = {"percentile": METHOD, "bca": "BCa bootstrap over items"}
+"""``method`` name -> the ``Interval.method`` text."""
+DEFAULT_METHOD = "bca"
+"""BCa: its coverage is nearer the level at 30 and 60 items (benchmarks/README.md)."""
+
+MIN_ITEMS = 10
+"""Fewer items give no interval: 9 items have only 24,310 distinct resamples, most of them
+repeating a few items, and the coverage is far below the level."""
+MIN_TAIL_RESAMPLES = 5
+"""Usable resamples needed beyond each limit (else a limit is one of a handful of draws)."""
+RECOMMENDED_RESAMPLES = 1000
+"""Fewer resamples give a note (Efron & Tibshirani 1993, ch. 19: B of 1,000 or more
+for an interval)."""
+
+_NORMAL = NormalDist()
+_TIE = 1e-12  # resampled kappas this close to the estimate are the same kappa, up to rounding
+
+
+def min_resamples(level: float) -> int:
+    """Fewest resamples that leave ``MIN_TAIL_RESAMPLES`` beyond each limit of a ``level``
+    interval (200 at 95%)."""
+    return int(np.ceil(MIN_TAIL_RESAMPLES / ((1.0 - level) / 2.0) - 1e-9))
+
+
+def check_method(method: str) -> str:
+    """Validate a bootstrap interval method: ``"percentile"`` or ``"bca"``."""
+    if method not in METHODS:
+        raise ValueError(
+            f"The bootstrap interval method must be 'percentile' or 'bca'; got {method!r}."
+        )
+    return method
 
 
 def check_seed(seed: int | None) -> int | None:
@@ -70,63 +113,180 @@ def _product(weights: np.ndarray, features: np.ndarray) -> np.ndarray:
     return out
 
 
+def _fleiss_kappas(sums: np.ndarray, n_items: int | np.ndarray, n: float, k: int) -> np.ndarray:
+    """Fleiss' kappa of each row of summed features (k category counts, agreeing pairs);
+    NaN where the rows hold a single category."""
+    p = sums[:, :k] / (np.asarray(n_items, dtype=np.float64)[..., None] * n)
+    observed = sums[:, k] / (np.asarray(n_items, dtype=np.float64) * n * (n - 1.0))
+    expected = (p * p).sum(axis=1)
+    single = (sums[:, :k] > 0).sum(axis=1) <= 1
+    with np.errstate(divide="ignore", invalid="ignore"):
+        kappa = (observed - expected) / (1.0 - expected)
+    kappa[single] = np.nan
+    return kappa
+
+
+def _cohen_kappas(shares: np.ndarray, k: int) -> np.ndarray:
+    """Cohen's kappa of each row of feature shares (coder a's k, coder b's k, agreement)."""
+    first, second = shares[:, :k], shares[:, k : 2 * k]
+    expected = (first * second).sum(axis=1)
+    single = ((first + second) > 0).sum(axis=1) <= 1
+    with np.errstate(divide="ignore", invalid="ignore"):
+        kappa = (shares[:, 2 * k] - expected) / (1.0 - expected)
+    kappa[single] = np.nan
+    return kappa
+
+
+def _bca_limits(
+    valid: np.ndarray, estimate: float, jackknife: np.ndarray, level: float
+) -> tuple[float, float] | str:
+    """The BCa quantile levels of the lower and upper limit, or why there are none.
+
+    The bias correction counts ties with the estimate as half below (kappa is discrete on
+    few items); the acceleration is the jackknife's skewness over items (Efron 1987, eq.
+    6.6; Efron & Tibshirani 1993, eq. 14.15).
+    """
+    tie = np.abs(valid - estimate) <= _TIE * max(1.0, abs(estimate))  # the same kappa
+    below = float((valid[~tie] < estimate).sum()) + 0.5 * float(tie.sum())
+    share = below / len(valid)
+    if share <= 0.0 or share >= 1.0:
+        side = "below" if share <= 0.0 else "above"
+        return (
+            f"every usable resample lies {side} the estimate, so BCa's bias correction is infinite"
+        )
+    z0 = _NORMAL.inv_cdf(share)
+    jack = jackknife[np.isfinite(jackknife)]
+    spread = jack.mean() - jack if len(jack) else np.zeros(0)
+    squares = float((spread**2).sum())
+    accel = float((spread**3).sum()) / (6.0 * squares**1.5) if squares > 0 else 0.0
+    out = []
+    for tail in ((1.0 - level) / 2.0, (1.0 + level) / 2.0):
+        z = z0 + _NORMAL.inv_cdf(tail)
+        denominator = 1.0 - accel * z
+        if denominator <= 0:
+            return "the jackknife acceleration is too large for BCa's adjustment"
+        out.append(_NORMAL.cdf(z0 + z / denominator))
+    return out[0], out[1]
+
+
 def _interval(
-    stats: np.ndarray, level: float, n_boot: int, seed: int | None, reason: str
+    stats: np.ndarray,
+    level: float,
+    n_boot: int,
+    seed: int | None,
+    reason: str,
+    method: str = "percentile",
+    estimate: float | None = None,
+    jackknife: np.ndarray | None = None,
 ) -> Interval:
-    valid = stats[np.isfinite(stats)]
+    name = METHODS[method]
+    valid = np.sort(stats[np.isfinite(stats)])
     if len(valid) == 0:
         why = f"Kappa is undefined in all {n_boot} resamples: {reason}"
-        return Interval(None, None, level, METHOD, n_boot, 0, seed, why)
-    low, high = np.quantile(valid, [(1.0 - level) / 2.0, (1.0 + level) / 2.0])
-    note = None
+        return Interval(None, None, level, name, n_boot, 0, seed, why)
+    tail = len(valid) * (1.0 - level) / 2.0
+    if tail < MIN_TAIL_RESAMPLES:
+        why = (
+            f"Only {len(valid)} usable resamples: a {100 * level:g}% interval needs at least "
+            f"{MIN_TAIL_RESAMPLES} beyond each limit, i.e. {min_resamples(level):,} resamples "
+            f"(Efron & Tibshirani 1993 recommend {RECOMMENDED_RESAMPLES:,} or more)."
+        )
+        return Interval(None, None, level, name, n_boot, len(valid), seed, why)
+    notes = []
     if len(valid) < n_boot:
-        note = f"{n_boot - len(valid)} of {n_boot} resamples were left out: {reason}"
-    return Interval(float(low), float(high), level, METHOD, n_boot, len(valid), seed, None, note)
+        notes.append(
+            f"{n_boot - len(valid)} of {n_boot} resamples were left out: {reason.rstrip('.')}"
+        )
+    if n_boot < RECOMMENDED_RESAMPLES:
+        notes.append(
+            f"only {len(valid)} usable resamples: Efron & Tibshirani (1993) recommend "
+            f"{RECOMMENDED_RESAMPLES:,} or more for an interval, so its limits move with the seed"
+        )
+    quantiles = ((1.0 - level) / 2.0, (1.0 + level) / 2.0)
+    if method == "bca":
+        if estimate is None or not np.isfinite(estimate) or (valid == valid[0]).all():
+            limits: tuple[float, float] | str = quantiles
+        else:
+            limits = _bca_limits(valid, float(estimate), np.asarray(jackknife), level)
+        if isinstance(limits, str):
+            why = f"No BCa interval: {limits}; the percentile method gives one (--ci-method)."
+            return Interval(None, None, level, name, n_boot, len(valid), seed, why)
+        quantiles = limits
+        thin = min(quantiles[0], 1.0 - quantiles[1]) * len(valid)
+        if thin < MIN_TAIL_RESAMPLES:
+            notes.append(
+                f"BCa moved a limit to the {100 * min(quantiles[0], 1 - quantiles[1]):.2g}% "
+                f"tail, beyond which only {thin:.0f} resamples lie; more resamples steady it"
+            )
+    low, high = (float(x) for x in np.quantile(valid, quantiles))
+    if low == high:
+        notes.append(
+            f"every resample within the interval gives kappa = {low:.3f}, so the interval has "
+            "no width; it says nothing about how precise kappa is"
+        )
+    note = "; ".join(notes) or None
+    if note:
+        note = note[0].upper() + note[1:] + ("" if note.endswith(".") else ".")
+    return Interval(low, high, level, name, n_boot, len(valid), seed, None, note)
 
 
-def _too_few(n_items: int, level: float, n_boot: int, seed: int | None) -> Interval | None:
-    if n_items >= 2:
+def _too_few(
+    n_items: int, level: float, n_boot: int, seed: int | None, method: str
+) -> Interval | None:
+    if n_items >= MIN_ITEMS:
         return None
     reason = (
-        f"A bootstrap over items needs at least two items; got {n_items}, "
-        "so the interval is undefined."
+        f"A bootstrap over items needs at least {MIN_ITEMS} items; got {n_items}, too few "
+        "distinct resamples for an interval."
     )
-    return Interval(None, None, level, METHOD, n_boot, 0, seed, reason)
+    return Interval(None, None, level, METHODS[method], n_boot, 0, seed, reason)
 
 
-def fleiss_bootstrap(counts: np.ndarray, level: float, n_boot: int, seed: int | None) -> Interval:
-    """Percentile CI of Fleiss' kappa from an items x categories count table."""
+def fleiss_bootstrap(
+    counts: np.ndarray,
+    level: float,
+    n_boot: int,
+    seed: int | None,
+    method: str = DEFAULT_METHOD,
+) -> Interval:
+    """Bootstrap CI of Fleiss' kappa from an items x categories count table."""
+    method = check_method(method)
     n_items, k = counts.shape
-    too_few = _too_few(n_items, level, n_boot, seed)
+    too_few = _too_few(n_items, level, n_boot, seed, method)
     if too_few is not None:
         return too_few
     n = float(counts[0].sum())
     features = np.empty((n_items, k + 1))
     features[:, :k] = counts
     features[:, k] = (counts * (counts - 1.0)).sum(axis=1)
-    stats = []
-    for weights in resample_weights(n_items, n_boot, seed):
-        sums = _product(weights, features)
-        p = sums[:, :k] / (n_items * n)
-        observed = sums[:, k] / (n_items * n * (n - 1.0))
-        expected = (p * p).sum(axis=1)
-        single = (sums[:, :k] > 0).sum(axis=1) <= 1
-        with np.errstate(divide="ignore", invalid="ignore"):
-            kappa = (observed - expected) / (1.0 - expected)
-        kappa[single] = np.nan
-        stats.append(kappa)
+    stats = [
+        _fleiss_kappas(_product(weights, features), n_items, n, k)
+        for weights in resample_weights(n_items, n_boot, seed)
+    ]
+    total = features.sum(axis=0)
+    estimate = float(_fleiss_kappas(total[None, :], n_items, n, k)[0])
+    jackknife = None
+    if method == "bca":
+        jackknife = _fleiss_kappas(total[None, :] - features, n_items - 1, n, k)
     return _interval(
         np.concatenate(stats), level, n_boot, seed,
-        "a resample that holds a single category has no kappa.",
+        "a resample that holds a single category has no kappa.", method, estimate, jackknife,
     )  # fmt: skip
 
 
 def cohen_bootstrap(
-    a: np.ndarray, b: np.ndarray, k: int, level: float, n_boot: int, seed: int | None
+    a: np.ndarray,
+    b: np.ndarray,
+    k: int,
+    level: float,
+    n_boot: int,
+    seed: int | None,
+    method: str = DEFAULT_METHOD,
 ) -> Interval:
-    """Percentile CI of Cohen's kappa from two aligned code vectors (no missing)."""
+    """Bootstrap CI of Cohen's kappa from two aligned code vectors (no missing)."""
+    method = check_method(method)
     n_items = len(a)
-    too_few = _too_few(n_items, level, n_boot, seed)
+    too_few = _too_few(n_items, level, n_boot, seed, method)
     if too_few is not None:
         return too_few
     features = np.zeros((n_items, 2 * k + 1))
@@ -134,19 +294,18 @@ def cohen_bootstrap(
     features[rows, a] = 1.0
     features[rows, k + b] = 1.0
     features[:, 2 * k] = a == b
-    stats = []
-    for weights in resample_weights(n_items, n_boot, seed):
-        sums = _product(weights, features) / n_items
-        first, second = sums[:, :k], sums[:, k : 2 * k]
-        expected = (first * second).sum(axis=1)
-        single = ((first + second) > 0).sum(axis=1) <= 1
-        with np.errstate(divide="ignore", invalid="ignore"):
-            kappa = (sums[:, 2 * k] - expected) / (1.0 - expected)
-        kappa[single] = np.nan
-        stats.append(kappa)
+    stats = [
+        _cohen_kappas(_product(weights, features) / n_items, k)
+        for weights in resample_weights(n_items, n_boot, seed)
+    ]
+    total = features.sum(axis=0)
+    estimate = float(_cohen_kappas(total[None, :] / n_items, k)[0])
+    jackknife = None
+    if method == "bca":
+        jackknife = _cohen_kappas((total[None, :] - features) / (n_items - 1), k)
     return _interval(
         np.concatenate(stats), level, n_boot, seed,
-        "a resample that holds a single category has no kappa.",
+        "a resample that holds a single category has no kappa.", method, estimate, jackknife,
     )  # fmt: skip
 
 
@@ -168,8 +327,9 @@ def bootstrap_fleiss_ci(
     ci: float = 0.95,
     n_boot: int = 1000,
     seed: int | None = 0,
+    method: str = DEFAULT_METHOD,
 ) -> Interval:
-    """Percentile bootstrap CI of Fleiss' kappa, resampling items with replacement.
+    """Bootstrap CI of Fleiss' kappa, resampling items with replacement.
 
     Uses the same items as :func:`agreement.fleiss_kappa` (those every selected coder rated).
 
@@ -185,23 +345,32 @@ def bootstrap_fleiss_ci(
         Number of resamples.
     seed : int or None
         Seed of ``numpy.random.default_rng``; the same seed gives the same interval.
+    method : {"percentile", "bca"}
+        Percentile interval, or bias-corrected and accelerated (jackknife over items).
 
     Returns
     -------
     Interval
-        ``low``/``high`` None with a reason when there are fewer than two items or every
-        resample is undefined. Resamples where kappa is undefined (a single category) are
-        left out and counted in ``n_valid``.
+        ``low``/``high`` None with a reason when there are fewer than ``MIN_ITEMS`` items,
+        too few usable resamples for the level, or (BCa) an infinite bias correction.
+        Resamples where kappa is undefined (a single category) are left out and counted in
+        ``n_valid``; ``note`` says so, and warns below ``RECOMMENDED_RESAMPLES`` usable
+        resamples and of an interval with no width.
+
+    References
+    ----------
+    Efron & Tibshirani (1993), ch. 13-14; Efron (1987). See the module docstring.
     """
     level, n_boot, seed = check_level(ci), check_n_boot(n_boot), check_seed(seed)
+    method = check_method(method)
     matrix = as_label_matrix(data, categories)
     if coders is not None:
         matrix = matrix.select(coders)
     if matrix.n_coders < 2:
         reason = f"Fleiss' kappa needs at least two coders; got {matrix.n_coders}."
-        return Interval(None, None, level, METHOD, n_boot, 0, seed, reason)
+        return Interval(None, None, level, METHODS[method], n_boot, 0, seed, reason)
     counts = complete_counts(matrix.codes, len(matrix.categories))
-    return fleiss_bootstrap(counts, level, n_boot, seed)
+    return fleiss_bootstrap(counts, level, n_boot, seed, method)
 
 
 def bootstrap_cohen_ci(
@@ -213,8 +382,9 @@ def bootstrap_cohen_ci(
     ci: float = 0.95,
     n_boot: int = 1000,
     seed: int | None = 0,
+    method: str = DEFAULT_METHOD,
 ) -> Interval:
-    """Percentile bootstrap CI of Cohen's kappa over the items both coders rated.
+    """Bootstrap CI of Cohen's kappa over the items both coders rated.
 
     Parameters
     ----------
@@ -228,12 +398,15 @@ def bootstrap_cohen_ci(
         Number of resamples.
     seed : int or None
         Seed of ``numpy.random.default_rng``.
+    method : {"percentile", "bca"}
+        As in :func:`bootstrap_fleiss_ci`.
 
     Returns
     -------
     Interval
     """
     level, n_boot, seed = check_level(ci), check_n_boot(n_boot), check_seed(seed)
+    method = check_method(method)
     matrix = as_label_matrix(data, categories)
     if coder_a is None and coder_b is None and matrix.n_coders == 2:
         coder_a, coder_b = matrix.coders
@@ -243,4 +416,4 @@ def bootstrap_cohen_ci(
     both = (pair >= 0).all(axis=1)
     a = pair[both, 0].astype(np.intp)
     b = pair[both, 1].astype(np.intp)
-    return cohen_bootstrap(a, b, len(matrix.categories), level, n_boot, seed)
+    return cohen_bootstrap(a, b, len(matrix.categories), level, n_boot, seed, method)

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from agreement._core import check_level, check_n_boot
-from agreement.bootstrap import check_seed, cohen_bootstrap
+from agreement.bootstrap import DEFAULT_METHOD, check_seed, cohen_bootstrap
 from agreement.cohen import CohenKappa, kappa_from_confusion
 from agreement.matrix import as_label_matrix, confusion_from_codes, from_wide
 from agreement.results import ConfusionMatrix, Interval, ResultMixin
@@ -218,6 +218,7 @@ def compare_to_reference(
     ci: float = 0.95,
     n_boot: int = 1000,
     seed: int | None = 0,
+    ci_method: str = DEFAULT_METHOD,
 ) -> ReferenceComparison:
     """Compare one coder (e.g. an LLM) with a reference coder.
 
@@ -237,6 +238,8 @@ def compare_to_reference(
         Bootstrap resamples for ``kappa_ci``.
     seed : int or None
         Bootstrap seed.
+    ci_method : {"bca", "percentile"}
+        Bootstrap interval of ``kappa_ci``.
 
     Returns
     -------
@@ -253,7 +256,7 @@ def compare_to_reference(
     both = (ref >= 0) & (got >= 0)
     kappa_ci = cohen_bootstrap(
         ref[both].astype(np.intp), got[both].astype(np.intp), len(matrix.categories),
-        level, n_boot, seed,
+        level, n_boot, seed, ci_method,
     )  # fmt: skip
     return ReferenceComparison(
         coder=coder,

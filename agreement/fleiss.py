@@ -5,6 +5,14 @@ References
 Fleiss, J. L. (1971). Measuring nominal scale agreement among many raters.
 *Psychological Bulletin*, 76(5), 378-382. https://doi.org/10.1037/h0031619
 
+Cicchetti, D. V., & Fleiss, J. L. (1977). Comparison of the null distributions of weighted
+kappa and the C ordinal statistic. *Applied Psychological Measurement*, 1(2), 195-201.
+https://doi.org/10.1177/014662167700100206
+
+Cicchetti, D. V. (1981). Testing the normal approximation and minimal sample size
+requirements of weighted kappa when the number of categories is large. *Applied
+Psychological Measurement*, 5(1), 101-104. https://doi.org/10.1177/014662168100500114
+
 Fleiss, J. L., Nee, J. C. M., & Landis, J. R. (1979). Large sample variance of kappa in
 the case of different sets of raters. *Psychological Bulletin*, 86(5), 974-977.
 https://doi.org/10.1037/0033-2909.86.5.974
@@ -30,7 +38,48 @@ from agreement.bands import landis_koch
 from agreement.matrix import as_label_matrix, label_name
 from agreement.results import ResultMixin
 
-__all__ = ["CategoryKappa", "FleissKappa", "fleiss_kappa", "fleiss_kappa_counts"]
+__all__ = [
+    "CategoryKappa",
+    "FleissKappa",
+    "fleiss_kappa",
+    "fleiss_kappa_counts",
+    "min_items_for_z",
+    "too_few_for_z",
+]
+
+
+def min_items_for_z(n_categories: int) -> int:
+    """Fewest items for a large-sample z-test of kappa with ``n_categories`` categories.
+
+    ``2 k**2`` (Cicchetti & Fleiss 1977; Cicchetti 1981): the smallest number of items for
+    which the normal approximation to kappa's null distribution held in their simulations
+    (about 20 items for 3 categories, 200 for 10). A per-category kappa (one category
+    against the rest) has k = 2, so 8 items. ``k`` counts the categories in use: an unused
+    one adds nothing to kappa or to its variance.
+    """
+    return 2 * max(int(n_categories), 2) ** 2
+
+
+def too_few_for_z(
+    n_items: int, n_categories: int, min_items: int | None, what: str = "kappa"
+) -> str | None:
+    """Why the z-test of ``what`` is withheld on ``n_items`` items, or None.
+
+    ``min_items`` None applies :func:`min_items_for_z`; an int is the minimum itself (0 to
+    always test).
+    """
+    needed = min_items_for_z(n_categories) if min_items is None else int(min_items)
+    if n_items >= needed:
+        return None
+    basis = (
+        f"2k² for k = {max(n_categories, 2)} categories, Cicchetti & Fleiss 1977"
+        if min_items is None
+        else "the minimum asked for"
+    )
+    return (
+        f"The large-sample z-test of {what} needs at least {needed} items ({basis}); got "
+        f"{n_items}, so SE0, z and p are not given."
+    )
 
 
 @dataclass(frozen=True)
@@ -42,7 +91,8 @@ class CategoryKappa(ResultMixin):
     category : str
     kappa : float or None
     se0 : float or None
-        Standard error under H0: kappa = 0, ``sqrt(2 / (N n (n - 1)))``.
+        Standard error under H0: kappa = 0, ``sqrt(2 / (N n (n - 1)))``; None on fewer
+        than 8 items (:func:`min_items_for_z` with k = 2).
     z, p_value : float or None
         ``kappa / se0`` and its two-sided normal p-value.
     proportion : float or None
@@ -69,7 +119,8 @@ class FleissKappa(ResultMixin):
     kappa : float or None
         ``(P̄ - P̄e) / (1 - P̄e)``.
     se0 : float or None
-        Asymptotic standard error under H0: kappa = 0 (Fleiss, Nee & Landis 1979).
+        Asymptotic standard error under H0: kappa = 0 (Fleiss, Nee & Landis 1979); None on
+        fewer than ``2 k**2`` items for k categories in use (:func:`min_items_for_z`).
     z, p_value : float or None
         ``kappa / se0`` and its two-sided normal p-value.
     observed_agreement : float or None
@@ -127,6 +178,18 @@ def _undefined(
     )  # fmt: skip
 
 
+def _unused_reason(
+    name: str, used_on_left_out: np.ndarray | None, categories: tuple[str, ...]
+) -> str:
+    """Why a category with no rating on the items used has no kappa."""
+    if used_on_left_out is not None and used_on_left_out[categories.index(name)]:
+        return (
+            f"Category {name!r} was used only on items left out (not rated by every coder), "
+            "so its kappa is undefined."
+        )
+    return f"Category {name!r} was never used, so its kappa is undefined."
+
+
 def fleiss_from_sums(
     n_items: int,
     n_coders: int,
@@ -134,6 +197,8 @@ def fleiss_from_sums(
     agreeing_pairs: np.ndarray,
     categories: tuple[str, ...],
     items_left_out: tuple[Hashable, ...] = (),
+    used_on_left_out: np.ndarray | None = None,
+    min_items_z: int | None = None,
 ) -> FleissKappa:
     """Fleiss' kappa from sufficient statistics (used by the public functions).
 
@@ -147,6 +212,11 @@ def fleiss_from_sums(
         ``T_j = sum_i n_ij``, ratings per category.
     agreeing_pairs : ndarray, shape (k,)
         ``D_j = sum_i n_ij (n_ij - 1)``, ordered agreeing pairs per category.
+    used_on_left_out : ndarray of bool, shape (k,), optional
+        Whether each category was given on an item left out (not rated by every coder),
+        so that an unused category's reason can say so.
+    min_items_z : int, optional
+        Fewest items for the z-tests (default :func:`min_items_for_z`; 0 always tests).
     """
     big_n, n = n_items, n_coders
     if n < 2:
@@ -178,20 +248,29 @@ def fleiss_from_sums(
     sum_pq = float(pq.sum())
     var0 = 2.0 / pairs * (sum_pq**2 - float((pq * (1.0 - 2.0 * p)).sum())) / sum_pq**2
     se0 = math.sqrt(var0) if var0 > 0 else None
-    z = kappa / se0 if se0 else None
     reason = None if se0 else "The standard error under H0 is 0, so the z-test is undefined."
+    too_few = too_few_for_z(big_n, len(used), min_items_z, "Fleiss' kappa") if se0 else None
+    if too_few:
+        se0, reason = None, too_few
+    z = kappa / se0 if se0 else None
     se0_category = math.sqrt(2.0 / pairs)
+    too_few_category = too_few_for_z(big_n, 2, min_items_z, "a category's kappa")
     per_category = []
     rows = zip(categories, totals.tolist(), agreeing_pairs.tolist(), p.tolist(), strict=True)
     for name, total, agreeing, share in rows:
         if total == 0:
             per_category.append(
                 CategoryKappa(name, None, None, None, None, 0.0,
-                              f"Category {name!r} was never used, so its kappa is undefined.")
+                              _unused_reason(name, used_on_left_out, categories))
             )  # fmt: skip
             continue
         disagreeing = (n - 1) * total - agreeing  # sum_i n_ij (n - n_ij)
         kappa_j = 1.0 - disagreeing / (pairs * share * (1.0 - share))
+        if too_few_category:
+            per_category.append(
+                CategoryKappa(name, finite(kappa_j), None, None, None, share, too_few_category)
+            )
+            continue
         z_j = kappa_j / se0_category
         per_category.append(
             CategoryKappa(name, finite(kappa_j), se0_category, finite(z_j),
@@ -219,6 +298,7 @@ def fleiss_kappa(
     *,
     categories: Iterable[Any] | None = None,
     coders: Sequence[str] | None = None,
+    min_items_z: int | None = None,
 ) -> FleissKappa:
     """Fleiss' kappa for two or more coders, with per-category kappas and z-tests.
 
@@ -233,12 +313,17 @@ def fleiss_kappa(
         Allowed labels; a label outside the list is a ValueError naming it.
     coders : sequence of str, optional
         Use only these coders.
+    min_items_z : int, optional
+        Fewest items for the large-sample z-tests. Default: ``2 k**2`` for k categories in
+        use, and 8 for a category against the rest (:func:`min_items_for_z`; Cicchetti &
+        Fleiss 1977). Below it SE0, z and p are None with the reason. 0 always tests.
 
     Returns
     -------
     FleissKappa
         Statistics that cannot be computed are None with ``undefined_reason`` set: fewer
-        than two coders, no complete item, or one category used by everyone.
+        than two coders, no complete item, one category used by everyone, or too few items
+        for the z-test.
 
     Notes
     -----
@@ -251,7 +336,8 @@ def fleiss_kappa(
 
     References
     ----------
-    Fleiss (1971); Fleiss, Nee & Landis (1979). See the module docstring.
+    Fleiss (1971); Fleiss, Nee & Landis (1979); Cicchetti & Fleiss (1977); Cicchetti
+    (1981). See the module docstring.
 
     Examples
     --------
@@ -264,18 +350,23 @@ def fleiss_kappa(
     codes = matrix.codes
     complete = ratings_per_item(codes) == matrix.n_coders
     left_out: tuple[Hashable, ...] = ()
+    k = len(matrix.categories)
+    used_on_left_out = None
     if not complete.all():
         left_out = tuple(matrix.items[~complete].tolist())
+        used_on_left_out = category_totals(codes[~complete], k) > 0
         codes = codes[complete]
-    k = len(matrix.categories)
     totals = category_totals(codes, k)
     agreeing = agreement_by_category(codes, k)
     return fleiss_from_sums(
-        codes.shape[0], matrix.n_coders, totals, agreeing, matrix.categories, left_out
-    )
+        codes.shape[0], matrix.n_coders, totals, agreeing, matrix.categories, left_out,
+        used_on_left_out, min_items_z,
+    )  # fmt: skip
 
 
-def fleiss_kappa_counts(table: Any, *, categories: Iterable[Any] | None = None) -> FleissKappa:
+def fleiss_kappa_counts(
+    table: Any, *, categories: Iterable[Any] | None = None, min_items_z: int | None = None
+) -> FleissKappa:
     """Fleiss' kappa from an items x categories table of counts.
 
     Parameters
@@ -285,6 +376,8 @@ def fleiss_kappa_counts(table: Any, *, categories: Iterable[Any] | None = None) 
         same number of coders (at least 2). A DataFrame's columns name the categories.
     categories : iterable of str, optional
         Category names, one per column.
+    min_items_z : int, optional
+        As in :func:`fleiss_kappa`.
 
     Returns
     -------
@@ -322,4 +415,6 @@ def fleiss_kappa_counts(table: Any, *, categories: Iterable[Any] | None = None) 
     n = int(raters[0]) if len(raters) else 0
     totals = counts.sum(axis=0)
     agreeing = (counts * (counts - 1.0)).sum(axis=0)
-    return fleiss_from_sums(counts.shape[0], n, totals, agreeing, tuple(names))
+    return fleiss_from_sums(
+        counts.shape[0], n, totals, agreeing, tuple(names), min_items_z=min_items_z
+    )

@@ -1,9 +1,15 @@
-"""Krippendorff's alpha (nominal), computed from the coincidence matrix.
+"""Krippendorff's alpha at the nominal, ordinal, interval and ratio levels, computed from
+the coincidence matrix.
 
 Missing ratings are allowed: every item with two or more ratings counts, items with one
 rating do not (Krippendorff 2011). The coincidence matrix is accumulated with
 ``np.bincount`` one pair of coder columns at a time, so memory stays O(items) instead of the
 O(items x values²) of the ``krippendorff`` package, and the result matches that package.
+
+The levels differ only in the distance between two values (Krippendorff 2011, sec. E):
+nominal 0 or 1; ordinal the squared count of pairable values between two ranks (the
+categories' order gives the ranks); interval the squared difference; ratio the squared
+difference over the squared sum. Interval and ratio need numeric labels.
 
 References
 ----------
@@ -37,7 +43,10 @@ from agreement._core import (
 from agreement.matrix import as_label_matrix
 from agreement.results import ResultMixin
 
-__all__ = ["KrippendorffAlpha", "coincidence_matrix", "krippendorff_alpha"]
+__all__ = ["LEVELS", "KrippendorffAlpha", "coincidence_matrix", "krippendorff_alpha"]
+
+LEVELS = ("nominal", "ordinal", "interval", "ratio")
+"""Levels of measurement :func:`krippendorff_alpha` knows."""
 
 
 @dataclass(frozen=True)
@@ -49,7 +58,7 @@ class KrippendorffAlpha(ResultMixin):
     alpha : float or None
         ``1 - D_o / D_e``.
     metric : str
-        ``"nominal"`` or ``"masi"``.
+        ``"nominal"``, ``"ordinal"``, ``"interval"``, ``"ratio"`` or ``"masi"``.
     observed_disagreement, expected_disagreement : float or None
         D_o and D_e.
     n_items : int
@@ -177,8 +186,66 @@ def alpha_from_coincidences(
     )
 
 
-def krippendorff_alpha(data: Any, *, categories: Iterable[Any] | None = None) -> KrippendorffAlpha:
-    """Krippendorff's alpha for nominal labels, tolerating missing ratings.
+def level_distance(level: str, labels: tuple[str, ...], margins: np.ndarray) -> np.ndarray:
+    """Krippendorff's (2011) squared distance between every two categories at ``level``.
+
+    Parameters
+    ----------
+    level : {"nominal", "ordinal", "interval", "ratio"}
+    labels : tuple of str
+        The categories, in rank order (ordinal); numbers as text (interval, ratio).
+    margins : ndarray, shape (k,)
+        n_c, the pairable values per category (the coincidence matrix's margins), which
+        the ordinal distance counts.
+
+    Raises
+    ------
+    ValueError
+        For an unknown level, or a label that is not a number at the interval or ratio
+        level (or a negative one at the ratio level).
+    """
+    k = len(labels)
+    if level == "nominal":
+        return 1.0 - np.eye(k)
+    if level == "ordinal":
+        cumulative = np.concatenate([[0.0], np.cumsum(margins)])
+        low = np.minimum.outer(np.arange(k), np.arange(k))
+        high = np.maximum.outer(np.arange(k), np.arange(k))
+        between = cumulative[high + 1] - cumulative[low] - (margins[:, None] + margins) / 2.0
+        distance = between**2
+        np.fill_diagonal(distance, 0.0)
+        return distance
+    if level not in LEVELS:
+        raise ValueError(
+            f"The level of measurement must be one of {', '.join(LEVELS)}; got {level!r}."
+        )
+    values = []
+    for label in labels:
+        try:
+            values.append(float(label))
+        except ValueError:
+            raise ValueError(
+                f"{level.capitalize()} alpha needs numeric labels; {label!r} is not a number "
+                "(use the ordinal level for ranked codes)."
+            ) from None
+    v = np.array(values)
+    if not np.isfinite(v).all():
+        raise ValueError(f"{level.capitalize()} alpha needs finite numbers as labels.")
+    difference = v[:, None] - v[None, :]
+    if level == "interval":
+        return difference**2
+    if (v < 0).any():
+        raise ValueError("Ratio alpha needs non-negative numbers as labels.")
+    total = v[:, None] + v[None, :]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = np.where(total > 0, difference / np.where(total > 0, total, 1.0), 0.0)
+    return ratio**2
+
+
+def krippendorff_alpha(
+    data: Any, *, categories: Iterable[Any] | None = None, level: str = "nominal"
+) -> KrippendorffAlpha:
+    """Krippendorff's alpha at a level of measurement, tolerating missing ratings.
 
     Parameters
     ----------
@@ -186,7 +253,11 @@ def krippendorff_alpha(data: Any, *, categories: Iterable[Any] | None = None) ->
         Labels, items x coders (or long form; see :func:`agreement.as_label_matrix`).
         ``None``/``np.nan``/``pd.NA`` are missing; the string ``"nan"`` is a label.
     categories : iterable of str, optional
-        Allowed labels; a label outside the list is a ValueError naming it.
+        Allowed labels; a label outside the list is a ValueError naming it. At the ordinal
+        level their order is the rank order (default: the labels' natural order, so "2"
+        before "10").
+    level : {"nominal", "ordinal", "interval", "ratio"}
+        Level of measurement. Interval and ratio read every category as a number.
 
     Returns
     -------
@@ -196,15 +267,41 @@ def krippendorff_alpha(data: Any, *, categories: Iterable[Any] | None = None) ->
 
     Notes
     -----
-    ``alpha = 1 - (n - 1) * sum_{c != k} o_ck / sum_{c != k} n_c n_k`` with ``o`` the
-    coincidence matrix, ``n_c`` its margins and ``n`` the number of pairable ratings.
+    ``alpha = 1 - (n - 1) * sum_ck o_ck d_ck / sum_ck n_c n_k d_ck`` with ``o`` the
+    coincidence matrix, ``n_c`` its margins, ``n`` the number of pairable ratings and
+    ``d`` the squared distance of the level (:func:`level_distance`): nominal 1 off the
+    diagonal; ordinal ``(sum_{g=c..k} n_g - (n_c + n_k) / 2)**2``; interval ``(c - k)**2``;
+    ratio ``((c - k) / (c + k))**2``. On Krippendorff's (2011) 4-observer example: nominal
+    0.743, ordinal 0.815, interval 0.849, ratio 0.797.
+
+    References
+    ----------
+    Krippendorff (2011), sections C-E. See the module docstring.
 
     Examples
     --------
     >>> round(krippendorff_alpha([["a", "a"], ["b", "b"], ["a", "b"]]).alpha, 4)
     0.4444
+    >>> round(krippendorff_alpha([[1, 1], [2, 2], [3, 3], [1, 3]], level="interval").alpha, 4)
+    0.4167
     """
+    if level not in LEVELS:
+        raise ValueError(
+            f"The level of measurement must be one of {', '.join(LEVELS)}; got {level!r}."
+        )
     matrix = as_label_matrix(data, categories)
+    if level != "nominal":
+        weights, _, n_items, n_single = _pairable_weights(matrix.codes)
+        coincidences = pair_counts(matrix.codes, len(matrix.categories), weights)
+        if n_items == 0:
+            return KrippendorffAlpha(
+                None, level, None, None, 0, n_single, 0,
+                "No item was rated by two or more coders, so alpha has no data.",
+            )  # fmt: skip
+        distance = level_distance(level, matrix.categories, coincidences.sum(axis=0))
+        return alpha_from_coincidences(
+            coincidences, distance, level, n_items, n_single, matrix.categories
+        )
     k = len(matrix.categories)
     codes = matrix.codes
     # Nominal distance is 1 off the diagonal, so only the coincidence matrix's diagonal

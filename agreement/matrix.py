@@ -8,16 +8,19 @@ Every statistic in :mod:`agreement` takes a :class:`LabelMatrix` (or anything
 - wide form: an items x coders 2-D array or DataFrame (:func:`from_wide`; a DataFrame's
   columns name the coders and its index the items).
 
-Missing ratings are ``None``, ``np.nan`` or ``pd.NA``. Any string is a label, including
-the string ``"nan"``. Labels are compared by their text: ``1``, ``1.0`` and ``"1"`` are
-the same label ``"1"``. Multi-select answers (sets of codes) use :class:`SetLabelMatrix`
-(:func:`sets_from_long`, :func:`sets_from_wide`).
+Missing ratings are ``None``, ``np.nan`` or ``pd.NA``. Any non-blank string is a label,
+including the string ``"nan"``; a blank or whitespace-only string is refused (as the CLI
+refuses it), because it is neither a missing rating nor a code. Labels are compared by
+their text in Unicode normal form NFC, so the two encodings of "café" are one label, and
+``1``, ``1.0`` and ``"1"`` are the same label ``"1"``. Multi-select answers (sets of codes)
+use :class:`SetLabelMatrix` (:func:`sets_from_long`, :func:`sets_from_wide`).
 """
 
 from __future__ import annotations
 
 import functools
 import re
+import unicodedata
 from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -70,15 +73,21 @@ def _python(value: Any) -> Any:
 
 
 def label_name(value: Any) -> str:
-    """The text of a label: strings as they are, integral numbers without a decimal part.
+    """The text of a label: strings in Unicode NFC, integral numbers without a decimal part.
 
     Raises
     ------
     ValueError
-        If ``value`` is not a string or a number (e.g. a set of codes).
+        If ``value`` is a blank or whitespace-only string, or neither a string nor a number
+        (e.g. a set of codes).
     """
     if isinstance(value, str):
-        return value
+        if not value.strip():
+            raise ValueError(
+                f"A label is blank ({str(value)!r}): give every rating a code, or None for no "
+                "rating."
+            )
+        return unicodedata.normalize("NFC", str(value))
     if isinstance(value, (bool, np.bool_)):
         return str(bool(value))
     if isinstance(value, (int, np.integer)):
@@ -628,7 +637,7 @@ def _answer(value: Any) -> frozenset[str] | None:
     if _is_missing(value):
         return None
     if isinstance(value, str):
-        return frozenset([value])
+        return frozenset([label_name(value)])
     if isinstance(value, (set, frozenset, list, tuple, np.ndarray, pd.Series)):
         codes = list(value)
         if any(_is_missing(c) for c in codes):

@@ -13,11 +13,18 @@ from typing import Any
 import numpy as np
 
 from agreement._core import check_level, check_n_boot
-from agreement.bootstrap import check_seed, complete_counts, fleiss_bootstrap
+from agreement.bootstrap import (
+    DEFAULT_METHOD,
+    METHODS,
+    check_method,
+    check_seed,
+    complete_counts,
+    fleiss_bootstrap,
+)
 from agreement.cohen import CohenKappa, pairwise_cohen
 from agreement.fleiss import FleissKappa, fleiss_kappa
 from agreement.gwet import GwetAC1, gwet_ac1
-from agreement.krippendorff_alpha import KrippendorffAlpha, krippendorff_alpha
+from agreement.krippendorff_alpha import LEVELS, KrippendorffAlpha, krippendorff_alpha
 from agreement.masi import CodeAgreement, masi_alpha, per_code_kappas
 from agreement.matrix import as_label_matrix, as_set_matrix
 from agreement.percent import PercentAgreement, agreement_of_codes
@@ -92,13 +99,20 @@ class AgreementReport(ResultMixin):
     fleiss : FleissKappa
         Kappa, se0, z, p_value, band and per-category kappas.
     fleiss_ci : Interval
-        Percentile bootstrap CI of Fleiss' kappa.
+        Bootstrap CI of Fleiss' kappa (``method`` says percentile or BCa).
     alpha : KrippendorffAlpha
-        Nominal alpha.
+        Alpha at ``level``.
     ac1 : GwetAC1
     percent_agreement : PercentAgreement
     pairwise : tuple of CohenKappa
         Cohen's kappa (asymptotic CI) and confusion matrix for every pair of coders.
+    level : str
+        Level of measurement: ``"nominal"``, ``"ordinal"``, ``"interval"`` or ``"ratio"``.
+    alpha_nominal : KrippendorffAlpha or None
+        Nominal alpha as well, when ``level`` is not nominal.
+    pairwise_weighted : tuple of CohenKappa
+        Weighted Cohen's kappa of every pair when ``level`` is not nominal: linear weights
+        at the ordinal level, quadratic at the interval and ratio levels.
     """
 
     n_items: int
@@ -113,6 +127,13 @@ class AgreementReport(ResultMixin):
     ac1: GwetAC1
     percent_agreement: PercentAgreement
     pairwise: tuple[CohenKappa, ...]
+    level: str = "nominal"
+    alpha_nominal: KrippendorffAlpha | None = None
+    pairwise_weighted: tuple[CohenKappa, ...] = ()
+
+
+WEIGHTS_OF_LEVEL = {"ordinal": "linear", "interval": "quadratic", "ratio": "quadratic"}
+"""The weights of the pairwise weighted kappas at each non-nominal level."""
 
 
 def agreement_report(
@@ -121,6 +142,8 @@ def agreement_report(
     ci: float = 0.95,
     n_boot: int = 1000,
     seed: int | None = 0,
+    ci_method: str = DEFAULT_METHOD,
+    level: str = "nominal",
 ) -> AgreementReport:
     """Every agreement figure for one single-label question.
 
@@ -137,23 +160,33 @@ def agreement_report(
         Bootstrap resamples for Fleiss' kappa.
     seed : int or None
         Bootstrap seed.
+    ci_method : {"bca", "percentile"}
+        Bootstrap interval of Fleiss' kappa.
+    level : {"nominal", "ordinal", "interval", "ratio"}
+        Level of measurement of alpha (``categories`` order gives the ordinal ranks); a
+        non-nominal level adds nominal alpha and weighted pairwise kappas.
 
     Returns
     -------
     AgreementReport
         Never NaN: every undefined figure is None with its ``undefined_reason``.
     """
-    level, n_boot, seed = check_level(ci), check_n_boot(n_boot), check_seed(seed)
+    confidence, n_boot, seed = check_level(ci), check_n_boot(n_boot), check_seed(seed)
+    method = check_method(ci_method)
+    if level not in LEVELS:
+        raise ValueError(
+            f"The level of measurement must be one of {', '.join(LEVELS)}; got {level!r}."
+        )
     labels = as_label_matrix(matrix, categories)
     fleiss = fleiss_kappa(labels)
     if labels.n_coders < 2:
         fleiss_ci = Interval(
-            None, None, level, "percentile bootstrap over items", n_boot, 0, seed,
-            fleiss.undefined_reason,
+            None, None, confidence, METHODS[method], n_boot, 0, seed, fleiss.undefined_reason,
         )  # fmt: skip
     else:
         counts = complete_counts(labels.codes, len(labels.categories))
-        fleiss_ci = fleiss_bootstrap(counts, level, n_boot, seed)
+        fleiss_ci = fleiss_bootstrap(counts, confidence, n_boot, seed, method)
+    nominal = level == "nominal"
     return AgreementReport(
         n_items=labels.n_items,
         n_coders=labels.n_coders,
@@ -163,10 +196,15 @@ def agreement_report(
         items_left_out=_left_out(labels.codes, labels.items, labels.coders),
         fleiss=fleiss,
         fleiss_ci=fleiss_ci,
-        alpha=krippendorff_alpha(labels),
+        alpha=krippendorff_alpha(labels, level=level),
         ac1=gwet_ac1(labels),
         percent_agreement=agreement_of_codes(labels.codes, len(labels.categories)),
-        pairwise=pairwise_cohen(labels, ci=level),
+        pairwise=pairwise_cohen(labels, ci=confidence),
+        level=level,
+        alpha_nominal=None if nominal else krippendorff_alpha(labels),
+        pairwise_weighted=()
+        if nominal
+        else pairwise_cohen(labels, ci=confidence, weights=WEIGHTS_OF_LEVEL[level]),
     )
 
 

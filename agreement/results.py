@@ -59,11 +59,12 @@ class Interval(ResultMixin):
     level : float
         Confidence level, e.g. 0.95.
     method : str
-        ``"asymptotic"`` (estimate ± z · ASE) or ``"percentile bootstrap over items"``.
+        ``"asymptotic"`` (estimate ± z · ASE), ``"BCa bootstrap over items"`` or
+        ``"percentile bootstrap over items"``.
     n_boot : int or None
         Resamples drawn (bootstrap only).
     n_valid : int or None
-        Resamples where the statistic was defined; the percentiles use only these.
+        Resamples where the statistic was defined (usable); the quantiles use only these.
     seed : int or None
         Seed of the bootstrap generator (bootstrap only).
     undefined_reason : str or None

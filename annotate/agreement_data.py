@@ -32,6 +32,7 @@ if TYPE_CHECKING:
 DEFAULT_SAMPLE = "main"
 DEFAULT_N_BOOT = 1000
 DEFAULT_SEED = 0
+DEFAULT_CI_METHOD = "bca"  # agreement.bootstrap.DEFAULT_METHOD
 MIN_CODERS = 2
 
 
@@ -631,6 +632,7 @@ class QuestionResult:
         return {
             "question": q.id,
             "kind": q.kind,
+            "level": q.level,
             "prompt": q.prompt,
             "n_items": report.n_items if report else 0,
             "n_coders": len(self.data.coders),
@@ -745,11 +747,19 @@ def _disagreements(
     return tuple(out)
 
 
-def _check_settings(ci: float, n_boot: int) -> None:
+def _check_settings(ci: float, n_boot: int, ci_method: str = DEFAULT_CI_METHOD) -> None:
+    from agreement.bootstrap import METHODS, RECOMMENDED_RESAMPLES, min_resamples
+
     if not 0 < ci < 1:
         raise UsageError(f"--ci must be a level between 0 and 1 (e.g. 0.95); got {ci}")
-    if n_boot < 1:
-        raise UsageError(f"--n-boot must be at least 1; got {n_boot}")
+    if n_boot < min_resamples(ci):
+        raise UsageError(
+            f"--n-boot must be at least {min_resamples(ci)} for a {100 * ci:g}% interval "
+            f"(5 resamples beyond each limit); got {n_boot}",
+            hint=f"{RECOMMENDED_RESAMPLES:,} or more is recommended (the default)",
+        )
+    if ci_method not in METHODS:
+        raise UsageError(f"--ci-method must be bca or percentile; got {ci_method}")
 
 
 def run_agreement(
@@ -760,10 +770,13 @@ def run_agreement(
     n_boot: int = DEFAULT_N_BOOT,
     seed: int = DEFAULT_SEED,
     save: bool = True,
+    ci_method: str = DEFAULT_CI_METHOD,
 ) -> AgreementRun:
     """Every agreement figure of the selected questions; the run is stored unless ``save``
-    is False. The labels of all questions are read in one consistent snapshot."""
-    _check_settings(ci, n_boot)
+    is False. The labels of all questions are read in one consistent snapshot.
+    ``ci_method`` is the bootstrap interval of Fleiss' kappa (bca or percentile); each
+    question's alpha uses its codebook ``level``."""
+    _check_settings(ci, n_boot, ci_method)
     from agreement import agreement_report, multi_select_report
 
     with store.read_snapshot():
@@ -778,7 +791,13 @@ def run_agreement(
             if q.kind != "multi":
                 categories.append(value_categories(data))
                 report = agreement_report(
-                    value_matrix(data), categories[-1].codes, ci=ci, n_boot=n_boot, seed=seed
+                    value_matrix(data),
+                    categories[-1].codes,
+                    ci=ci,
+                    n_boot=n_boot,
+                    seed=seed,
+                    ci_method=ci_method,
+                    level=q.level,
                 )
                 left_out += _left_out(data, report, "value")
             if q.kind != "single":
@@ -808,7 +827,7 @@ def run_agreement(
     label_ids = sorted(digests)
     hashes = tuple(sorted({r["codebook_hash"] for r in rows}))
     sel = selection
-    settings = {"ci": ci, "n_boot": n_boot, "seed": seed}
+    settings = {"ci": ci, "n_boot": n_boot, "seed": seed, "ci_method": ci_method}
     digest = labels_hash(rows)
     inputs = {
         "codebook": sel.codebook.name,
@@ -875,13 +894,16 @@ def agree(
     seed: int = DEFAULT_SEED,
     command: str = "annotate agree",
     save: bool = True,
+    ci_method: str = DEFAULT_CI_METHOD,
 ) -> AgreementRun:
     """`annotate agree` in one call: resolve the inputs, measure, store the run (unless
     ``save`` is False)."""
     selection = select(
         store, codebook=codebook, sample=sample, coders=coders, question=question, command=command
     )
-    return run_agreement(store, selection, ci=ci, n_boot=n_boot, seed=seed, save=save)
+    return run_agreement(
+        store, selection, ci=ci, n_boot=n_boot, seed=seed, save=save, ci_method=ci_method
+    )
 
 
 @dataclass(frozen=True)

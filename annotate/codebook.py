@@ -26,7 +26,14 @@ from functools import cached_property
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    model_validator,
+)
 
 from annotate.codebook_yaml import check_size, load_yaml
 from annotate.errors import CodebookError
@@ -87,6 +94,32 @@ class Question(_Strict):
     yes_key: ShortcutKey = "y"
     no_key: ShortcutKey = "n"
     applies_to: list[str] | None = None
+    level: Literal["nominal", "ordinal", "interval", "ratio"] = "nominal"
+    """Level of measurement of a single-choice question: the options' order gives the
+    ordinal ranks; interval and ratio read the codes as numbers. Krippendorff's alpha uses
+    it, and pairwise weighted kappas are added when it is not nominal."""
+
+    @model_validator(mode="after")
+    def _level_fits(self) -> Question:
+        if self.level == "nominal":
+            return self
+        if self.kind != "single":
+            raise ValueError(f"level {self.level} needs kind single (got {self.kind})")
+        if self.allow_other:
+            raise ValueError(f"level {self.level}: 'other' has no rank; remove allow_other")
+        if self.level in {"interval", "ratio"}:
+            for o in self.options:
+                try:
+                    number = float(o.code)
+                except ValueError:
+                    number = None
+                if number is None or (self.level == "ratio" and number < 0):
+                    what = "a non-negative number" if self.level == "ratio" else "a number"
+                    raise ValueError(
+                        f"level {self.level}: option code '{o.code}' is not {what} "
+                        "(use level ordinal for ranked codes)"
+                    )
+        return self
 
     @property
     def codes(self) -> list[str]:
@@ -121,7 +154,11 @@ class Codebook(_Strict):
 
     @cached_property  # the model is frozen; save_answers asks once per label
     def version_hash(self) -> str:
-        canonical = json.dumps(self.model_dump(mode="json"), sort_keys=True)
+        data = self.model_dump(mode="json")
+        for q in data["questions"]:  # nominal is the default: older hashes stay the same
+            if q.get("level") == "nominal":
+                del q["level"]
+        canonical = json.dumps(data, sort_keys=True)
         return hashlib.sha256(canonical.encode()).hexdigest()[:12]
 
     def question(self, question_id: str) -> Question:

@@ -1,7 +1,7 @@
 """The validation report: the LLM as one more coder on the held-out gold items.
 
 Per question: Fleiss' kappa of LLM + gold (two coders: Scott's pi) and Cohen's kappa, each
-with a percentile bootstrap CI over items; accuracy; per-label precision, recall and F1;
+with a BCa bootstrap CI over items; accuracy; per-label precision, recall and F1;
 the confusion matrix (rows gold, columns LLM); and Fleiss' kappa of the human coders of the
 held-out items with and without the LLM. A reply that stayed invalid after its retry is
 the category ``(invalid)`` — it counts against the LLM, never silently dropped. The gate

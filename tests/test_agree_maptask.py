@@ -165,7 +165,7 @@ def test_each_run_is_stored_and_traceable_to_its_labels(cli, maptask) -> None:
     assert f"run {out['run_id']} stored: " in r.stderr
     with Store(maptask["db"]) as s:
         run = s.agreement_run(out["run_id"])
-        assert run["settings"] == {"ci": 0.9, "n_boot": 200, "seed": 3}
+        assert run["settings"] == {"ci": 0.9, "n_boot": 200, "seed": 3, "ci_method": "bca"}
         assert run["coders"] == ["ann", "bob", "hcrc"] and run["questions"] == ["move"]
         assert run["codebook"] == "hcrc_moves"
         assert run["codebook_hash"] == find_codebook("hcrc_moves").codebook.version_hash

@@ -141,7 +141,7 @@ def test_trap_single_item_never_divides_by_zero():
     assert report.alpha.alpha == pytest.approx(0.0)
     assert report.ac1.ac1 is not None
     assert report.fleiss_ci.low is None
-    assert "at least two items" in report.fleiss_ci.undefined_reason
+    assert "at least 10 items; got 1" in report.fleiss_ci.undefined_reason
     assert data["fleiss_ci"]["undefined_reason"] == report.fleiss_ci.undefined_reason
     for pair in report.pairwise:  # a CI of Cohen's kappa too is absent with its reason
         assert pair.ci.low is None and pair.ci.undefined_reason
@@ -245,7 +245,7 @@ def test_single_item_where_everyone_agrees():
 
 
 def test_single_category_kappa_is_undefined_with_percent_agreement():
-    data = [["ack"] * 3] * 6
+    data = [["ack"] * 3] * 12
     report = ag.agreement_report(data)
     no_nan(report)
     assert report.fleiss.kappa is None

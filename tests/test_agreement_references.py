@@ -58,7 +58,14 @@ def diagnoses() -> pd.DataFrame:
 
 
 def test_fleiss_1971_kappa_se0_and_z(diagnoses):
-    result = ag.fleiss_kappa(diagnoses)
+    """30 items is below the 2k² = 50 items the z-test needs by default (Cicchetti &
+    Fleiss 1977) for 5 categories; min_items_z=0 reproduces the published test."""
+    default = ag.fleiss_kappa(diagnoses)
+    assert default.kappa == approx(0.4302445)
+    assert default.se0 is None and default.z is None and default.p_value is None
+    assert "needs at least 50 items" in default.undefined_reason
+    assert "got 30" in default.undefined_reason
+    result = ag.fleiss_kappa(diagnoses, min_items_z=0)
     assert round(result.kappa, 3) == 0.430
     assert result.kappa == approx(0.4302445)
     assert result.observed_agreement == approx(0.5555556)
@@ -83,7 +90,7 @@ def test_fleiss_1971_per_category(diagnoses):
 
 def test_fleiss_1971_from_the_count_table():
     counts = read("fleiss1971_counts_30x5.csv").astype(int)
-    result = ag.fleiss_kappa_counts(counts)
+    result = ag.fleiss_kappa_counts(counts, min_items_z=0)
     assert result.kappa == approx(0.4302445)
     assert result.se0 == approx(0.02437393, abs=1e-8)
     assert result.categories == tuple(counts.columns)
@@ -148,6 +155,19 @@ def test_krippendorff_2011_nominal_alpha():
     assert result.n_items == 11  # unit 12 has a single rating and does not count
     assert result.n_items_unpairable == 1
     assert result.n_values == 40
+
+
+@pytest.mark.parametrize(
+    ("level", "published", "exact"),
+    [("ordinal", 0.815, 0.8153875), ("interval", 0.849, 0.8491071), ("ratio", 0.797, 0.7974028)],
+)
+def test_krippendorff_2011_levels(level, published, exact):
+    """Krippendorff (2011), sections C-E: the same 4 observers x 12 units at every level."""
+    data = read("krippendorff2011_4obs_12units.csv")
+    result = ag.krippendorff_alpha(data, level=level)
+    assert round(result.alpha, 3) == published
+    assert result.alpha == approx(exact, abs=5e-8)
+    assert result.metric == level and result.n_items == 11 and result.n_values == 40
 
 
 # --- SAS PROC FREQ: two raters, 3 categories -------------------------------------------

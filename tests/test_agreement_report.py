@@ -50,7 +50,9 @@ def test_report_fields_and_json():
     assert set(data) == {
         "n_items", "n_coders", "coders", "categories", "items_used", "items_left_out",
         "fleiss", "fleiss_ci", "alpha", "ac1", "percent_agreement", "pairwise",
+        "level", "alpha_nominal", "pairwise_weighted",
     }  # fmt: skip
+    assert data["level"] == "nominal" and data["alpha_nominal"] is None
 
 
 def test_report_is_reproducible_and_seed_matters():
@@ -115,8 +117,9 @@ def test_compare_to_reference_by_hand():
     assert scores["d"].f1 is None and scores["d"].undefined_reason
     assert result.macro_f1 == pytest.approx((6 / 7 + 2 / 3 + 0.0) / 3)
     assert result.kappa.kappa == ag.cohen_kappa(frame, "gold", "llm").kappa
-    assert result.kappa_ci.method == "percentile bootstrap over items"
-    assert result.kappa_ci.low <= result.kappa.kappa <= result.kappa_ci.high
+    assert result.kappa_ci.method == "BCa bootstrap over items"
+    assert result.kappa_ci.low is None  # 7 items: too few to bootstrap
+    assert "at least 10 items; got 7" in result.kappa_ci.undefined_reason
     json.dumps(result.to_dict(), allow_nan=False)
 
 

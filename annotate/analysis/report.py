@@ -607,7 +607,7 @@ def agreement_rows(
                     "alpha": _fmt(rep.alpha.alpha),
                     "AC1": _fmt(rep.ac1.ac1),
                     "agreement": _fmt(rep.percent_agreement.proportion),
-                    "note": rep.fleiss.undefined_reason or "",
+                    "note": (rep.fleiss.kappa is None and rep.fleiss.undefined_reason) or "",
                 }
             )
     return rows
@@ -734,7 +734,7 @@ def agreement_section(
         [
             f"Human coders only (not gold, not llm:*), over every item{where} at least two "
             "of them answered; Fleiss' kappa uses the items all of them answered (95% "
-            f"percentile bootstrap CI, {n_boot} resamples, seed 0).",
+            f"BCa bootstrap CI, {n_boot} resamples, seed 0).",
         ],
     )
     rows = agreement_rows(store, n_boot, action_ids)

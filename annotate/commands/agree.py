@@ -5,6 +5,7 @@ from __future__ import annotations
 import getpass
 import shlex
 from collections.abc import Sequence
+from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -58,9 +59,26 @@ ITEMS_SHOWN = 6
 ANSWER_WIDTH = 12  # the disagreement list wraps a longer answer (Other's text)
 DEFAULT_CI = 0.95
 DEFAULT_N_BOOT = 1000
+
+
+class CiMethod(StrEnum):
+    """Bootstrap interval of Fleiss' kappa."""
+
+    bca = "bca"
+    percentile = "percentile"
+
+
+DEFAULT_CI_METHOD = CiMethod.bca
 REFERENCES = (
+    "Cicchetti, D. V., & Fleiss, J. L. (1977). Comparison of the null distributions of "
+    "weighted kappa and the C ordinal statistic. Applied Psychological Measurement, 1(2), "
+    "195-201.",
     "Cohen, J. (1960). A coefficient of agreement for nominal scales. Educational and "
     "Psychological Measurement, 20(1), 37-46.",
+    "Cohen, J. (1968). Weighted kappa: Nominal scale agreement with provision for scaled "
+    "disagreement or partial credit. Psychological Bulletin, 70(4), 213-220.",
+    "Efron, B. (1987). Better bootstrap confidence intervals. Journal of the American "
+    "Statistical Association, 82(397), 171-185.",
     "Fleiss, J. L. (1971). Measuring nominal scale agreement among many raters. "
     "Psychological Bulletin, 76(5), 378-382.",
     "Fleiss, J. L., Cohen, J., & Everitt, B. S. (1969). Large sample standard errors of kappa "
@@ -191,9 +209,19 @@ def summary_rows(q: dict[str, Any]) -> list[dict[str, Any]]:
                 "statistic": "Krippendorff's alpha",
                 "value": _num(a["alpha"]),
                 "ci": "",
-                "notes": a["undefined_reason"] or f"nominal; {_items(a['n_items'])}",
+                "notes": a["undefined_reason"] or f"{a['metric']}; {_items(a['n_items'])}",
             }
         )
+        nominal = v.get("alpha_nominal")
+        if nominal:
+            rows.append(
+                {
+                    "statistic": "  nominal alpha",
+                    "value": _num(nominal["alpha"]),
+                    "ci": "",
+                    "notes": nominal["undefined_reason"] or "ignores the order of the codes",
+                }
+            )
         g = v["ac1"]
         rows.append(
             {
@@ -277,7 +305,30 @@ def code_rows(q: dict[str, Any]) -> list[dict[str, Any]]:
     ]
 
 
-def pair_rows(q: dict[str, Any]) -> list[dict[str, Any]]:
+def method_line(q: dict[str, Any]) -> str | None:
+    """How Fleiss' kappa's interval was made (method, resamples usable, seed) and the level
+    of measurement, in one or two sentences; None for a question without a value."""
+    v = q["value"]
+    if v is None:
+        return None
+    ci = v["fleiss_ci"]
+    line = f"Fleiss' kappa CI: {ci['method']}"
+    if ci.get("n_boot"):
+        line += (
+            f", {ci['n_boot']:,} resamples ({ci.get('n_valid') or 0:,} usable), seed {ci['seed']}"
+        )
+    line += "."
+    level = v.get("level", "nominal")
+    if level != "nominal":
+        weights = (v.get("pairwise_weighted") or [{}])[0].get("weights")
+        line += f" Level: {level} (ranks in the codebook's option order): {level} alpha" + (
+            f", {weights}-weighted pairwise kappas." if weights else "."
+        )
+    return line
+
+
+def pair_rows(q: dict[str, Any], key: str = "pairwise") -> list[dict[str, Any]]:
+    """Cohen's kappa per pair (``key`` "pairwise_weighted": weighted kappas)."""
     v = q["value"]
     if v is None:
         return []
@@ -288,10 +339,23 @@ def pair_rows(q: dict[str, Any]) -> list[dict[str, Any]]:
             "kappa": _num(p["kappa"]),
             "ci": _ci(p["ci"]),
             "agree": _pct(p["observed_agreement"]),
-            "band": _join(p["band"], _with_ci(p["undefined_reason"], p["ci"])) or "",
+            "band": _join(p["band"], _with_ci(_pair_reason(p), p["ci"])) or "",
         }
-        for p in v["pairwise"]
+        for p in v.get(key) or ()
     ]
+
+
+def _pair_reason(p: dict[str, Any]) -> str | None:
+    """A pair's reason, unless it only says why the z-test (not in this table) is missing."""
+    reason = p["undefined_reason"]
+    if reason and p["kappa"] is not None and "z-test" in reason and "needs at least" in reason:
+        return None
+    return reason
+
+
+def weighted_title(q: dict[str, Any]) -> str:
+    weights = q["value"]["pairwise_weighted"][0]["weights"]
+    return f"Pairwise weighted Cohen's kappa ({weights} weights, {q['value']['level']})"
 
 
 def _title(results: dict[str, Any], q: dict[str, Any]) -> str:
@@ -435,6 +499,8 @@ def render_table(results: dict[str, Any]) -> None:
         )
         if categories_line(q):
             console.print(categories_line(q), markup=False)
+        if method_line(q):
+            console.print(method_line(q), markup=False)
         cats = category_rows(q)
         if cats:
             console.print(
@@ -466,22 +532,23 @@ def render_table(results: dict[str, Any]) -> None:
                     codes,
                 )
             )
-        pairs = pair_rows(q)
-        if pairs:
-            console.print(
-                _table(
-                    "Pairwise Cohen's kappa",
-                    [
-                        ("pair", "Coders", "left"),
-                        ("items", "Items", "right"),
-                        ("kappa", "Kappa", "right"),
-                        ("ci", level, "left"),
-                        ("agree", "Agree", "right"),
-                        ("band", "Band", "left"),
-                    ],
-                    pairs,
+        for key in ("pairwise", "pairwise_weighted"):
+            pairs = pair_rows(q, key)
+            if pairs:
+                console.print(
+                    _table(
+                        "Pairwise Cohen's kappa" if key == "pairwise" else weighted_title(q),
+                        [
+                            ("pair", "Coders", "left"),
+                            ("items", "Items", "right"),
+                            ("kappa", "Kappa", "right"),
+                            ("ci", level, "left"),
+                            ("agree", "Agree", "right"),
+                            ("band", "Band", "left"),
+                        ],
+                        pairs,
+                    )
                 )
-            )
         for line in _left_out_lines(q):
             console.print(line, markup=False)
         console.print(
@@ -491,6 +558,27 @@ def render_table(results: dict[str, Any]) -> None:
 
 
 # -- markdown -------------------------------------------------------------------------------------
+
+
+def _method_words(settings: dict[str, Any]) -> str:
+    """The bootstrap method of a run's settings (runs stored before BCa: percentile)."""
+    if settings.get("ci_method", "percentile") == "bca":
+        return "bias-corrected and accelerated (BCa; Efron, 1987) bootstrap"
+    return "percentile bootstrap"
+
+
+def _levels_words(qs: list[dict[str, Any]]) -> str:
+    """The questions' levels in words: "nominal", or e.g. "ordinal (Q2) and nominal"."""
+    levels: dict[str, list[str]] = {}
+    for q in qs:
+        levels.setdefault(q.get("level") or "nominal", []).append(q["question"])
+    if list(levels) == ["nominal"]:
+        return "nominal"
+    words = [
+        level if level == "nominal" else f"{level} ({', '.join(ids)})"
+        for level, ids in levels.items()
+    ]
+    return " and ".join(words)
 
 
 def methods_sentence(results: dict[str, Any]) -> str:
@@ -506,10 +594,12 @@ def methods_sentence(results: dict[str, Any]) -> str:
         f"({results['codebook']} codebook"
         + (f", sample '{results['sample']}'" if results["sample"] else "")
         + ") was measured with Fleiss' kappa (Fleiss, 1971), with a "
-        f"{100 * s['ci']:g}% percentile bootstrap confidence interval over items "
+        f"{100 * s['ci']:g}% {_method_words(s)} confidence interval over items "
         f"({s['n_boot']:,} resamples, seed {s['seed']}) and a z-test using the asymptotic "
-        "standard error under the null (Fleiss, Nee & Landis, 1979); Krippendorff's alpha for "
-        "nominal data (Krippendorff, 2011); Gwet's AC1 (Gwet, 2008); percent agreement; "
+        "standard error under the null (Fleiss, Nee & Landis, 1979), given on at least 2k² "
+        "items for k categories (Cicchetti & Fleiss, 1977); Krippendorff's alpha for "
+        f"{_levels_words(qs)} data (Krippendorff, 2011); Gwet's AC1 (Gwet, 2008); percent "
+        "agreement; "
         "per-category kappas (Fleiss, 1971); and Cohen's kappa for every pair of coders "
         "(Cohen, 1960) with asymptotic confidence intervals (Fleiss, Cohen & Everitt, 1969) "
         "clipped to kappa's range [-1, 1]. "
@@ -517,6 +607,11 @@ def methods_sentence(results: dict[str, Any]) -> str:
         "uses the items every coder answered; the other figures use every item with two or "
         "more answers."
     )
+    if any((q.get("level") or "nominal") != "nominal" for q in qs):
+        sentence += (
+            " For questions with ordered codes, Cohen's kappa was also weighted (Cohen, 1968): "
+            "linear weights at the ordinal level, quadratic at the interval and ratio levels."
+        )
     if any(q["kind"] != "single" for q in qs):
         sentence += (
             " Multi-code answers (sets) were compared with Krippendorff's alpha using the "
@@ -567,6 +662,8 @@ def render_markdown(results: dict[str, Any]) -> None:
         )
         if categories_line(q):
             out += [categories_line(q), ""]
+        if method_line(q):
+            out += [method_line(q), ""]
         cats = category_rows(q)
         if cats:
             columns = [("category", "Category"), ("share", "Share"), ("kappa", "Kappa"),
@@ -578,11 +675,12 @@ def render_markdown(results: dict[str, Any]) -> None:
             columns = [("code", what), ("chosen", "Chosen"), ("kappa", "Kappa"),
                        ("alpha", "Alpha"), ("notes", "Notes")]  # fmt: skip
             out.append(_md(codes, columns, title=codes_title(q)))
-        pairs = pair_rows(q)
-        if pairs:
-            columns = [("pair", "Coders"), ("items", "Items"), ("kappa", "Cohen's kappa"),
-                       ("ci", level), ("agree", "Agreement"), ("band", "Band")]  # fmt: skip
-            out.append(_md(pairs, columns))
+        columns = [("pair", "Coders"), ("items", "Items"), ("kappa", "Cohen's kappa"),
+                   ("ci", level), ("agree", "Agreement"), ("band", "Band")]  # fmt: skip
+        if pair_rows(q):
+            out.append(_md(pair_rows(q), columns))
+        if pair_rows(q, "pairwise_weighted"):
+            out.append(_md(pair_rows(q, "pairwise_weighted"), columns, title=weighted_title(q)))
         out += _left_out_lines(q, bullet="  - ", head="- ")  # a list item per figure
         out.append("")
     out.append("References")
@@ -613,6 +711,7 @@ CSV_COLUMNS = (
     "n_items",
     "band",
     "note",
+    "ci_method",
 )
 
 
@@ -645,14 +744,15 @@ def csv_rows(results: dict[str, Any]) -> list[dict[str, Any]]:
             add("value", "fleiss_kappa", estimate=f["kappa"], ci_low=ci["low"],
                 ci_high=ci["high"], se0=f["se0"], z=f["z"], p_value=f["p_value"],
                 n_items=f["n_items"], band=f["band"],
-                note=_with_ci(f["undefined_reason"], ci))  # fmt: skip
+                note=_with_ci(f["undefined_reason"], ci), ci_method=ci["method"])  # fmt: skip
             for c in f["per_category"]:
                 add("value", "category_kappa", c["category"], estimate=c["kappa"],
                     se0=c["se0"], z=c["z"], p_value=c["p_value"], n_items=f["n_items"],
                     note=c["undefined_reason"])  # fmt: skip
-            a = v["alpha"]
-            add("value", "krippendorff_alpha", estimate=a["alpha"], n_items=a["n_items"],
-                note=a["undefined_reason"])  # fmt: skip
+            for a in (v["alpha"], v.get("alpha_nominal")):  # subject: the level
+                if a:
+                    add("value", "krippendorff_alpha", a["metric"], estimate=a["alpha"],
+                        n_items=a["n_items"], note=a["undefined_reason"])  # fmt: skip
             g = v["ac1"]
             add("value", "gwet_ac1", estimate=g["ac1"], n_items=g["n_items"],
                 note=g["undefined_reason"])  # fmt: skip
@@ -666,7 +766,16 @@ def csv_rows(results: dict[str, Any]) -> list[dict[str, Any]]:
                     estimate=p["kappa"], ci_low=p["ci"]["low"], ci_high=p["ci"]["high"],
                     se0=p["se0"], ase=p.get("ase", p.get("se")), z=p["z"],
                     p_value=p["p_value"], n_items=p["n_items"], band=p["band"],
-                    note=_with_ci(p["undefined_reason"], p["ci"]))  # fmt: skip
+                    note=_with_ci(p["undefined_reason"], p["ci"]),
+                    ci_method=p["ci"]["method"])  # fmt: skip
+            for p in v.get("pairwise_weighted") or ():
+                add("value", "weighted_kappa", f"{p['coder_a']}|{p['coder_b']}",
+                    estimate=p["kappa"], ci_low=p["ci"]["low"], ci_high=p["ci"]["high"],
+                    se0=p["se0"], ase=p["ase"], z=p["z"], p_value=p["p_value"],
+                    n_items=p["n_items"], band=p["band"],
+                    note=_join(f"{p['weights']} weights",
+                               _with_ci(p["undefined_reason"], p["ci"])),
+                    ci_method=p["ci"]["method"])  # fmt: skip
         part = "reasons" if q["kind"] == "yes_no_reasons" else "codes"
         s = q.get(part)
         if s is not None:
@@ -780,6 +889,14 @@ def agree_command(
         int, typer.Option(help="Bootstrap resamples for the CI of Fleiss' kappa.")
     ] = DEFAULT_N_BOOT,
     seed: Annotated[int, typer.Option(help="Seed of the bootstrap.")] = 0,
+    ci_method: Annotated[
+        CiMethod,
+        typer.Option(
+            "--ci-method",
+            help="Bootstrap interval of Fleiss' kappa: bca (bias-corrected and accelerated, "
+            "jackknife over items) or percentile.",
+        ),
+    ] = DEFAULT_CI_METHOD,
     disagreements: Annotated[
         bool,
         typer.Option(
@@ -835,6 +952,7 @@ def agree_command(
             ci=ci if ci != DEFAULT_CI else None,
             n_boot=n_boot if n_boot != DEFAULT_N_BOOT else None,
             seed=seed or None,
+            ci_method=ci_method.value if ci_method is not DEFAULT_CI_METHOD else None,
             disagreements=disagreements,
         )
         if disagreements:
@@ -856,6 +974,7 @@ def agree_command(
             seed=seed,
             command=command,
             save=not store.read_only,  # read-only storage: report, do not store
+            ci_method=ci_method.value,
         )
         _defaults(result.selection.defaults, fmt)
         _render(result.to_dict(), fmt)
