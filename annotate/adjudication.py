@@ -105,23 +105,32 @@ class Case:
     @property
     def reason(self) -> str:
         """Why this case needs a person (or how the majority decided it)."""
+        return self._reason()[1]
+
+    @property
+    def short_reason(self) -> str:
+        """The reason in a few words, for a status line: tie, flagged, no strict majority..."""
+        return self._reason()[0]
+
+    def _reason(self) -> tuple[str, str]:
         if self.flagged_by:
-            return "flagged by " + ", ".join(self.flagged_by)
+            flagged = "flagged by " + ", ".join(self.flagged_by)
+            return flagged, flagged
         if self.majority is not None and not fits(self.majority, self.question):
-            return (
+            return "majority not a code", (
                 f"the majority answer '{answer_text(self.majority)}' is not a code of this "
                 "codebook version (it was made under one that offered it)"
             )
         if self.majority is not None:
-            return f"majority {self.votes} of {len(self.answers)}"
+            return "majority", f"majority {self.votes} of {len(self.answers)}"
         counts = Counter(_key(a.answer) for a in self.answers if a.answer is not None)
         top = max(counts.values())
         if top * 2 > self.n_answers and self.n_answers < len(self.answers):
-            return (
+            return "no strict majority", (
                 f"{top} of {self.n_answers} answers agree, but {len(self.answers)} coders "
                 "were selected (no strict majority)"
             )
-        return "tie: " + " vs ".join(
+        return "tie", "tie: " + " vs ".join(
             f"{answer_text(Answer(v, tuple(sorted(c))))} ({n})" for (v, c), n in counts.items()
         )
 

@@ -883,20 +883,3 @@ class CodingSession:
         """Seconds into its session at which the current item happened."""
         action = self.item.action
         return _time_of(action, self.queries.session_start(action.session))
-
-    def answer_summary(self, item: Item | None = None) -> list[tuple[str, str | None]]:
-        """(question id, short answer or None) for each question of an item."""
-        item = item or self.item
-        out: list[tuple[str, str | None]] = []
-        for q in item.questions:
-            a = item.answers.get(q.id)
-            if a is None:
-                out.append((q.id, None))
-                continue
-            text = a.value or ""
-            if a.codes:
-                text = (text + ": " if text else "") + "+".join(a.codes)
-            if a.other_text:
-                text += f" ({a.other_text})"
-            out.append((q.id, text))
-        return out

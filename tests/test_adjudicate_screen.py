@@ -66,6 +66,20 @@ async def test_ties_are_decided_with_one_key(demo) -> None:
             assert app.session.index == 1  # on to the next case still to decide
 
 
+async def test_status_messages_show_control_characters_escaped(demo) -> None:
+    """A message can carry stored text (an answer's Other text, a refusal): never executed."""
+    with Store(demo) as store:
+        plan = _plan(store)
+        app = make_app(store, plan, "zoe")
+        async with app.run_test(size=(80, 24)) as pilot:
+            await pilot.pause()
+            app.screen.flash("Gold: other (\x1b]0;owned\x07\x1b[2J)")
+            await pilot.pause()
+            text = _screen_text(app)
+            assert "\\x1b]0;owned\\x07\\x1b[2J" in text
+            assert "\x1b" not in text and "\x07" not in text
+
+
 async def test_other_needs_a_text_and_escape_stores_nothing(demo) -> None:
     with Store(demo) as store:
         plan = _plan(store)

@@ -284,6 +284,7 @@ def test_other_labels_survive_a_new_version_without_other(cli, db_path, tmp_path
     assert [(g["action_id"], g["value"]) for g in gold] == [("s:0", "depression")]
     (case,) = [c for c in plan.undecided if c.action.id == "s:1"]
     assert "'other (adjustment disorder)' is not a code of this codebook version" in case.reason
+    assert case.short_reason == "majority not a code"  # the status line's short form
 
 
 def test_merge_keeps_the_old_reading_of_a_merged_codebook(cli, db_path, tmp_path) -> None:

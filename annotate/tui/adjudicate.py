@@ -206,7 +206,7 @@ class AdjudicationScreen(Screen[None]):
 
     def flash(self, message: str, *, warning: bool = False, seconds: float = 4.0) -> None:
         """A short message in the status lines, never over the options."""
-        self.message = Text("» " + message, style="bold yellow" if warning else "bold")
+        self.message = Text("» " + shown_line(message), style="bold yellow" if warning else "bold")
         if self._timer is not None:
             self._timer.stop()
         self._timer = self.set_timer(seconds, self._clear)
@@ -233,7 +233,7 @@ class AdjudicationScreen(Screen[None]):
             Text(f"decided {s.n_decided}/{s.n}"),
         )
         state = "decided" if case.decided else "to decide"
-        why = case.reason.split(":")[0]  # "tie" (the votes, by code, are in the table below)
+        why = case.short_reason  # the votes, by code, are in the table below
         second = self.message or Text(f"{why} ({state})", style="italic")
         grid.add_row(second, Text(""))
         return grid
