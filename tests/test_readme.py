@@ -7,7 +7,8 @@ dialogues, so that labelling "the rest" stays quick), and the files a user bring
 needs them. ``export OPENAI_BASE_URL=...`` points at the project's chat server
 (``tests/chat_server.py``), answering the expert move of each utterance: the real llama.cpp
 server runs the same commands in ``tests/test_llm_real_server.py``. Lines that cannot run
-here are listed in :data:`NOT_RUN` with the reason; any other line must exit 0.
+here are listed in :data:`NOT_RUN` with the reason; vLLM's ``run_batch`` is stood in for by a
+writer of its documented output (:func:`run_batch_stand_in`); any other line must exit 0.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from annotate.codebook import find_codebook
 from tests.chat_server import ServerState
 from tests.conftest import REPO, SHARED
 from tests.llm_fixtures import running_chat_server
+from tests.test_llm_batch import run_offline
 
 README = REPO / "README.md"
 SH_BLOCK = re.compile(r"^( *)```sh\n(.*?)^\1```$", re.M | re.S)
@@ -203,6 +205,18 @@ def run_annotate(work: Path, args: list[str]) -> None:
     assert out.returncode == 0, f"annotate {' '.join(args)}: {out.stderr}"
 
 
+# -- vLLM's run_batch (a GPU program) ---------------------------------------------------
+
+VLLM_RUN_BATCH = "vllm.entrypoints.openai.run_batch"
+
+
+def run_batch_stand_in(work: Path, words: list[str], state: ServerState) -> None:
+    """``run_batch -i IN -o OUT``: the documented output lines (tests/test_llm_batch.py),
+    each answered as the chat server answers the same request."""
+    args = dict(zip(words[3::2], words[4::2], strict=False))
+    run_offline(state, work / args["-i"], work / args["-o"])
+
+
 # -- the walk ---------------------------------------------------------------------------
 
 
@@ -252,6 +266,9 @@ def test_readme_runs_as_written(work: Path):
                 continue
             if (prefix := not_run_prefix(words)) is not None:
                 not_run.append(prefix)
+                continue
+            if words[:3] == ["python", "-m", VLLM_RUN_BATCH]:
+                run_batch_stand_in(work, words, state)
                 continue
             assert words[0] == "annotate", f"{line}: the README test cannot run this line"
             for name, write in USER_FILES.items():
