@@ -23,6 +23,7 @@ from agreement.bootstrap import (
 )
 from agreement.cohen import CohenKappa, pairwise_cohen
 from agreement.fleiss import FleissKappa, fleiss_kappa
+from agreement.generalized import FleissGeneralized, fleiss_generalized_from_codes
 from agreement.gwet import GwetAC1, gwet_ac1
 from agreement.krippendorff_alpha import LEVELS, KrippendorffAlpha, krippendorff_alpha
 from agreement.masi import CodeAgreement, masi_alpha, per_code_kappas
@@ -130,6 +131,7 @@ class AgreementReport(ResultMixin):
     level: str = "nominal"
     alpha_nominal: KrippendorffAlpha | None = None
     pairwise_weighted: tuple[CohenKappa, ...] = ()
+    fleiss_generalized: FleissGeneralized | None = None
 
 
 WEIGHTS_OF_LEVEL = {"ordinal": "linear", "interval": "quadratic", "ratio": "quadratic"}
@@ -197,7 +199,7 @@ def agreement_report(
         fleiss=fleiss,
         fleiss_ci=fleiss_ci,
         alpha=krippendorff_alpha(labels, level=level),
-        ac1=gwet_ac1(labels),
+        ac1=gwet_ac1(labels, ci=confidence),
         percent_agreement=agreement_of_codes(labels.codes, len(labels.categories)),
         pairwise=pairwise_cohen(labels, ci=confidence),
         level=level,
@@ -205,6 +207,9 @@ def agreement_report(
         pairwise_weighted=()
         if nominal
         else pairwise_cohen(labels, ci=confidence, weights=WEIGHTS_OF_LEVEL[level]),
+        fleiss_generalized=fleiss_generalized_from_codes(
+            labels.codes, labels.categories, confidence
+        ),
     )
 
 
