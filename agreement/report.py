@@ -18,8 +18,7 @@ from agreement.bootstrap import (
     METHODS,
     check_method,
     check_seed,
-    complete_counts,
-    fleiss_bootstrap,
+    fleiss_bootstrap_codes,
 )
 from agreement.cohen import CohenKappa, pairwise_cohen
 from agreement.fleiss import FleissKappa, fleiss_kappa
@@ -186,8 +185,9 @@ def agreement_report(
             None, None, confidence, METHODS[method], n_boot, 0, seed, fleiss.undefined_reason,
         )  # fmt: skip
     else:
-        counts = complete_counts(labels.codes, len(labels.categories))
-        fleiss_ci = fleiss_bootstrap(counts, confidence, n_boot, seed, method)
+        fleiss_ci = fleiss_bootstrap_codes(
+            labels.codes, len(labels.categories), confidence, n_boot, seed, method
+        )
     nominal = level == "nominal"
     return AgreementReport(
         n_items=labels.n_items,
