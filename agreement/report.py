@@ -62,6 +62,8 @@ class LeftOutItem(ResultMixin):
 
 
 def _left_out(codes: np.ndarray, items: Any, coders: tuple[str, ...]) -> tuple[LeftOutItem, ...]:
+    if codes.size == 0 or codes.min() >= 0:  # no missing rating: one pass, no mask
+        return ()
     present = codes >= 0
     incomplete = np.flatnonzero(~present.all(axis=1))
     out = []

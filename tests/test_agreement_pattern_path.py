@@ -74,3 +74,15 @@ def test_left_out_items_are_named_on_the_pattern_path():
     assert result.items_left_out == (7, 10) and result.n_items == 2
     reason = result.per_category[2].undefined_reason
     assert "only on items left out" in reason
+
+
+@pytest.mark.parametrize("seed", [6, 7])
+def test_percent_agreement_pattern_path_equals_general_path(seed, monkeypatch):
+    import agreement.percent
+
+    matrices = list(random_matrices(seed))
+    fast = [ag.percent_agreement(m).to_dict() for m in matrices]
+    monkeypatch.setattr(agreement.percent, "patterns_fit", lambda *_: False)
+    slow = [ag.percent_agreement(m).to_dict() for m in matrices]
+    for a, b in zip(fast, slow, strict=True):
+        close(a, b)
