@@ -203,9 +203,7 @@ def asymptotic(
     se = math.sqrt(max(variance, 0.0))
     df = n_rated - 1
     half = se * t_quantile(level, df)
-    ci = Interval(
-        max(-1.0, coefficient - half), min(1.0, coefficient + half), level, VARIANCE_METHOD
-    )
+    ci = Interval(coefficient - half, min(1.0, coefficient + half), level, VARIANCE_METHOD)
     if se == 0:
         return se, None, None, ci, "The standard error is 0, so the t-test is undefined."
     t = coefficient / se
@@ -232,7 +230,8 @@ class FleissGeneralized(ResultMixin):
     observed_agreement, expected_agreement : float or None
         p_a (over items with two or more ratings) and p_e.
     band : str or None
-        Landis & Koch band of ``kappa``.
+        Landis & Koch band of ``kappa`` ("poor" below 0; with missing ratings the
+        generalized kappa can fall below -1, as p_a and p_e use different items).
     n_items : int
         Items with at least one rating (they set pi_k and the variance's N).
     n_items_pairable : int
@@ -283,7 +282,7 @@ def fleiss_generalized_from_codes(
         p_value=p,
         observed_agreement=sums.observed,
         expected_agreement=sums.expected,
-        band=landis_koch(sums.coefficient) if sums.coefficient is not None else None,
+        band=None if sums.coefficient is None else landis_koch(max(sums.coefficient, -1.0)),
         n_items=sums.n_rated,
         n_items_pairable=sums.n_pairable,
         categories=categories,

@@ -157,3 +157,14 @@ def test_no_pairable_item_says_why():
     assert result.kappa is None and result.se is None and result.undefined_reason
     ac1 = ag.gwet_ac1([["a", None], [None, "b"]])
     assert ac1.ac1 is None and ac1.se is None and ac1.undefined_reason
+
+
+def test_generalized_kappa_below_minus_one_is_reported_not_refused():
+    """p_a uses the items with two or more ratings, p_e every rated item: with missing
+    ratings the generalized kappa can fall below -1 (as irrCAC gives it)."""
+    table = [["a", "b"], ["c", None], ["c", None], ["c", None], ["c", None]]
+    result = ag.fleiss_kappa_generalized(table)
+    assert result.kappa < -1 and result.band == "poor"
+    assert result.ci.low < result.kappa < result.ci.high
+    report = ag.agreement_report(table, n_boot=200)
+    assert report.fleiss_generalized.kappa == result.kappa
