@@ -455,6 +455,9 @@ def bootstrap_fleiss_ci(
     """Bootstrap CI of Fleiss' kappa, resampling items with replacement.
 
     Uses the same items as :func:`agreement.fleiss_kappa` (those every selected coder rated).
+    From ``PATTERN_BOOTSTRAP_MIN_ITEMS`` such items on, with few rating patterns, the
+    resampled items are drawn as pattern counts (one multinomial per resample; the same
+    distribution, a cost independent of the number of items).
 
     Parameters
     ----------
