@@ -4,6 +4,7 @@ Build a matrix from long-form ratings (:func:`from_long`) or an items x coders t
 (:func:`from_wide`) -- or pass either straight to any statistic -- then call
 :func:`agreement_report` for every figure of a question, or a single statistic:
 :func:`fleiss_kappa`, :func:`cohen_kappa`, :func:`pairwise_cohen`,
+:func:`fleiss_kappa_generalized` (Gwet 2014, missing ratings),
 :func:`krippendorff_alpha` (nominal, ordinal, interval, ratio), :func:`gwet_ac1`,
 :func:`percent_agreement`, :func:`bootstrap_fleiss_ci` (BCa or percentile). Weighted
 Cohen's kappa: ``cohen_kappa(..., weights="linear")``. Multi-select answers: :func:`sets_from_long`,
@@ -38,6 +39,7 @@ from agreement.fleiss import (
     fleiss_kappa_counts,
     min_items_for_z,
 )
+from agreement.generalized import FleissGeneralized, fleiss_kappa_generalized
 from agreement.gwet import GwetAC1, gwet_ac1
 from agreement.krippendorff_alpha import (
     LEVELS,
@@ -79,6 +81,7 @@ __all__ = [
     "CodeAgreement",
     "CohenKappa",
     "ConfusionMatrix",
+    "FleissGeneralized",
     "FleissKappa",
     "GwetAC1",
     "Interval",
@@ -105,6 +108,7 @@ __all__ = [
     "count_table",
     "fleiss_kappa",
     "fleiss_kappa_counts",
+    "fleiss_kappa_generalized",
     "from_long",
     "from_wide",
     "gwet_ac1",

@@ -5,6 +5,11 @@ resample is a row of item multiplicities ``W`` (drawn with ``np.bincount``) and 
 statistic is a function of ``W @ X`` for a small per-item feature matrix ``X``. Resamples
 are processed in chunks so that memory stays bounded for large N.
 
+With many items whose ratings take few distinct patterns, Fleiss' bootstrap draws the
+pattern counts instead: resampling N items and counting them by pattern is one multinomial
+draw of N over the patterns' shares, so ``W`` has a column per pattern, not per item, and
+the cost does not grow with N (:func:`fleiss_bootstrap_codes`).
+
 Two methods: the percentile interval, and the bias-corrected and accelerated (BCa)
 interval, whose acceleration is the jackknife over items. At 30 items BCa's coverage is
 closer to the nominal level (see benchmarks/README.md, ``bench_bootstrap_coverage.py``).
@@ -30,7 +35,15 @@ from typing import Any
 
 import numpy as np
 
-from agreement._core import CHUNK_ELEMENTS, check_level, check_n_boot, ratings_per_item
+from agreement._core import (
+    CHUNK_ELEMENTS,
+    check_level,
+    check_n_boot,
+    pattern_tables,
+    patterns_fit,
+    rating_patterns,
+    ratings_per_item,
+)
 from agreement.matrix import as_label_matrix
 from agreement.results import Interval
 
@@ -138,13 +151,18 @@ def _cohen_kappas(shares: np.ndarray, k: int) -> np.ndarray:
 
 
 def _bca_limits(
-    valid: np.ndarray, estimate: float, jackknife: np.ndarray, level: float
+    valid: np.ndarray,
+    estimate: float,
+    jackknife: np.ndarray,
+    level: float,
+    jackknife_weights: np.ndarray | None = None,
 ) -> tuple[float, float] | str:
     """The BCa quantile levels of the lower and upper limit, or why there are none.
 
     The bias correction counts ties with the estimate as half below (kappa is discrete on
     few items); the acceleration is the jackknife's skewness over items (Efron 1987, eq.
-    6.6; Efron & Tibshirani 1993, eq. 14.15).
+    6.6; Efron & Tibshirani 1993, eq. 14.15). ``jackknife_weights`` counts the items each
+    jackknife value stands for (items of one rating pattern share one leave-one-out value).
     """
     tie = np.abs(valid - estimate) <= _TIE * max(1.0, abs(estimate))  # the same kappa
     below = float((valid[~tie] < estimate).sum()) + 0.5 * float(tie.sum())
@@ -155,10 +173,12 @@ def _bca_limits(
             f"every usable resample lies {side} the estimate, so BCa's bias correction is infinite"
         )
     z0 = _NORMAL.inv_cdf(share)
-    jack = jackknife[np.isfinite(jackknife)]
-    spread = jack.mean() - jack if len(jack) else np.zeros(0)
-    squares = float((spread**2).sum())
-    accel = float((spread**3).sum()) / (6.0 * squares**1.5) if squares > 0 else 0.0
+    usable = np.isfinite(jackknife)
+    jack = jackknife[usable]
+    weights = np.ones(len(jack)) if jackknife_weights is None else jackknife_weights[usable]
+    spread = (weights @ jack) / weights.sum() - jack if len(jack) else np.zeros(0)
+    squares = float(weights @ spread**2)
+    accel = float(weights @ spread**3) / (6.0 * squares**1.5) if squares > 0 else 0.0
     out = []
     for tail in ((1.0 - level) / 2.0, (1.0 + level) / 2.0):
         z = z0 + _NORMAL.inv_cdf(tail)
@@ -178,6 +198,7 @@ def _interval(
     method: str = "percentile",
     estimate: float | None = None,
     jackknife: np.ndarray | None = None,
+    jackknife_weights: np.ndarray | None = None,
 ) -> Interval:
     name = METHODS[method]
     valid = np.sort(stats[np.isfinite(stats)])
@@ -207,7 +228,9 @@ def _interval(
         if estimate is None or not np.isfinite(estimate) or (valid == valid[0]).all():
             limits: tuple[float, float] | str = quantiles
         else:
-            limits = _bca_limits(valid, float(estimate), np.asarray(jackknife), level)
+            limits = _bca_limits(
+                valid, float(estimate), np.asarray(jackknife), level, jackknife_weights
+            )
         if isinstance(limits, str):
             why = f"No BCa interval: {limits}; the percentile method gives one (--ci-method)."
             return Interval(None, None, level, name, n_boot, len(valid), seed, why)
@@ -274,6 +297,106 @@ def fleiss_bootstrap(
     )  # fmt: skip
 
 
+PATTERN_BOOTSTRAP_MIN_ITEMS = 5000
+"""From this many items on, Fleiss' bootstrap draws pattern counts (a multinomial over the
+distinct rating patterns) instead of items, when the patterns are few
+(:func:`agreement._core.patterns_fit`). Below it, drawing items is as fast, and the intervals
+are those of earlier versions for the same seed."""
+
+
+def pattern_weights(
+    n_items: int, freq: np.ndarray, n_boot: int, seed: int | None
+) -> Iterator[np.ndarray]:
+    """Yield chunks of resampled pattern counts, shape (chunk, n_patterns), float64.
+
+    Drawing ``n_items`` items with replacement and counting them by pattern is a
+    multinomial draw with probabilities ``freq / n_items``: the same distribution as
+    :func:`resample_weights` summed by pattern, at a cost of (patterns x resamples),
+    independent of the number of items. The stream depends only on ``seed``, ``freq`` and
+    ``n_boot``.
+    """
+    rng = np.random.default_rng(seed)
+    shares = np.asarray(freq, dtype=np.float64) / n_items
+    chunk = max(1, min(n_boot, CHUNK_ELEMENTS // max(len(freq), 1)))
+    done = 0
+    while done < n_boot:
+        size = min(chunk, n_boot - done)
+        yield rng.multinomial(n_items, shares, size=size).astype(np.float64)
+        done += size
+
+
+def fleiss_bootstrap_patterns(
+    rows: np.ndarray,
+    freq: np.ndarray,
+    level: float,
+    n_boot: int,
+    seed: int | None,
+    method: str = DEFAULT_METHOD,
+) -> Interval:
+    """Bootstrap CI of Fleiss' kappa from distinct rows of category counts and how many
+    items have each (the multinomial bootstrap of :func:`pattern_weights`).
+
+    The jackknife of BCa leaves out one item: every item of a pattern gives the same value,
+    so there is one value per pattern, weighted by its items.
+    """
+    method = check_method(method)
+    keep = freq > 0
+    rows, freq = np.asarray(rows, dtype=np.float64)[keep], np.asarray(freq)[keep]
+    n_items, k = int(freq.sum()), rows.shape[1]
+    too_few = _too_few(n_items, level, n_boot, seed, method)
+    if too_few is not None:
+        return too_few
+    n = float(rows[0].sum())
+    features = np.empty((len(rows), k + 1))
+    features[:, :k] = rows
+    features[:, k] = (rows * (rows - 1.0)).sum(axis=1)
+    stats = [
+        _fleiss_kappas(_product(weights, features), n_items, n, k)
+        for weights in pattern_weights(n_items, freq, n_boot, seed)
+    ]
+    total = freq.astype(np.float64) @ features
+    estimate = float(_fleiss_kappas(total[None, :], n_items, n, k)[0])
+    jackknife = None
+    if method == "bca":
+        jackknife = _fleiss_kappas(total[None, :] - features, n_items - 1, n, k)
+    return _interval(
+        np.concatenate(stats), level, n_boot, seed,
+        "a resample that holds a single category has no kappa.", method, estimate, jackknife,
+        freq.astype(np.float64),
+    )  # fmt: skip
+
+
+def complete_patterns(codes: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """Distinct category-count rows of the complete items (every coder rated) and how many
+    items have each, from one ``bincount`` of rating-pattern keys; sorted rows."""
+    n_coders = codes.shape[1]
+    counts = rating_patterns(codes, k)
+    m, _, per_category = pattern_tables(k, n_coders)
+    use = (m == n_coders) & (counts > 0)
+    rows, inverse = np.unique(per_category[use], axis=0, return_inverse=True)
+    freq = np.bincount(inverse.ravel(), weights=counts[use], minlength=len(rows))
+    return rows, freq.astype(np.int64)
+
+
+def fleiss_bootstrap_codes(
+    codes: np.ndarray,
+    k: int,
+    level: float,
+    n_boot: int,
+    seed: int | None,
+    method: str = DEFAULT_METHOD,
+) -> Interval:
+    """Bootstrap CI of Fleiss' kappa over the complete items of an items x coders code
+    array: by pattern counts (:func:`fleiss_bootstrap_patterns`) from
+    ``PATTERN_BOOTSTRAP_MIN_ITEMS`` complete items on when the patterns are few, else by
+    items (:func:`fleiss_bootstrap`)."""
+    if patterns_fit(k, codes.shape[1]) and codes.shape[0] >= PATTERN_BOOTSTRAP_MIN_ITEMS:
+        rows, freq = complete_patterns(codes, k)
+        if freq.sum() >= PATTERN_BOOTSTRAP_MIN_ITEMS:
+            return fleiss_bootstrap_patterns(rows, freq, level, n_boot, seed, method)
+    return fleiss_bootstrap(complete_counts(codes, k), level, n_boot, seed, method)
+
+
 def cohen_bootstrap(
     a: np.ndarray,
     b: np.ndarray,
@@ -332,6 +455,9 @@ def bootstrap_fleiss_ci(
     """Bootstrap CI of Fleiss' kappa, resampling items with replacement.
 
     Uses the same items as :func:`agreement.fleiss_kappa` (those every selected coder rated).
+    From ``PATTERN_BOOTSTRAP_MIN_ITEMS`` such items on, with few rating patterns, the
+    resampled items are drawn as pattern counts (one multinomial per resample; the same
+    distribution, a cost independent of the number of items).
 
     Parameters
     ----------
@@ -369,8 +495,7 @@ def bootstrap_fleiss_ci(
     if matrix.n_coders < 2:
         reason = f"Fleiss' kappa needs at least two coders; got {matrix.n_coders}."
         return Interval(None, None, level, METHODS[method], n_boot, 0, seed, reason)
-    counts = complete_counts(matrix.codes, len(matrix.categories))
-    return fleiss_bootstrap(counts, level, n_boot, seed, method)
+    return fleiss_bootstrap_codes(matrix.codes, len(matrix.categories), level, n_boot, seed, method)
 
 
 def bootstrap_cohen_ci(

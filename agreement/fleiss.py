@@ -31,6 +31,9 @@ from agreement._core import (
     agreement_by_category,
     category_totals,
     finite,
+    pattern_tables,
+    patterns_fit,
+    rating_patterns,
     ratings_per_item,
     two_sided_p,
 )
@@ -348,9 +351,11 @@ def fleiss_kappa(
     if coders is not None:
         matrix = matrix.select(coders)
     codes = matrix.codes
+    k = len(matrix.categories)
+    if patterns_fit(k, matrix.n_coders):
+        return _fleiss_by_pattern(matrix, min_items_z)
     complete = ratings_per_item(codes) == matrix.n_coders
     left_out: tuple[Hashable, ...] = ()
-    k = len(matrix.categories)
     used_on_left_out = None
     if not complete.all():
         left_out = tuple(matrix.items[~complete].tolist())
@@ -360,6 +365,30 @@ def fleiss_kappa(
     agreeing = agreement_by_category(codes, k)
     return fleiss_from_sums(
         codes.shape[0], matrix.n_coders, totals, agreeing, matrix.categories, left_out,
+        used_on_left_out, min_items_z,
+    )  # fmt: skip
+
+
+def _fleiss_by_pattern(matrix: Any, min_items_z: int | None) -> FleissKappa:
+    """:func:`fleiss_kappa` from items counted by rating pattern: one ``bincount`` of a
+    per-item key (:func:`agreement._core.rating_patterns`), then whole-number sums over the
+    patterns (int64, exact). Item ids are looked at only when some item is incomplete."""
+    k, n_coders = len(matrix.categories), matrix.n_coders
+    counts = rating_patterns(matrix.codes, k)
+    m, _, per_category = pattern_tables(k, n_coders)
+    complete = m == n_coders
+    left_out: tuple[Hashable, ...] = ()
+    used_on_left_out = None
+    if counts[~complete].any():
+        rated = ratings_per_item(matrix.codes) == n_coders
+        left_out = tuple(matrix.items[~rated].tolist())
+        used_on_left_out = (counts[~complete] @ per_category[~complete]) > 0
+    full = counts[complete]
+    table = per_category[complete]
+    totals = full @ table
+    agreeing = full @ (table * (table - 1))
+    return fleiss_from_sums(
+        int(full.sum()), n_coders, totals, agreeing, matrix.categories, left_out,
         used_on_left_out, min_items_z,
     )  # fmt: skip
 

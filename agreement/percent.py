@@ -8,7 +8,13 @@ from typing import Any
 
 import numpy as np
 
-from agreement._core import mean_pair_agreement, ratings_per_item
+from agreement._core import (
+    mean_pair_agreement,
+    pattern_tables,
+    patterns_fit,
+    rating_patterns,
+    ratings_per_item,
+)
 from agreement.matrix import LabelMatrix, SetLabelMatrix, as_label_matrix
 from agreement.results import ResultMixin
 
@@ -45,7 +51,13 @@ class PercentAgreement(ResultMixin):
 
 
 def agreement_of_codes(codes: np.ndarray, n_values: int) -> PercentAgreement:
-    """Percent agreement of an items x coders array of value indices (-1 missing)."""
+    """Percent agreement of an items x coders array of value indices (-1 missing).
+
+    Items are counted by rating pattern when the patterns are few (one ``bincount``; the
+    agreeing pairs summed as whole numbers per number of ratings), else item by item.
+    """
+    if patterns_fit(n_values, codes.shape[1]):
+        return _agreement_by_pattern(codes, n_values)
     proportion, n_items = mean_pair_agreement(codes, n_values)
     if proportion is None:
         return PercentAgreement(
@@ -56,6 +68,23 @@ def agreement_of_codes(codes: np.ndarray, n_values: int) -> PercentAgreement:
     low = np.where(codes >= 0, codes, np.iinfo(codes.dtype).max).min(axis=1)
     unanimous = float(((high == low) & pairable).sum()) / n_items
     return PercentAgreement(proportion, unanimous, n_items)
+
+
+def _agreement_by_pattern(codes: np.ndarray, n_values: int) -> PercentAgreement:
+    counts = rating_patterns(codes, n_values)
+    m, agreeing, per_category = pattern_tables(n_values, codes.shape[1])
+    pairable = m >= 2
+    n_items = int(counts[pairable].sum())
+    if n_items == 0:
+        return PercentAgreement(
+            None, None, 0, "No item was rated by two or more coders, so agreement has no data."
+        )
+    share = 0.0
+    for r in range(2, codes.shape[1] + 1):
+        with_r = m == r
+        share += int(counts[with_r] @ agreeing[with_r]) / (r * (r - 1))
+    unanimous = pairable & (per_category.max(axis=1) == m)
+    return PercentAgreement(share / n_items, int(counts[unanimous].sum()) / n_items, n_items)
 
 
 def percent_agreement(data: Any, *, categories: Iterable[Any] | None = None) -> PercentAgreement:

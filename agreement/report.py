@@ -18,11 +18,11 @@ from agreement.bootstrap import (
     METHODS,
     check_method,
     check_seed,
-    complete_counts,
-    fleiss_bootstrap,
+    fleiss_bootstrap_codes,
 )
 from agreement.cohen import CohenKappa, pairwise_cohen
 from agreement.fleiss import FleissKappa, fleiss_kappa
+from agreement.generalized import FleissGeneralized, fleiss_generalized_from_codes
 from agreement.gwet import GwetAC1, gwet_ac1
 from agreement.krippendorff_alpha import LEVELS, KrippendorffAlpha, krippendorff_alpha
 from agreement.masi import CodeAgreement, masi_alpha, per_code_kappas
@@ -62,6 +62,8 @@ class LeftOutItem(ResultMixin):
 
 
 def _left_out(codes: np.ndarray, items: Any, coders: tuple[str, ...]) -> tuple[LeftOutItem, ...]:
+    if codes.size == 0 or codes.min() >= 0:  # no missing rating: one pass, no mask
+        return ()
     present = codes >= 0
     incomplete = np.flatnonzero(~present.all(axis=1))
     out = []
@@ -130,6 +132,7 @@ class AgreementReport(ResultMixin):
     level: str = "nominal"
     alpha_nominal: KrippendorffAlpha | None = None
     pairwise_weighted: tuple[CohenKappa, ...] = ()
+    fleiss_generalized: FleissGeneralized | None = None
 
 
 WEIGHTS_OF_LEVEL = {"ordinal": "linear", "interval": "quadratic", "ratio": "quadratic"}
@@ -184,8 +187,9 @@ def agreement_report(
             None, None, confidence, METHODS[method], n_boot, 0, seed, fleiss.undefined_reason,
         )  # fmt: skip
     else:
-        counts = complete_counts(labels.codes, len(labels.categories))
-        fleiss_ci = fleiss_bootstrap(counts, confidence, n_boot, seed, method)
+        fleiss_ci = fleiss_bootstrap_codes(
+            labels.codes, len(labels.categories), confidence, n_boot, seed, method
+        )
     nominal = level == "nominal"
     return AgreementReport(
         n_items=labels.n_items,
@@ -197,7 +201,7 @@ def agreement_report(
         fleiss=fleiss,
         fleiss_ci=fleiss_ci,
         alpha=krippendorff_alpha(labels, level=level),
-        ac1=gwet_ac1(labels),
+        ac1=gwet_ac1(labels, ci=confidence),
         percent_agreement=agreement_of_codes(labels.codes, len(labels.categories)),
         pairwise=pairwise_cohen(labels, ci=confidence),
         level=level,
@@ -205,6 +209,9 @@ def agreement_report(
         pairwise_weighted=()
         if nominal
         else pairwise_cohen(labels, ci=confidence, weights=WEIGHTS_OF_LEVEL[level]),
+        fleiss_generalized=fleiss_generalized_from_codes(
+            labels.codes, labels.categories, confidence
+        ),
     )
 
 

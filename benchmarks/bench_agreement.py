@@ -10,7 +10,13 @@ For N items x 3 coders x 8 categories of raw string labels (N = 1,000 / 100,000 
   level_of_measurement="nominal")``. The peer gets its preferred input, prepared outside
   the timing: a coders x items NumPy unicode array with missing ratings as "nan" (the
   package's own convention; ours takes the items x coders object array with None);
-- the 1,000-resample bootstrap CI of Fleiss' kappa on 180 x 3.
+- the 1,000-resample bootstrap CI of Fleiss' kappa on 180 x 3;
+- the NumPy floor: on 1M items x 3 coders of int8 codes (a LabelMatrix, 8 categories), the
+  rating-pattern key + ``np.bincount`` that any pattern-counting kernel must pay, against
+  Fleiss' kappa, AC1, nominal alpha and Gwet's generalized kappa, each as a ratio to the
+  floor measured in the same run (goal <= 1.5);
+- the whole ``agreement_report`` with 1,000 bootstrap resamples (BCa) on 1k / 100k / 1M /
+  10M items x 3 coders of int8 codes (goals: < 0.5 s at 1M, < 3 s at 10M).
 
 Time is per call, the best of several rounds (``time.perf_counter``; a round repeats a
 fast call for about 20 ms, like ``timeit``); our rounds and the peer's alternate, so both
@@ -19,7 +25,8 @@ separate call under ``tracemalloc``, which sees NumPy's and pandas' buffers; the
 arrays exist before tracing starts, so the figure is what the call itself allocates.
 
     .venv/bin/python benchmarks/bench_agreement.py            # 1k, 100k, 1M
-    .venv/bin/python benchmarks/bench_agreement.py --quick    # 1k, 100k
+    .venv/bin/python benchmarks/bench_agreement.py --quick    # 1k, 100k; report to 1M
+    .venv/bin/python benchmarks/bench_agreement.py --floor    # only the floor and report
 """
 
 from __future__ import annotations
@@ -38,7 +45,7 @@ from statsmodels.stats.inter_rater import aggregate_raters
 from statsmodels.stats.inter_rater import fleiss_kappa as sm_fleiss_kappa
 
 import agreement
-from agreement.bootstrap import resample_weights
+from agreement.bootstrap import PATTERN_BOOTSTRAP_MIN_ITEMS, resample_weights
 
 CODES = np.array(
     ["Initiate", "ack", "query", "instruct", "explain", "check", "align", "other"], dtype=object
@@ -233,10 +240,100 @@ def bench_bootstrap() -> None:
     )
 
 
+def int8_matrix(n_items: int, seed: int = 0) -> agreement.LabelMatrix:
+    """Items x 3 coders of int8 codes of 8 categories, ~60% agreement, as a LabelMatrix."""
+    rng = np.random.default_rng(seed)
+    truth = rng.integers(0, len(CODES), n_items)
+    noise = rng.integers(0, len(CODES), (n_items, N_CODERS))
+    codes = np.where(rng.random((n_items, N_CODERS)) < 0.6, truth[:, None], noise)
+    return agreement.LabelMatrix(
+        codes=codes.astype(np.int8),
+        categories=tuple(str(c) for c in CODES),
+        coders=tuple(f"coder{j + 1}" for j in range(N_CODERS)),
+        items=np.arange(n_items),
+    )
+
+
+def numpy_floor(codes: np.ndarray, n_values: int) -> np.ndarray:
+    """The floor: each item's rating-pattern key (base V + 1, missing = 0) and one
+    ``np.bincount`` of the keys; every pattern-counting kernel does at least this."""
+    side = n_values + 1
+    key = codes[:, 0].astype(np.intp)
+    for j in range(1, codes.shape[1]):
+        key *= side
+        key += codes[:, j]
+    key += (side ** codes.shape[1] - 1) // (side - 1)
+    return np.bincount(key, minlength=side ** codes.shape[1])
+
+
+def bench_floor(n_items: int = 1_000_000, rounds: int = 9) -> list[tuple[str, float]]:
+    """Each kernel's best time over ``rounds`` rounds and its ratio to the floor's best,
+    the rounds of all of them interleaved (the same machine load)."""
+    matrix = int8_matrix(n_items)
+    codes, k = matrix.codes, len(matrix.categories)
+    kernels: dict[str, Callable[[], Any]] = {
+        "NumPy floor (pattern key + bincount)": lambda: numpy_floor(codes, k),
+        "fleiss_kappa": lambda: agreement.fleiss_kappa(matrix),
+        "gwet_ac1 (with its SE)": lambda: agreement.gwet_ac1(matrix),
+        "krippendorff_alpha (nominal)": lambda: agreement.krippendorff_alpha(matrix),
+        "fleiss_kappa_generalized (with its SE)": lambda: agreement.fleiss_kappa_generalized(
+            matrix
+        ),
+    }
+    numbers = {name: calls_per_round(fn)[0] for name, fn in kernels.items()}
+    best = dict.fromkeys(kernels, float("inf"))
+    for _ in range(rounds):
+        for name, fn in kernels.items():
+            best[name] = min(best[name], round_time(fn, numbers[name]))
+    floor = best["NumPy floor (pattern key + bincount)"]
+    print(
+        f"\nKernels on {n_items:,} items x {N_CODERS} coders of int8 codes ({k} categories), "
+        f"best of {rounds} interleaved rounds; ratio = kernel / NumPy floor (goal <= 1.5):\n"
+    )
+    print(f"| {'kernel':<40} | {'ms':>7} | {'ratio':>6} |")
+    print(f"|{'-' * 42}|{'-' * 8}:|{'-' * 7}:|")
+    for name, seconds in best.items():
+        print(f"| {name:<40} | {seconds * 1e3:7.2f} | {seconds / floor:6.2f} |", flush=True)
+    return [(name, seconds / floor) for name, seconds in best.items()]
+
+
+def bench_report(sizes: list[int], n_boot: int = 1000, rounds: int = 3) -> None:
+    """The whole agreement_report (BCa bootstrap with ``n_boot`` resamples) per size."""
+    print(
+        f"\nagreement_report with {n_boot:,} bootstrap resamples (BCa), {N_CODERS} coders of "
+        f"int8 codes, best of {rounds} (goals: < 0.5 s at 1M, < 3 s at 10M):\n"
+    )
+    print(f"| {'items':>11} | {'seconds':>8} | {'Fleiss 95% CI':>17} | bootstrap |")
+    print(f"|{'-' * 12}:|{'-' * 9}:|{'-' * 18}:|{'-' * 11}|")
+    for n_items in sizes:
+        matrix = int8_matrix(n_items)
+        best, report = float("inf"), None
+        for _ in range(rounds):
+            gc.collect()
+            start = time.perf_counter()
+            report = agreement.agreement_report(matrix, n_boot=n_boot)
+            best = min(best, time.perf_counter() - start)
+        ci = report.fleiss_ci
+        how = "patterns" if n_items >= PATTERN_BOOTSTRAP_MIN_ITEMS else "items"
+        print(
+            f"| {n_items:>11,} | {best:8.3f} | {ci.low:.4f} to {ci.high:.4f} | {how:<9} |",
+            flush=True,
+        )
+        del matrix, report
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="skip the 1,000,000-item size")
+    parser.add_argument(
+        "--floor", action="store_true", help="only the NumPy floor and the whole report"
+    )
     args = parser.parse_args()
+    report_sizes = [1_000, 100_000, 1_000_000] + ([] if args.quick else [10_000_000])
+    if args.floor:
+        bench_floor()
+        bench_report(report_sizes)
+        return 0
     sizes = [1_000, 100_000] if args.quick else [1_000, 100_000, 1_000_000]
     warnings.simplefilter("ignore", RuntimeWarning)
     print(f"{N_CODERS} coders, {len(CODES)} categories; ratio = ours / peer (lower is better)\n")
@@ -249,12 +346,15 @@ def main() -> int:
         rows.append(bench_alpha(labels(n, 0.1, seed=2), 0.1))
         del complete
     bench_bootstrap()
+    ratios = bench_floor()
+    bench_report(report_sizes)
     worst_time = max(r["ours_s"] / r["peer_s"] for r in rows)
     worst_alpha_mem = max(r["ours_mb"] / r["peer_mb"] for r in rows if "alpha" in r["case"])
     print(
         f"\nWorst time ratio {worst_time:.3f} (goal <= 0.25); worst alpha memory ratio "
         f"{worst_alpha_mem:.3f} (goal < 0.25); largest |ours - peer| "
-        f"{max(r['diff'] for r in rows):.1e}."
+        f"{max(r['diff'] for r in rows):.1e}; worst kernel / NumPy floor "
+        f"{max(r for _, r in ratios[1:]):.2f} (goal <= 1.5)."
     )
     return 0
 

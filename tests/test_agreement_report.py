@@ -50,7 +50,7 @@ def test_report_fields_and_json():
     assert set(data) == {
         "n_items", "n_coders", "coders", "categories", "items_used", "items_left_out",
         "fleiss", "fleiss_ci", "alpha", "ac1", "percent_agreement", "pairwise",
-        "level", "alpha_nominal", "pairwise_weighted",
+        "level", "alpha_nominal", "pairwise_weighted", "fleiss_generalized",
     }  # fmt: skip
     assert data["level"] == "nominal" and data["alpha_nominal"] is None
 
