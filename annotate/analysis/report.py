@@ -41,12 +41,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from annotate.agreement_data import is_human, undeclared_other
 from annotate.analysis.coders import LabelSource, label_source
 from annotate.analysis.report_model import Chart, Report, ReportFiles, Section, Table
 from annotate.analysis.stats import MEASURES, NO_VALUE, role_key, stats
 from annotate.codebook import Codebook, Question
 from annotate.errors import AnnotateError, NotFoundError, UsageError
+from annotate.reliability.agreement_data import is_human, undeclared_other
 from annotate.store import Store
 
 MENTAL_MODEL = "mental_model"
