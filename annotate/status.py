@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from annotate.agreement_data import is_human
 from annotate.codebook import find_codebook
 from annotate.errors import AnnotateError
+from annotate.reliability.agreement_data import is_human
 from annotate.store import Store
 
 GOLD = "gold"

@@ -58,7 +58,7 @@ def in_process(db: Path, runs: int) -> tuple[float, float]:
     from rich.console import Console
 
     import annotate.commands.agree as command
-    from annotate.agreement_data import agree
+    from annotate.reliability.agreement_data import agree
     from annotate.store import Store
 
     command.console = Console(file=io.StringIO(), width=80)

@@ -58,7 +58,7 @@ def generate(folder: Path, n: int) -> list[Path]:
 
 
 def run_ours(files: list[str], db: str) -> None:
-    from annotate.importing import import_files
+    from annotate.io.importing import import_files
     from annotate.store import Store
 
     with Store(db) as store:

@@ -154,7 +154,7 @@ def build_maptask_project(db: Path, gold_file: Path, target_file: Path, shots: i
     --codebook hcrc_moves --gold hcrc --shots N` and `annotate import TARGET`; TARGET's own
     corpus labels are stored as coder 'corpus' (not gold: only to score the model's answers)."""
     from annotate.codebook import find_codebook
-    from annotate.importing import LabelsAs, import_files
+    from annotate.io.importing import LabelsAs, import_files
     from annotate.store import Store
     from llm_coder.workflow import make_split
 

@@ -59,8 +59,8 @@ Floor().run()
 
 
 def build_project(folder: Path) -> Path:
+    from annotate.coding.sampling import draw_sample
     from annotate.models import Action
-    from annotate.sampling import draw_sample
     from annotate.store import Store
 
     rng = random.Random(3)

@@ -23,12 +23,12 @@ import random
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field, replace
-from functools import cached_property
 from typing import Any, Protocol
 
 from annotate.errors import AnnotateError
+from annotate.store.llm_records import CallRecord, ChatRequest, Reply
 from llm_coder.client import LazyClient
-from llm_coder.prompt import Message, sha256_json
+from llm_coder.prompt import Message
 from llm_coder.schema import FORMAT_MODES, FormatMode, response_format
 
 
@@ -38,59 +38,6 @@ class EndpointError(AnnotateError):
 
 class CallFailed(AnnotateError):
     """One request still failed after every retry; the item is left for the next run."""
-
-
-@dataclass(frozen=True)
-class ChatRequest:
-    model: str
-    endpoint_host: str
-    messages: tuple[Message, ...]
-    prefix_len: int
-    temperature: float
-    schema: dict[str, Any]
-    vote: int = 0
-    send_seed: bool = False
-    prefix_hash: str | None = None  # sha256 of the prefix, when the caller knows it already
-
-    def canonical(self) -> dict[str, Any]:
-        """The request's identity. The prefix enters through its hash (same identity, less
-        hashing: the prefix is ~90% of every request and the same for all of them)."""
-        return {
-            "endpoint": self.endpoint_host,
-            "model": self.model,
-            "prompt": self.prompt_hash,
-            "schema": self.schema,
-            "tail": list(self.messages[self.prefix_len :]),
-            "temperature": self.temperature,
-            "vote": self.vote,
-        }
-
-    @cached_property
-    def hash(self) -> str:
-        return sha256_json(self.canonical())
-
-    @cached_property
-    def prompt_hash(self) -> str:
-        return self.prefix_hash or sha256_json(list(self.messages[: self.prefix_len]))
-
-
-@dataclass(frozen=True)
-class Reply:
-    text: str
-    tokens_in: int
-    tokens_out: int
-    latency_s: float
-    response_format: str
-    attempts: int = 1
-    cached: bool = False
-
-
-@dataclass(frozen=True)
-class CallRecord:
-    """What the cache stores: the request (without the key) and its reply."""
-
-    request: ChatRequest
-    reply: Reply
 
 
 class Cache(Protocol):

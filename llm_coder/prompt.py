@@ -9,20 +9,16 @@ with the same preceding context as the shots and as the human coders saw it.
 
 from __future__ import annotations
 
-import hashlib
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from annotate.codebook import Answer, Codebook, Question
 from annotate.models import Action, describe
+from annotate.store.llm_records import Message, canonical_json, sha256_json
 from llm_coder.schema import answer_to_json
 
 DEFAULT_CONTEXT = 8  # what `annotate code` shows before the item by default (--context 8)
 TARGET_MARKER = "Action to code:"
-
-Message = dict[str, str]
 
 
 @dataclass(frozen=True)
@@ -39,15 +35,6 @@ class Shot:
 
     item: Item
     answers: Mapping[str, Answer]
-
-
-def canonical_json(value: Any) -> str:
-    return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
-
-
-def sha256_json(value: Any) -> str:
-    """Identity of a request or prompt: sha256 of canonical JSON (sorted keys)."""
-    return hashlib.sha256(canonical_json(value).encode()).hexdigest()
 
 
 def _one_line(text: str | None) -> str:

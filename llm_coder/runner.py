@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from annotate.codebook import Answer, Codebook, Question
+from annotate.store.llm_records import ItemResult, VoteResult
 from llm_coder.calls import Caller, CallFailed, request_for
 from llm_coder.prompt import (
     Item,
@@ -54,56 +55,6 @@ class PromptBuilder:
 
     def messages(self, item: Item) -> list[Message]:
         return [*self.prefix, target_message(item)]
-
-
-@dataclass(frozen=True)
-class VoteResult:
-    answers: dict[str, Answer] | None
-    error: str | None
-    raw: tuple[str, ...]
-    request_hashes: tuple[str, ...]
-    tokens_in: int
-    tokens_out: int
-    latency_s: float
-    cached: bool
-
-
-@dataclass(frozen=True)
-class ItemResult:
-    action_id: str
-    answers: dict[str, Answer] | None
-    error: str | None
-    confidence: float | None
-    votes: tuple[VoteResult, ...]
-    failed: str | None = None
-
-    @property
-    def valid(self) -> bool:
-        return self.answers is not None
-
-    @property
-    def tokens_in(self) -> int:
-        return sum(v.tokens_in for v in self.votes)
-
-    @property
-    def tokens_out(self) -> int:
-        return sum(v.tokens_out for v in self.votes)
-
-    @property
-    def latency_s(self) -> float:
-        return sum(v.latency_s for v in self.votes)
-
-    @property
-    def request_hashes(self) -> list[str]:
-        return [h for v in self.votes for h in v.request_hashes]
-
-    @property
-    def raw_replies(self) -> list[str]:
-        return [r for v in self.votes for r in v.raw]
-
-    @property
-    def cached(self) -> bool:
-        return bool(self.votes) and all(v.cached for v in self.votes)
 
 
 def _key(answer: Answer) -> tuple[str | None, tuple[str, ...]]:

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from annotate.adjudication import plan_gold, write_majority
-from annotate.agreement_data import select
+from annotate.reliability.adjudication import plan_gold, write_majority
+from annotate.reliability.agreement_data import select
 from annotate.store import Store
 from annotate.tui.adjudicate import AdjudicationScreen, make_app
 from tests.conftest import DEMO, REPO

@@ -8,9 +8,9 @@ from collections import Counter
 import pandas as pd
 import pytest
 
-from annotate.adjudication import majority_answer, plan_gold
-from annotate.agreement_data import select
 from annotate.codebook import Answer, find_codebook
+from annotate.reliability.adjudication import majority_answer, plan_gold
+from annotate.reliability.agreement_data import select
 from annotate.store import Store
 from tests.conftest import DEMO, REPO
 
@@ -122,7 +122,7 @@ def test_decided_gold_is_never_overwritten_by_a_majority(cli, demo) -> None:
     with Store(demo) as s:
         plan = plan_gold(s, select(s, codebook="traum"))
         case = next(c for c in plan.majority if c.action.id == item)
-        from annotate.adjudication import decide
+        from annotate.reliability.adjudication import decide
 
         decide(s, plan, case, Answer("Cancel"), "zoe")
     cli("adjudicate", "--majority-only", "--adjudicator", "max")

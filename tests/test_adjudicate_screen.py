@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from annotate.adjudication import plan_gold, write_majority
-from annotate.agreement_data import select
 from annotate.codebook import find_codebook
+from annotate.reliability.adjudication import plan_gold, write_majority
+from annotate.reliability.agreement_data import select
 from annotate.store import Store
 from annotate.tui.adjudicate import AdjudicationScreen, OtherPrompt, make_app
 from tests.conftest import DEMO, REPO
@@ -174,7 +174,7 @@ async def test_yes_no_reasons(demo, tmp_path, cli) -> None:
 def test_nothing_to_decide_opens_no_screen(cli, demo) -> None:
     with Store(demo) as store:
         plan = _plan(store)
-        from annotate.adjudication import decide
+        from annotate.reliability.adjudication import decide
 
         for case in plan.to_decide:
             decide(store, plan, case, case.answers[0].answer, "zoe")

@@ -173,7 +173,7 @@ def test_each_run_is_stored_and_traceable_to_its_labels(cli, maptask) -> None:
         ids = [r[0] for r in s.query("SELECT id FROM labels WHERE value IS NOT NULL ORDER BY id")]
         assert run["label_ids"] == ids and run["n_labels"] == len(ids)
         # the hash is of the labels' content: recomputed from SQLite it matches
-        from annotate.agreement_data import labels_hash
+        from annotate.reliability.agreement_data import labels_hash
 
         assert labels_hash(s.labels_by_id(ids)) == run["labels_hash"] == out["labels_sha256"]
     again = cli("agree", "--run", str(out["run_id"]))

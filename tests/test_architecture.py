@@ -29,10 +29,10 @@ def _top(modules: set[str]) -> set[str]:
         "agreement",
         "llm_coder",
         "annotate.store",
-        "annotate.importing",
+        "annotate.io.importing",
         "annotate.status",
-        "annotate.export",
-        "annotate.sampling",
+        "annotate.io.export",
+        "annotate.coding.sampling",
     ],
 )
 def test_core_modules_never_import_textual(module: str) -> None:

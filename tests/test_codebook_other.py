@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from annotate.adjudication import plan_gold
-from annotate.agreement_data import select
 from annotate.analysis.report import agreement_rows
 from annotate.codebook import OTHER, Answer, find_codebook, parse_codebook
 from annotate.errors import CodebookError
+from annotate.reliability.adjudication import plan_gold
+from annotate.reliability.agreement_data import select
 from annotate.store import Store
 from annotate.store.migrations import MIGRATIONS
 from tests.conftest import DEMO
@@ -135,9 +135,7 @@ def _fleiss_1971(cli, shared: Path, tmp_path: Path, book: Path) -> dict:
     """Import Fleiss' 30 patients x 6 psychiatrists under ``book``; the agree JSON."""
     raw = list(csv.DictReader((shared / "refs" / "fleiss1971_diagnoses_raw.csv").open()))
     log = tmp_path / "patients.csv"
-    log.write_text(
-        "session,content\n" + "".join(f"fleiss,patient {r['subject']}\n" for r in raw)
-    )
+    log.write_text("session,content\n" + "".join(f"fleiss,patient {r['subject']}\n" for r in raw))
     assert cli("import", str(log)).exit_code == 0
     labels = tmp_path / "diagnoses.csv"
     with labels.open("w", newline="") as fh:

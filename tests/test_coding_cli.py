@@ -147,7 +147,7 @@ def test_help_documents_coders_and_keys(cli) -> None:
 
 def test_core_stays_free_of_textual() -> None:
     code = (
-        "import sys, annotate.coding_session, annotate.commands.code, annotate.cli\n"
+        "import sys, annotate.coding.session, annotate.commands.code, annotate.cli\n"
         "print('textual' in {m.split('.')[0] for m in sys.modules})"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from annotate.codebook import LoadedCodebook, parse_codebook
-from annotate.coding_session import (
+from annotate.coding.session import (
     IDLE_CAP_S,
     CodingSession,
     check_coder,

@@ -11,7 +11,7 @@ import tempfile
 from pathlib import Path
 
 from annotate.codebook import find_codebook
-from annotate.importing import import_files
+from annotate.io.importing import import_files
 from annotate.store import Store
 
 REPO = Path(__file__).resolve().parents[1]
@@ -27,7 +27,7 @@ def _template() -> Path:
         path = folder / "template.db"
         with Store(path) as store:
             import_files(store, sorted(DEMO.glob("*.jsonl")))
-            from annotate.sampling import draw_sample
+            from annotate.coding.sampling import draw_sample
 
             ids = draw_sample(store.action_rows(), SAMPLE_N, 7, [])
             store.create_sample("main", ids, seed=7)

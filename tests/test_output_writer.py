@@ -83,7 +83,7 @@ def test_export_keeps_escape_sequences_in_pipes_and_files(tmp_path: Path) -> Non
 
 
 def test_export_chunks_give_the_same_bytes_as_one_piece(tmp_path: Path, monkeypatch) -> None:
-    from annotate import export
+    from annotate.io import export
 
     frame = pd.DataFrame({"a": [f"v{k}" for k in range(25)], "n": range(25), "x": [0.5] * 25})
     one = {"csv": frame.to_csv(index=False), "jsonl": frame.to_json(orient="records", lines=True)}

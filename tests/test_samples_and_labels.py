@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from annotate.sampling import allocate, draw_sample
+from annotate.coding.sampling import allocate, draw_sample
 from annotate.store import Store
 
 

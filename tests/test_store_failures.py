@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 
 from annotate.codebook import find_codebook
-from annotate.importing import import_files
-from annotate.label_import import import_labels
+from annotate.io.importing import import_files
+from annotate.io.label_import import import_labels
 from annotate.store import Store
 from annotate.store.migrations import MIGRATIONS
 from tests.conftest import DEMO, REPO

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from annotate.analysis.report import Chart
+from annotate.analysis.report_model import Chart
 
 GREYS = ("0.25", "0.85", "0.55", "1.0", "0.4", "0.7", "0.1", "0.95")
 HATCHES = ("", "///", "...", "xxx", "\\\\\\", "---", "+++", "ooo", "***", "|||")

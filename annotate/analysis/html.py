@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from html import escape
 from typing import Any
 
-from annotate.analysis.report import Chart, Report, Table
+from annotate.analysis.report_model import Chart, Report, Table
 
 CSS = """
 body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; margin: 2rem auto;

@@ -35,18 +35,18 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from annotate.agreement_data import is_human, undeclared_other
 from annotate.analysis.coders import LabelSource, label_source
+from annotate.analysis.report_model import Chart, Report, ReportFiles, Section, Table
 from annotate.analysis.stats import MEASURES, NO_VALUE, role_key, stats
 from annotate.codebook import Codebook, Question
 from annotate.errors import AnnotateError, NotFoundError, UsageError
+from annotate.reliability.agreement_data import is_human, undeclared_other
 from annotate.store import Store
 
 MENTAL_MODEL = "mental_model"
@@ -57,63 +57,6 @@ BY_CHOICES = ("condition", "role", "action_type")
 PARTS = ("all", "train", "test")
 AGREEMENT_BOOT = 1000
 NO_LLM_VALIDATION = "no LLM validation stored"
-
-
-@dataclass
-class Table:
-    """A table of the report; ``percent`` columns hold shares (floats) or counts (ints)."""
-
-    key: str
-    title: str
-    columns: list[str]
-    rows: list[dict[str, Any]]
-    note: str = ""
-    percent: tuple[str, ...] = ()
-
-
-@dataclass
-class Chart:
-    """A chart to draw. ``data``: rows are categories (bars) or x positions (lines),
-    columns are series (groups) or stacked parts."""
-
-    key: str
-    title: str
-    kind: Literal["bars", "stacked", "lines"]
-    data: pd.DataFrame
-    xlabel: str
-    ylabel: str
-    caption: str = ""
-    n: pd.DataFrame | None = None
-    """The n behind each value (same shape as ``data``), written beside bars and points."""
-
-
-@dataclass
-class Section:
-    title: str
-    paragraphs: list[str] = field(default_factory=list)
-    items: list[Table | Chart] = field(default_factory=list)
-
-
-@dataclass
-class Report:
-    title: str
-    paragraphs: list[str]
-    sections: list[Section]
-    seconds: float = 0.0
-
-    def tables(self) -> list[Table]:
-        return [i for s in self.sections for i in s.items if isinstance(i, Table)]
-
-    def charts(self) -> list[Chart]:
-        return [i for s in self.sections for i in s.items if isinstance(i, Chart)]
-
-
-@dataclass(frozen=True)
-class ReportFiles:
-    html: Path
-    charts: tuple[Path, ...]
-    tables: tuple[Path, ...]
-    seconds: float
 
 
 # -- shares -------------------------------------------------------------------------------

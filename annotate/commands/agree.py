@@ -15,7 +15,7 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
-from annotate.agreement_data import categories_line
+from annotate.coding.seeds import check_seed
 from annotate.commands.common import (
     DEFAULT_DB_PATH,
     DbOption,
@@ -26,11 +26,11 @@ from annotate.commands.common import (
     split_list,
 )
 from annotate.errors import UsageError
+from annotate.reliability.agreement_data import categories_line
 from annotate.render import OutputFormat, csv_text, markdown_table, to_json
-from annotate.seeds import check_seed
 
 if TYPE_CHECKING:
-    from annotate.agreement_data import DisagreementList
+    from annotate.reliability.agreement_data import DisagreementList
 
 CodebookOption = Annotated[
     str | None,
@@ -926,7 +926,7 @@ def agree_command(
     its id is printed. The same labels with the same settings again store nothing new: the
     output says "same as run N".
     """
-    from annotate.agreement_data import agree, list_disagreements, select, stored_run
+    from annotate.reliability.agreement_data import agree, list_disagreements, select, stored_run
 
     with open_store(db) as store:
         if runs:
@@ -1086,9 +1086,9 @@ def adjudicate_command(
 
     Gold is stored as coder 'gold', with who adjudicated and how (majority or decided).
     """
-    from annotate.adjudication import plan_gold, write_majority
-    from annotate.agreement_data import select
-    from annotate.majority_rule import majority_rule
+    from annotate.reliability.adjudication import plan_gold, write_majority
+    from annotate.reliability.agreement_data import select
+    from annotate.reliability.majority_rule import majority_rule
 
     name = adjudicator or _login()
     with open_store(db) as store:

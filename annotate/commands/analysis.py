@@ -9,6 +9,7 @@ import typer
 
 from annotate.analysis import MAX_EXHAUSTIVE
 from annotate.analysis.merge import Prefer, merge_files
+from annotate.coding.seeds import check_seed
 from annotate.commands.common import (
     DEFAULT_DB_PATH,
     DbOption,
@@ -19,7 +20,6 @@ from annotate.commands.common import (
 )
 from annotate.commands.stats_table import stats_columns, stats_table, stats_wide
 from annotate.render import Col, OutputFormat, print_rows, to_json
-from annotate.seeds import check_seed
 
 if TYPE_CHECKING:
     from annotate.analysis.session_split import SessionSplitResult

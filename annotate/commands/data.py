@@ -10,11 +10,11 @@ import typer
 from annotate.codebook import find_codebook
 from annotate.commands.common import DEFAULT_DB_PATH, DbOption, console, err_console, open_store
 from annotate.errors import UsageError
-from annotate.export import ExportFormat, ExportWhat, build, check_out, write
-from annotate.importers import PARSERS, ImportOptions
-from annotate.importers.base import FIELDS, parse_pairs
-from annotate.importing import LabelsAs, import_files
-from annotate.label_import import import_labels
+from annotate.io.export import ExportFormat, ExportWhat, build, check_out, write
+from annotate.io.importers import PARSERS, ImportOptions
+from annotate.io.importers.base import FIELDS, parse_pairs
+from annotate.io.importing import LabelsAs, import_files
+from annotate.io.label_import import import_labels
 
 
 def import_command(

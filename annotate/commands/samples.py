@@ -6,6 +6,7 @@ from typing import Annotated
 
 import typer
 
+from annotate.coding.sampling import draw_sample
 from annotate.commands.common import (
     DEFAULT_DB_PATH,
     DbOption,
@@ -16,7 +17,6 @@ from annotate.commands.common import (
 )
 from annotate.errors import UsageError
 from annotate.render import OutputFormat, print_rows
-from annotate.sampling import draw_sample
 from annotate.store.actions import STRATIFY_COLUMNS
 
 

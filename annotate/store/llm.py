@@ -18,8 +18,7 @@ from annotate.errors import NotFoundError, StoreError, UsageError
 from annotate.store import unsaved
 from annotate.store.base import StoreBase, dumps, now
 from annotate.store.labels import LabelWrite
-from llm_coder.calls import CallRecord, Reply
-from llm_coder.runner import ItemResult
+from annotate.store.llm_records import CallRecord, ItemResult, Reply
 
 LLM_SOURCE = "llm"
 

@@ -15,7 +15,7 @@ from typing import Any
 
 from annotate.errors import NotFoundError
 from annotate.store.base import StoreBase, dumps, now
-from llm_coder.calls import Reply
+from annotate.store.llm_records import Reply
 
 OPEN_STATES = ("writing", "written", "uploaded", "creating", "validating", "in_progress",
                "finalizing", "cancelling", "exported")  # fmt: skip

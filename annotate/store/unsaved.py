@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from annotate.errors import StoreError
-from llm_coder.calls import CallRecord, ChatRequest, Reply
+from annotate.store.llm_records import CallRecord, ChatRequest, Reply
 
 if TYPE_CHECKING:
     from annotate.store.llm import LLMStoreMixin

@@ -1,1 +1,1 @@
-"""The Textual coding app (`annotate code`): a thin layer over :mod:`annotate.coding_session`."""
+"""The Textual coding app (`annotate code`): a thin layer over :mod:`annotate.coding.session`."""

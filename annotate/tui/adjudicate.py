@@ -1,6 +1,6 @@
 """The adjudication screen (`annotate adjudicate`): one case at a time, one key per decision.
 
-A thin layer over :class:`annotate.adjudication.AdjudicationSession`, which holds every
+A thin layer over :class:`annotate.reliability.adjudication.AdjudicationSession`, which holds every
 decision and writes gold through the store; this module only draws the case (the item in
 its conversation, every coder's answer and note, the codebook's keys) and forwards keys.
 Self-contained on purpose: it does not depend on the coding app's widgets, which evolve
@@ -24,11 +24,11 @@ from textual.screen import ModalScreen, Screen
 from textual.timer import Timer
 from textual.widgets import Input, Label, Static
 
-from annotate.adjudication import AdjudicationSession, Feedback, GoldPlan
-from annotate.answers import answer_label
 from annotate.codebook import OTHER
-from annotate.coding_session import COMMANDS, command_keys, question_choices
+from annotate.coding.answers import answer_label
+from annotate.coding.session import COMMANDS, command_keys, question_choices
 from annotate.models import Action, describe
+from annotate.reliability.adjudication import AdjudicationSession, Feedback, GoldPlan
 from annotate.store import Store
 from annotate.terminal import for_display, shown_line
 from annotate.tui.screens.help import DefinitionScreen, HelpScreen, sentence
@@ -431,9 +431,7 @@ class AdjudicationApp(App[int]):
         keys = command_keys(self.session.plan.codebook)
         defaults = {c.id: c.key for c in COMMANDS}
         moved = {
-            BINDING_PREFIX + cid: keys[cid]
-            for cid in SCREEN_COMMANDS
-            if keys[cid] != defaults[cid]
+            BINDING_PREFIX + cid: keys[cid] for cid in SCREEN_COMMANDS if keys[cid] != defaults[cid]
         }
         if moved:  # a codebook that uses q or ? as an option key: as in `annotate code`
             self.set_keymap(moved)

@@ -1,6 +1,6 @@
 """The coding app: ``make_app()`` builds it for the CLI, the tests and the benchmark.
 
-``make_app`` opens the project file and the :class:`~annotate.coding_session.CodingSession`
+``make_app`` opens the project file and the :class:`~annotate.coding.session.CodingSession`
 before any UI exists, so a wrong codebook, coder or sample is a domain error the CLI
 prints as one line. The app then only pushes the coding screen.
 """
@@ -16,7 +16,7 @@ from pathlib import Path
 
 from textual.app import App
 
-from annotate.coding_session import COMMANDS, CodingSession, resolve_codebook
+from annotate.coding.session import COMMANDS, CodingSession, resolve_codebook
 from annotate.errors import UsageError
 from annotate.store import Store
 from annotate.tui.screens.coding import BINDING_PREFIX, CodingScreen

@@ -11,7 +11,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.screen import Screen
 
-from annotate.coding_session import COMMANDS, CodingSession, Feedback
+from annotate.coding.session import COMMANDS, CodingSession, Feedback
 from annotate.errors import AnnotateError
 from annotate.tui.screens.help import DefinitionScreen, HelpScreen, keys_table
 from annotate.tui.screens.prompt import TextPrompt

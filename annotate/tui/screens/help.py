@@ -16,7 +16,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Static
 
 from annotate.codebook import Codebook, Question
-from annotate.coding_session import COMMANDS, Choice, CodingSession
+from annotate.coding.session import COMMANDS, Choice, CodingSession
 from annotate.prose import reflow
 from annotate.tui.widgets.keybar import key_label
 

@@ -13,9 +13,9 @@ from textual.containers import VerticalScroll
 from textual.geometry import Region, Size
 from textual.widget import Widget
 
-from annotate.answers import answer_label
 from annotate.codebook import NO, OTHER
-from annotate.coding_session import Choice, CodingSession
+from annotate.coding.answers import answer_label
+from annotate.coding.session import Choice, CodingSession
 from annotate.terminal import shown_line
 from annotate.tui.widgets.context import wrap_words
 

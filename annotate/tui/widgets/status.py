@@ -9,7 +9,7 @@ from rich.text import Text
 from textual.timer import Timer
 from textual.widget import Widget
 
-from annotate.coding_session import CodingSession, format_duration
+from annotate.coding.session import CodingSession, format_duration
 from annotate.terminal import shown_line
 
 

@@ -16,9 +16,9 @@ from typing import Any
 
 from annotate.codebook import Answer, LoadedCodebook
 from annotate.errors import AnnotateError, ImportFormatError
-from annotate.importers import fields
-from annotate.importers.encoding import not_utf8
-from annotate.label_overwrites import ImportPlan, plan_import, refuse_overwrites
+from annotate.io.importers import fields
+from annotate.io.importers.encoding import not_utf8
+from annotate.io.label_overwrites import ImportPlan, plan_import, refuse_overwrites
 from annotate.store import LabelWrite, Store
 
 COLUMNS = ("action_id", "coder", "question", "value", "other_text", "codes", "note")
@@ -187,7 +187,7 @@ def import_labels(
     """Check every row, then store them all in one transaction (or none).
 
     A row that would change a stored answer is refused unless ``replace`` (a gold label:
-    ``replace_gold``), see :mod:`annotate.label_overwrites`."""
+    ``replace_gold``), see :mod:`annotate.io.label_overwrites`."""
     cb = loaded.codebook
     if not path.is_file():
         raise ImportFormatError(f"{path}: no such file")

@@ -4,7 +4,7 @@ Roles: the export has none; when a session's two participants are in, the one wh
 the Follower (the store fills this in, see ``Store.infer_roles``).
 
 Timestamps are parsed (ISO 8601, offsets honoured, none = UTC) and stored in one UTC form.
-Every field is read through :mod:`annotate.importers.fields`: an odd value costs its line.
+Every field is read through :mod:`annotate.io.importers.fields`: an odd value costs its line.
 
 Source shape: one JSON object per line with action_id, timestamp, session_id, participant_id,
 participant_name, action_type (send_message, map_draw_stop, map_tool_click, ...),
@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from annotate.importers import fields
-from annotate.importers.base import ImportOptions, Item, Problem
+from annotate.io.importers import fields
+from annotate.io.importers.base import ImportOptions, Item, Problem
 from annotate.models import Action
 
 REQUIRED = ("action_id", "timestamp", "session_id", "participant_id", "action_type")

@@ -3,7 +3,7 @@
 A parser is a generator over one file: it yields ``(line, item)`` where the item is an
 :class:`~annotate.models.Action`, an :class:`~annotate.models.ImportedLabel` for the action
 just yielded, or a :class:`Problem`. Streaming keeps memory flat on million-line files;
-:mod:`annotate.importing` decides what a problem means (stop, or skip).
+:mod:`annotate.io.importing` decides what a problem means (stop, or skip).
 """
 
 from __future__ import annotations

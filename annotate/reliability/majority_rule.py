@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass
 
-from annotate.adjudication import GoldPlan, majority_answer
+from annotate.reliability.adjudication import GoldPlan, majority_answer
 
 SPARSE_SHARE = 0.1
 """A coder who answered fewer than this share of the busiest coder's items is "sparse"."""

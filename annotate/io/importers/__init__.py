@@ -1,7 +1,7 @@
 """Importers, one module per source format, registered here.
 
 Each parses a file into a stream of actions shaped like ours (plus labels that came with
-the data, and problems); :mod:`annotate.importing` stores them.
+the data, and problems); :mod:`annotate.io.importing` stores them.
 """
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from annotate.errors import ImportFormatError, UsageError
-from annotate.importers import generic, maptask, platform
-from annotate.importers.base import ImportOptions, Item, SourceFormat
-from annotate.importers.encoding import not_utf8
+from annotate.io.importers import generic, maptask, platform
+from annotate.io.importers.base import ImportOptions, Item, SourceFormat
+from annotate.io.importers.encoding import not_utf8
 
 PARSERS: dict[str, SourceFormat] = {
     "platform": SourceFormat(platform.parse, order_by_timestamp=True, infer_roles=True),

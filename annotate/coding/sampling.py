@@ -8,8 +8,8 @@ from typing import Any
 
 import numpy as np
 
+from annotate.coding.seeds import check_seed
 from annotate.errors import UsageError
-from annotate.seeds import check_seed
 
 
 def allocate(sizes: dict[tuple[Any, ...], int], n: int) -> dict[tuple[Any, ...], int]:

@@ -13,8 +13,8 @@ from pathlib import Path
 
 from annotate.codebook import Answer, LoadedCodebook
 from annotate.errors import AnnotateError, ImportFormatError
-from annotate.importers import ImportOptions, expand, parse_file, source_format
-from annotate.importers.base import Problem
+from annotate.io.importers import ImportOptions, expand, parse_file, source_format
+from annotate.io.importers.base import Problem
 from annotate.models import Action, ImportedLabel
 from annotate.store import CORPUS_SOURCE, LabelWrite, Store
 

@@ -24,10 +24,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from annotate.agreement_data import Selection
 from annotate.codebook import NO, OTHER, YES, Answer, Codebook, Question
 from annotate.errors import AnnotateError, CodebookError, UsageError
 from annotate.models import Action
+from annotate.reliability.agreement_data import Selection
 from annotate.store import LabelWrite, Store
 from annotate.store.agreement_runs import GOLD_CODER, GOLD_SOURCE
 

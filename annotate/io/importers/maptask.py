@@ -10,7 +10,7 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 
-from annotate.importers.base import ImportOptions, Item, Problem
+from annotate.io.importers.base import ImportOptions, Item, Problem
 from annotate.models import Action, ImportedLabel
 
 ROLES = {"g": "guide", "f": "follower"}

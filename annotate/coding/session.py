@@ -21,7 +21,6 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Literal
 
-from annotate.agreement_data import is_human
 from annotate.codebook import (
     NO,
     OTHER,
@@ -34,6 +33,7 @@ from annotate.codebook import (
 )
 from annotate.errors import CodebookError, NotFoundError, UsageError
 from annotate.models import Action, describe
+from annotate.reliability.agreement_data import is_human
 from annotate.store import Store
 from annotate.store.coding import CodingQueries, parse_time
 

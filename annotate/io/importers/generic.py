@@ -1,6 +1,6 @@
 """Generic JSONL and CSV action logs: one action per row, columns named by ``--map``.
 
-Our field names are those of :data:`annotate.importers.base.FIELDS`; ``--map
+Our field names are those of :data:`annotate.io.importers.base.FIELDS`; ``--map
 content=text,session=dialogue`` says which source column holds each. ``session`` and
 ``content`` are required; ``seq`` defaults to the row order within the session, ``id`` to
 ``<session>:<seq>`` (the same in every file, so a re-import adds nothing and two files that
@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from annotate.codebook import ACTION_TYPES
-from annotate.importers import fields
-from annotate.importers.base import FIELDS, ImportOptions, Item, Problem
+from annotate.io.importers import fields
+from annotate.io.importers.base import FIELDS, ImportOptions, Item, Problem
 from annotate.models import Action, ImportedLabel
 
 REQUIRED = ("session", "content")
