@@ -57,7 +57,7 @@ def in_process(db: Path, runs: int) -> tuple[float, float]:
     """Median seconds of the library call (read, statistics, store the run) and of rendering."""
     from rich.console import Console
 
-    import annotate.commands.agree as command
+    import annotate.render.agree as command
     from annotate.reliability.agreement_data import agree
     from annotate.store import Store
 

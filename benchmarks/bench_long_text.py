@@ -105,7 +105,7 @@ def timed(fn, *args) -> tuple[float, object]:  # type: ignore[no-untyped-def]
 
 
 def main() -> None:
-    from annotate.terminal import for_display
+    from annotate.render.terminal import for_display
     from annotate.tui.widgets.context import wrap_words
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])

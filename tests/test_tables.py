@@ -1,4 +1,4 @@
-"""annotate.tables: width-aware terminal tables that never split a word."""
+"""annotate.render.tables: width-aware terminal tables that never split a word."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import io
 
 from rich.console import Console
 
-from annotate.tables import Col, column_widths, fit_rows, fitted, wrap_list
+from annotate.render.tables import Col, column_widths, fit_rows, fitted, wrap_list
 from tests.narrow import assert_reads_at, split_words
 
 PROSE = "Opens a new unit of content that has not been presented before: the first part"

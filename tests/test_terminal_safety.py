@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from annotate.render.terminal import for_display, shown
 from annotate.store import Store
-from annotate.terminal import for_display, shown
 from annotate.tui.app import make_app
 from tests.conftest import DEMO, REPO
 from tests.test_coding_support import project, sample_ids

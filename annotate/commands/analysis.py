@@ -19,7 +19,7 @@ from annotate.commands.common import (
     split_list,
 )
 from annotate.commands.stats_table import stats_columns, stats_table, stats_wide
-from annotate.render import Col, OutputFormat, print_rows, to_json
+from annotate.render.rows import Col, OutputFormat, print_rows, to_json
 
 if TYPE_CHECKING:
     from annotate.analysis.session_split import SessionSplitResult
@@ -142,7 +142,7 @@ def split_sessions_command(
     so. Stored by name for stats, report and export.
     """
     from annotate.analysis.session_split import split_sessions  # numpy, pandas: when needed
-    from annotate.commands.agree import short_id
+    from annotate.render.agree import short_id
 
     check_seed(seed)
     with open_store(db) as store:

@@ -16,8 +16,8 @@ from annotate.codebook import (
 )
 from annotate.commands.common import FormatOption, console, err_console, print_error
 from annotate.errors import CodebookError
-from annotate.prose import reflow
-from annotate.render import Col, OutputFormat, print_rows, to_json
+from annotate.render.prose import reflow
+from annotate.render.rows import Col, OutputFormat, print_rows, to_json
 
 app = typer.Typer(help="List, show and validate codebooks.", no_args_is_help=True)
 

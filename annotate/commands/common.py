@@ -10,15 +10,11 @@ from typing import Annotated
 import typer
 
 from annotate.errors import AnnotateError
-from annotate.output import OutputStream
-from annotate.render import OutputFormat
+from annotate.render.console import console, err_console
+from annotate.render.rows import OutputFormat
 from annotate.store import DEFAULT_DB, Store
-from annotate.terminal import TerminalConsole
 
-# every report and message: written by the one writer (a failed write is an error, not a
-# silent truncation), with control characters of log content shown escaped
-console = TerminalConsole(file=OutputStream(), highlight=False)
-err_console = TerminalConsole(file=OutputStream(err=True), highlight=False)
+__all__ = ["console", "err_console"]  # with the helpers below: what every command shares
 
 
 def print_error(exc: AnnotateError, *, details: bool = False) -> None:

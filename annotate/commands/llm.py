@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Sequence
 from contextlib import suppress
@@ -10,14 +9,19 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
-from rich.progress import Progress as RichProgress
-from rich.table import Table
 
 from annotate.codebook import find_codebook
 from annotate.commands.common import DEFAULT_DB_PATH, DbOption, console, err_console, open_store
 from annotate.errors import StoreError, UsageError
-from annotate.render import cell
+from annotate.render.llm import (
+    phase_counts,
+    phase_line,
+    progress_bar,
+    render_dry_run,
+    render_summary,
+    render_validation,
+)
+from annotate.render.rows import cell
 from llm_coder.client import config_from_env
 from llm_coder.cost import Price, format_cost
 from llm_coder.prompt import DEFAULT_CONTEXT
@@ -32,7 +36,6 @@ from llm_coder.workflow import (
 
 if TYPE_CHECKING:
     from llm_coder.runner import ItemResult
-    from llm_coder.validate import ValidationReport
 
 # -- split ------------------------------------------------------------------------------
 
@@ -83,109 +86,19 @@ def split_command(
 # -- llm-label --------------------------------------------------------------------------
 
 
-def _progress_bar() -> RichProgress:
-    return RichProgress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TextColumn("{task.fields[tokens]}"),
-        TimeElapsedColumn(),
-        console=err_console,
-        transient=False,
-    )
-
-
 def _run_phase(job: LabelJob, phase: str, ids: list[str]) -> PhaseResult:
     price = job.options.price
-    with _progress_bar() as bar:
+    with progress_bar() as bar:
         task = bar.add_task(phase, total=len(ids), tokens="")
 
         def update(p: Progress) -> None:
             parts = [f"{p.tokens_in:,}+{p.tokens_out:,} tokens"]
             if price.known:
                 parts.append(format_cost(p.cost))
-            parts += [f"{n} {what}" for n, what in _counts(p) if n]
+            parts += [f"{n} {what}" for n, what in phase_counts(p) if n]
             bar.update(task, completed=p.done, tokens=", ".join(parts))
 
         return job.run_phase(phase, ids, update)
-
-
-def _counts(p: Progress) -> list[tuple[int, str]]:
-    return [(p.cached, "cached"), (p.invalid, "invalid"), (p.failed, "failed")]
-
-
-def _phase_line(job: LabelJob, result: PhaseResult) -> str:
-    money = f", cost {format_cost(result.cost)}" if job.options.price.known else ""
-    changes = "".join(f"\n  response_format {change}" for change in result.format_changes)
-    return (
-        f"{result.phase}: {result.items} items ({result.valid} valid, {result.invalid} invalid, "
-        f"{result.failed} failed); {result.sent} requests sent, {result.cached} from cache, "
-        f"{result.retries} retries; {result.tokens_in:,} tokens in, {result.tokens_out:,} out"
-        f"{money}; {result.seconds:.1f}s; response_format {result.response_format}{changes}"
-    )
-
-
-def _render_report(report: ValidationReport, min_kappa: float) -> None:
-    console.print(
-        f"Validation on {report.n_items} held-out items: LLM '{report.llm_coder}' vs gold "
-        f"'{report.gold_coder}'",
-        markup=False,
-        style="bold",
-    )
-    for q in report.questions:
-        summary = Table(title=f"Question {q.question}", title_justify="left")
-        for col in ("measure", "value", "95% CI", "n"):
-            summary.add_column(col)
-
-        humans = ", ".join(q.humans) or "none"
-        for name, value, ci, n in (
-            ("Fleiss' kappa, LLM + gold", q.fleiss, q.fleiss_ci, q.n_items),
-            ("Cohen's kappa, LLM vs gold", q.cohen, q.cohen_ci, q.n_items),
-            ("accuracy", q.accuracy, None, q.n_items),
-            (f"Fleiss' kappa, humans ({humans})", q.fleiss_humans, None, q.n_items_humans),
-            ("Fleiss' kappa, humans + LLM", q.fleiss_humans_llm, None, q.n_items_humans),
-        ):
-            ci_text = f"{cell(ci[0])} – {cell(ci[1])}" if ci and ci[0] is not None else "-"
-            summary.add_row(name, cell(value), ci_text, str(n))
-        console.print(summary)
-        if q.notes:
-            for note in q.notes:
-                console.print(f"  note: {note}", markup=False)
-        labels = Table(title=f"Per label ({q.question})", title_justify="left")
-        for col in ("label", "precision", "recall", "F1", "gold n", "LLM n"):
-            labels.add_column(col)
-        for s in q.per_label:
-            labels.add_row(
-                s.label,
-                cell(s.precision),
-                cell(s.recall),
-                cell(s.f1),
-                str(s.support),
-                str(s.predicted),
-            )
-        console.print(labels)
-        conf = Table(
-            title=f"Confusion ({q.question}): rows gold, columns LLM (numbered as the rows)",
-            title_justify="left",
-        )
-        conf.add_column("gold")
-        for i in range(len(q.confusion_labels)):
-            conf.add_column(str(i + 1), justify="right")
-        for i, (label, counts) in enumerate(zip(q.confusion_labels, q.confusion, strict=True)):
-            conf.add_row(f"{i + 1} {label}", *(str(c) if c else "." for c in counts))
-        console.print(conf)
-    verdict = "passes" if report.passes(min_kappa) else "is below"
-    unanimous = report.unanimous_questions
-    console.print(
-        f"Gate: Fleiss' kappa {cell(report.kappa)} {verdict} --min-kappa {min_kappa}"
-        + (
-            f" ({', '.join(unanimous)} left out: LLM and gold gave one code to every item, "
-            "so kappa is undefined while agreement is perfect)."
-            if unanimous
-            else "."
-        ),
-        markup=False,
-    )
 
 
 def gate(job: LabelJob, results: Sequence[ItemResult]) -> bool:
@@ -197,7 +110,7 @@ def gate(job: LabelJob, results: Sequence[ItemResult]) -> bool:
     o, run_id = job.options, job.run_id
     assert run_id is not None
     report = validation_report(job.store, job, results)
-    _render_report(report, o.min_kappa)
+    render_validation(report, o.min_kappa)
     passed = report.passes(o.min_kappa)
     verdict = "pass" if passed else ("forced" if o.force else "fail")
     job.store.update_llm_run(run_id, gate=verdict, kappa=report.kappa, report=report.to_dict())
@@ -376,7 +289,7 @@ def llm_label_command(
             config = _dry_config(model, OFFLINE_URL, timeout)
         job = LabelJob(store, loaded, options, config)
         if dry_run:
-            _render_dry_run(job, price, batch_discount if batch or offline else None)
+            render_dry_run(job, price, batch_discount if batch or offline else None)
             return
         if batch or offline:
             from annotate.commands.llm_batch import BatchCommand
@@ -423,7 +336,7 @@ def llm_label_command(
         )
         try:
             validated = _run_phase(job, "validate", job.heldout_ids)
-            console.print(_phase_line(job, validated), markup=False, soft_wrap=True)
+            console.print(phase_line(job, validated), markup=False, soft_wrap=True)
             if validated.failed:
                 job.finish("incomplete")
                 raise UsageError(
@@ -435,7 +348,7 @@ def llm_label_command(
                 return
             rest = job.rest_ids()
             labelled = _run_phase(job, "label", rest)
-            console.print(_phase_line(job, labelled), markup=False, soft_wrap=True)
+            console.print(phase_line(job, labelled), markup=False, soft_wrap=True)
             uncertain = job.make_uncertain_sample(labelled.results)
             if uncertain_sample:
                 console.print(
@@ -453,7 +366,7 @@ def llm_label_command(
             with suppress(StoreError):  # a full disk: the first error is the one to tell
                 job.finish("failed", only_if_running=True)
             raise
-        _render_summary(job, validated, labelled, price)
+        render_summary(job, validated, labelled, price)
         if labelled.failed:
             raise UsageError(
                 f"{labelled.failed} items could not be coded ({labelled.failures[0]})",
@@ -499,48 +412,6 @@ def _dry_config(model: str, base_url: str, timeout: float):
     from llm_coder.client import LLMConfig
 
     return LLMConfig(model=model, base_url=base_url.rstrip("/"), api_key="", timeout_s=timeout)
-
-
-def _render_dry_run(job: LabelJob, price: Price, batch_discount: float | None = None) -> None:
-    """``batch_discount``: price the estimate at the batch rate (``--dry-run --batch``)."""
-    if batch_discount is not None:
-        price = Price(price.per_m_in * batch_discount, price.per_m_out * batch_discount)
-    dry = job.dry_run()
-    console.print(f"Messages for item {dry.item_id} (the prefix is shared by every request):")
-    for m in dry.messages:
-        console.rule(m["role"], style="dim")
-        console.print(m["content"], markup=False, highlight=False, soft_wrap=True)
-    console.rule("response_format", style="dim")
-    console.print(json.dumps(dry.response_format), markup=False, soft_wrap=True)
-    e = dry.estimate
-    money = f", about {format_cost(price.cost(e.tokens_in, e.tokens_out))}" if price.known else ""
-    if batch_discount is not None and price.known:
-        money += f" at the batch rate ({batch_discount:g} of --price-in/--price-out)"
-    cached = f" ({e.cached} already cached)" if e.cached else ""
-    console.print(
-        f"Estimate: {dry.validate_items} held-out + {dry.label_items} to label = "
-        f"{e.requests} requests{cached}, about {e.tokens_in:,} tokens in and "
-        f"{e.tokens_out:,} out{money}. Nothing was sent.",
-        markup=False,
-    )
-
-
-def _render_summary(
-    job: LabelJob, validated: PhaseResult, labelled: PhaseResult, price: Price
-) -> None:
-    run = job.store.llm_run(job.run_id or 0)
-    money = f", cost {format_cost(run['cost'] or 0.0)}" if price.known else ""
-    changes = "; ".join(job.fallback.changes)
-    console.print(
-        f"Done: run {run['id']} ({run['status']}), {job.coder} labelled "
-        f"{validated.valid + labelled.valid} items ({validated.valid} held-out, "
-        f"{labelled.valid} rest), {validated.invalid + labelled.invalid} invalid. "
-        f"{run['sent']} requests sent, {run['cached']} from cache; {run['tokens_in']:,} tokens "
-        f"in, {run['tokens_out']:,} out{money}. response_format: {run['response_format']}"
-        + (f" ({changes})" if changes else "")
-        + ".",
-        markup=False,
-    )
 
 
 def register(app: typer.Typer) -> None:

@@ -10,7 +10,7 @@ import typer
 
 from annotate.commands.common import DEFAULT_DB_PATH, DbOption, console, open_store
 from annotate.errors import UsageError
-from annotate.render import cell
+from annotate.render.rows import cell
 from llm_coder.batch import BatchLimits
 from llm_coder.batch_cycle import UNLIMITED, BatchCycle, Collected
 from llm_coder.batch_import import Importer, ImportResult, batch_price

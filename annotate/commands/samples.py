@@ -16,7 +16,7 @@ from annotate.commands.common import (
     split_list,
 )
 from annotate.errors import UsageError
-from annotate.render import OutputFormat, print_rows
+from annotate.render.rows import OutputFormat, print_rows
 from annotate.store.actions import STRATIFY_COLUMNS
 
 

@@ -12,7 +12,7 @@ from typing import Any
 from rich.console import Group, RenderableType
 from rich.text import Text
 
-from annotate.tables import Col, fitted, vertical
+from annotate.render.tables import Col, fitted, vertical
 
 Row = Mapping[str, Any]
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import typer
 
 from annotate.commands.common import DEFAULT_DB_PATH, DbOption, FormatOption, console, open_store
-from annotate.render import Col, OutputFormat, print_rows, to_json
+from annotate.render.rows import Col, OutputFormat, print_rows, to_json
 from annotate.status import project_status
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from annotate.errors import NotFoundError, UsageError
-from annotate.output import write_data
+from annotate.render.output import write_data
 from annotate.store import Store
 
 if TYPE_CHECKING:  # pandas loads with the first table: the CLI imports this module to start

@@ -102,7 +102,7 @@ def snapshot_project(path: Path, dest: Path) -> None:
 
 
 def _tell(message: str) -> None:
-    from annotate.output import OutputError, write_out
+    from annotate.render.output import OutputError, write_out
 
     with suppress(OutputError):  # stderr is gone: waiting is all that is left to do
         write_out(message + "\n", err=True)

@@ -29,8 +29,8 @@ from annotate.coding.answers import answer_label
 from annotate.coding.session import COMMANDS, command_keys, question_choices
 from annotate.models import Action, describe
 from annotate.reliability.adjudication import AdjudicationSession, Feedback, GoldPlan
+from annotate.render.terminal import for_display, shown_line
 from annotate.store import Store
-from annotate.terminal import for_display, shown_line
 from annotate.tui.screens.help import DefinitionScreen, HelpScreen, sentence
 from annotate.tui.widgets.keybar import KeyBar, key_label
 

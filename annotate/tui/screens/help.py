@@ -17,7 +17,7 @@ from textual.widgets import Static
 
 from annotate.codebook import Codebook, Question
 from annotate.coding.session import COMMANDS, Choice, CodingSession
-from annotate.prose import reflow
+from annotate.render.prose import reflow
 from annotate.tui.widgets.keybar import key_label
 
 

@@ -10,7 +10,7 @@ from textual.geometry import Size
 from textual.widget import Widget
 
 from annotate.coding.session import ContextRow, format_offset
-from annotate.terminal import for_display
+from annotate.render.terminal import for_display
 from annotate.tui.widgets.relayout import remeasure
 
 

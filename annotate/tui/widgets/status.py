@@ -10,7 +10,7 @@ from textual.timer import Timer
 from textual.widget import Widget
 
 from annotate.coding.session import CodingSession, format_duration
-from annotate.terminal import shown_line
+from annotate.render.terminal import shown_line
 
 
 def project_file(path: Path, longest: int = 28) -> str:

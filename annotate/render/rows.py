@@ -11,7 +11,7 @@ from typing import Any
 
 from rich.console import Console
 
-from annotate.tables import Col, as_cols, cell, fit_rows
+from annotate.render.tables import Col, as_cols, cell, fit_rows
 
 __all__ = ["Col", "OutputFormat", "cell", "csv_text", "markdown_table", "print_rows", "to_json"]
 
@@ -58,7 +58,7 @@ def print_rows(
     fmt: OutputFormat,
     title: str | None = None,
 ) -> None:
-    """The rows in ``fmt``. A terminal table fits the console's width (see annotate.tables);
+    """The rows in ``fmt``. A terminal table fits the console's width (see annotate.render.tables);
     the other formats always have every column, under its key (Markdown: its full header)."""
     if fmt is OutputFormat.table:
         console.print(fit_rows(rows, columns, console.width, title))

@@ -73,7 +73,7 @@ def write_data(text: str) -> None:
     terminal, control characters are shown escaped (:func:`annotate.terminal.shown`), so
     that a message cannot send the terminal commands."""
     if stdout_is_terminal():
-        from annotate.terminal import shown
+        from annotate.render.terminal import shown
 
         text = shown(text)
     write_out(text)

@@ -9,7 +9,7 @@ reorder what is shown) become visible escapes such as ``\\x1b``. It is linear (o
 
 The CLI's consoles (:class:`TerminalConsole`) apply it to every piece of text they print;
 the Textual screens apply it where log content meets a widget. ``annotate export`` is the
-exception by design: it writes data byte for byte (see :mod:`annotate.output`).
+exception by design: it writes data byte for byte (see :mod:`annotate.render.output`).
 """
 
 from __future__ import annotations
