@@ -24,13 +24,13 @@ from typing import Literal
 from annotate.codebook import (
     NO,
     OTHER,
-    YES,
     Answer,
     Codebook,
     LoadedCodebook,
     Question,
     find_codebook,
 )
+from annotate.coding.choices import Choice, question_choices
 from annotate.errors import CodebookError, NotFoundError, UsageError
 from annotate.models import Action, describe
 from annotate.reliability.agreement_data import is_human
@@ -159,19 +159,6 @@ def command_keys(codebook: Codebook) -> dict[str, str]:
 # -- state ----------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Choice:
-    """What one key does for a question."""
-
-    key: str
-    code: str
-    label: str
-    role: Literal["value", "toggle"]
-    definition: str = ""
-    examples: tuple[str, ...] = ()
-    counterexamples: tuple[str, ...] = ()
-
-
 @dataclass
 class Item:
     position: int
@@ -244,33 +231,6 @@ class _Undo:
 
 
 # -- helpers --------------------------------------------------------------------------------
-
-
-def question_choices(q: Question) -> tuple[Choice, ...]:
-    """What each key does for a question, with the codebook's labels and definitions (the
-    coding and the adjudication screens show the same)."""
-    out: list[Choice] = []
-    if q.kind == "yes_no_reasons":
-        out += [
-            Choice(q.yes_key, YES, "Yes", "value"),
-            Choice(q.no_key, NO, "No (then choose the reasons)", "value"),
-        ]
-    role: Literal["value", "toggle"] = "value" if q.kind == "single" else "toggle"
-    for o in q.options:
-        out.append(
-            Choice(
-                o.key,
-                o.code,
-                o.label,
-                role,
-                o.definition,
-                tuple(o.examples),
-                tuple(o.counterexamples),
-            )
-        )
-    if q.allow_other:
-        out.append(Choice(q.other_key, OTHER, "Other (describe it)", role))
-    return tuple(out)
 
 
 def format_offset(seconds: float | None) -> str:

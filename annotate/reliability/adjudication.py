@@ -24,7 +24,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from annotate.codebook import NO, OTHER, YES, Answer, Codebook, Question
+from annotate.codebook import NO, OTHER, Answer, Codebook, Question
+from annotate.coding.choices import Choice, question_choices
 from annotate.errors import AnnotateError, CodebookError, UsageError
 from annotate.models import Action
 from annotate.reliability.agreement_data import Selection
@@ -330,32 +331,9 @@ def decide(store: Store, plan: GoldPlan, case: Case, answer: Answer, adjudicator
 
 
 @dataclass(frozen=True)
-class Choice:
-    key: str
-    code: str
-    label: str
-    role: Literal["value", "toggle"]
-
-
-@dataclass(frozen=True)
 class Feedback:
     kind: Literal["info", "warning", "need_text", "saved", "done"]
     message: str
-
-
-def choices(question: Question) -> tuple[Choice, ...]:
-    """What each key does for a question: the codebook's own shortcuts."""
-    out: list[Choice] = []
-    if question.kind == "yes_no_reasons":
-        out += [
-            Choice(question.yes_key, YES, "Yes", "value"),
-            Choice(question.no_key, NO, "No (then the reasons, Enter)", "value"),
-        ]
-    role: Literal["value", "toggle"] = "value" if question.kind == "single" else "toggle"
-    out += [Choice(o.key, o.code, o.label, role) for o in question.options]
-    if question.allow_other:
-        out.append(Choice(question.other_key, OTHER, "Other (describe it)", role))
-    return tuple(out)
 
 
 class AdjudicationSession:
@@ -394,7 +372,7 @@ class AdjudicationSession:
         return self.n_decided == self.n
 
     def choices(self) -> tuple[Choice, ...]:
-        return choices(self.case.question)
+        return question_choices(self.case.question)
 
     def is_on(self, choice: Choice) -> bool:
         if self.toggles is not None:

@@ -268,7 +268,6 @@ class AdjudicationScreen(Screen[None]):
         two columns when there are many (80x24 stays usable)."""
         s = self.session
         toggling = s.toggles is not None
-        labels = {c.key: c.label for c in question_choices(s.case.question)}
         cells: list[tuple[Text, Text, Text]] = []
         for i, c in enumerate(s.choices()):
             on = s.is_on(c)
@@ -281,7 +280,7 @@ class AdjudicationScreen(Screen[None]):
             label_style = Style(bold=on, reverse=here) + click
             key = Text.assemble(("▸" if here else " ", "bold"), (f" {c.key} ", "bold reverse"))
             key.stylize(click)
-            text = shown_line(labels.get(c.key, c.label))
+            text = shown_line(c.label)
             if c.code == OTHER and s.toggles is not None and on and s.toggle_other:
                 text = shown_line(f"Other: {s.toggle_other}")
             label = Text(text, style=label_style)
