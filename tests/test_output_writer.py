@@ -82,18 +82,6 @@ def test_export_keeps_escape_sequences_in_pipes_and_files(tmp_path: Path) -> Non
         assert content[0] == ESCAPES and content[2] == "é ü 中文 \U0001f600"
 
 
-def test_export_chunks_give_the_same_bytes_as_one_piece(tmp_path: Path, monkeypatch) -> None:
-    from annotate.io import export
-
-    frame = pd.DataFrame({"a": [f"v{k}" for k in range(25)], "n": range(25), "x": [0.5] * 25})
-    one = {"csv": frame.to_csv(index=False), "jsonl": frame.to_json(orient="records", lines=True)}
-    monkeypatch.setattr(export, "ROWS_PER_CHUNK", 7)
-    for fmt in (export.ExportFormat.csv, export.ExportFormat.jsonl):
-        assert "".join(export.chunks(frame, fmt)) == one[fmt.value]
-    empty = frame.iloc[:0]
-    assert "".join(export.chunks(empty, export.ExportFormat.csv)) == "a,n,x\n"
-
-
 def test_safe_csv_is_on_by_default_and_can_be_turned_off(tmp_path: Path) -> None:
     cells = ['=HYPERLINK("http://x","y")', "+1+2", "-2+3", "@SUM(A1)", "fine", "a=b"]
     db = make_project(tmp_path, cells)

@@ -1,15 +1,23 @@
-"""Reproducible random samples of actions, optionally stratified."""
+"""Reproducible random samples of actions, optionally stratified.
+
+The draw needs only each action's position in session order and, with ``--stratify``, its
+stratum: :func:`draw_from_store` reads the row ids (and stratum columns) in that order and
+looks up the text ids of the drawn rows only, so a million actions cost a few arrays, not a
+million dicts. :func:`draw_sample` draws from rows already in memory, with the same result.
+"""
 
 from __future__ import annotations
 
-from collections import defaultdict
-from collections.abc import Sequence
-from typing import Any
-
-import numpy as np
+from collections.abc import Hashable, Sequence
+from typing import TYPE_CHECKING, Any
 
 from annotate.coding.seeds import check_seed
 from annotate.errors import UsageError
+
+if TYPE_CHECKING:  # numpy loads when a sample is drawn, not with every command
+    import numpy as np
+
+    from annotate.store import Store
 
 
 def allocate(sizes: dict[tuple[Any, ...], int], n: int) -> dict[tuple[Any, ...], int]:
@@ -25,34 +33,101 @@ def allocate(sizes: dict[tuple[Any, ...], int], n: int) -> dict[tuple[Any, ...],
     return counts
 
 
-def draw_sample(
-    rows: Sequence[dict[str, Any]], n: int, seed: int, stratify: Sequence[str] = ()
-) -> list[str]:
-    """Ids of ``n`` actions drawn without replacement; the same seed gives the same items.
-
-    ``rows`` must come in a stable order (the store gives session, seq). With ``stratify``
-    each stratum gets its proportional share; the result is shuffled so coders do not code
-    one stratum after another.
-    """
+def _check(n: int, seed: int, total: int) -> None:
     if n <= 0:
         raise UsageError("--n must be at least 1")
     check_seed(seed)
-    if n > len(rows):
+    if n > total:
         raise UsageError(
-            f"--n {n} is more than the {len(rows)} actions that match",
+            f"--n {n} is more than the {total} actions that match",
             hint="ask for fewer, or loosen --where",
         )
+
+
+def pick_positions(
+    total: int,
+    n: int,
+    seed: int,
+    codes: np.ndarray | None = None,
+    keys: Sequence[tuple[Any, ...]] = (),
+) -> np.ndarray:
+    """Positions (0..total-1, in the rows' stable order) of ``n`` rows drawn without
+    replacement; the same seed gives the same positions.
+
+    With strata, ``codes[i]`` is row i's stratum, ``keys[c]`` the key of stratum c (strata
+    numbered in order of first appearance): each stratum gets its proportional share, and
+    the result is shuffled so coders do not code one stratum after another.
+    """
+    import numpy as np
+
+    _check(n, seed, total)
     rng = np.random.default_rng(seed)
+    if codes is None:
+        return rng.choice(total, size=n, replace=False)
+    sizes = np.bincount(codes, minlength=len(keys))
+    counts = allocate({keys[c]: int(sizes[c]) for c in range(len(keys))}, n)
+    by_stratum = np.argsort(codes, kind="stable")  # row order kept inside each stratum
+    starts = np.concatenate(([0], np.cumsum(sizes)[:-1]))
+    chosen = []
+    for c in sorted(range(len(keys)), key=lambda c: str(keys[c])):
+        members = by_stratum[starts[c] : starts[c] + sizes[c]]
+        chosen.append(members[rng.choice(int(sizes[c]), size=counts[keys[c]], replace=False)])
+    picked = np.concatenate(chosen)
+    return picked[rng.permutation(len(picked))]
+
+
+def _strata(keys_in_order: Sequence[Hashable]) -> tuple[np.ndarray, list[Any]]:
+    """Each row's stratum number, and the strata's keys, numbered by first appearance."""
+    import numpy as np
+
+    numbers: dict[Any, int] = {}
+    codes = np.fromiter(
+        (numbers.setdefault(k, len(numbers)) for k in keys_in_order),
+        dtype=np.int64,
+        count=len(keys_in_order),
+    )
+    return codes, list(numbers)
+
+
+def draw_sample(
+    rows: Sequence[dict[str, Any]], n: int, seed: int, stratify: Sequence[str] = ()
+) -> list[str]:
+    """Ids of ``n`` of ``rows`` drawn without replacement; the same seed gives the same items.
+
+    ``rows`` must come in a stable order (the store gives session, seq). With ``stratify``
+    each stratum gets its proportional share.
+    """
     if not stratify:
-        picked = rng.choice(len(rows), size=n, replace=False)
-        return [rows[i]["id"] for i in picked]
-    strata: dict[tuple[Any, ...], list[int]] = defaultdict(list)
-    for i, row in enumerate(rows):
-        strata[tuple(row.get(c) for c in stratify)].append(i)
-    counts = allocate({k: len(v) for k, v in strata.items()}, n)
-    chosen: list[int] = []
-    for key in sorted(strata, key=str):
-        members = strata[key]
-        chosen += [members[j] for j in rng.choice(len(members), size=counts[key], replace=False)]
-    order = rng.permutation(len(chosen))
-    return [rows[chosen[i]]["id"] for i in order]
+        picked = pick_positions(len(rows), n, seed)
+    else:
+        _check(n, seed, len(rows))
+        codes, keys = _strata([tuple(row.get(c) for c in stratify) for row in rows])
+        picked = pick_positions(len(rows), n, seed, codes, keys)
+    return [rows[i]["id"] for i in picked]
+
+
+def draw_from_store(
+    store: Store, n: int, seed: int, stratify: Sequence[str] = (), where: str | None = None
+) -> list[str]:
+    """:func:`draw_sample` over the store's actions (session order), ``where`` one SQL
+    condition; only row ids and stratum columns are read."""
+    import numpy as np
+
+    if n <= 0:
+        raise UsageError("--n must be at least 1")
+    check_seed(seed)
+    with store.read_snapshot(), store.sampling_rows(where, stratify) as rows:
+        if not stratify:
+            rowids = np.fromiter((r[0] for r in rows), dtype=np.int64)
+            picked = pick_positions(len(rowids), n, seed)
+        else:
+            numbers: dict[tuple[Any, ...], int] = {}
+            pairs = np.fromiter(
+                ((r[0], numbers.setdefault(r[1:], len(numbers))) for r in rows),
+                dtype=[("rowid", np.int64), ("stratum", np.int64)],
+            )
+            rowids = pairs["rowid"]
+            picked = pick_positions(len(rowids), n, seed, pairs["stratum"], list(numbers))
+        chosen = rowids[picked].tolist()
+        ids = store.action_ids_by_rowid(chosen)
+    return [ids[r] for r in chosen]

@@ -177,10 +177,12 @@ def export_command(
     included (on a terminal they are shown escaped; in CSV, --safe-csv only adds a leading '
     to a cell a spreadsheet would run as a formula). A write that fails (a full disk, a size
     limit, a closed pipe) stops with an error and exit 1, never a silently shorter file.
+    Rows are streamed from the project file, so memory stays flat at any size. CSV quotes
+    every text cell and no number; an empty cell is a missing value.
     """
     check_out(out)
     with open_store(db) as store:
-        frame = build(
+        query = build(
             store,
             what,
             codebook=codebook,
@@ -188,9 +190,9 @@ def export_command(
             sample=sample,
             split=split,
         )
-    write(frame, fmt, out, safe_csv=safe_csv)
+        rows = write(store, query, fmt, out, safe_csv=safe_csv)
     if out is not None:
-        err_console.print(f"wrote {len(frame)} rows to {out}", markup=False)
+        err_console.print(f"wrote {rows} rows to {out}", markup=False)
 
 
 def register(app: typer.Typer) -> None:

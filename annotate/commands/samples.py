@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from annotate.coding.sampling import draw_sample
+from annotate.coding.sampling import draw_from_store
 from annotate.commands.common import (
     DEFAULT_DB_PATH,
     DbOption,
@@ -48,7 +48,7 @@ def sample_command(
             hint="columns: " + ", ".join(STRATIFY_COLUMNS),
         )
     with open_store(db) as store:
-        ids = draw_sample(store.action_rows(where), n, seed, columns)
+        ids = draw_from_store(store, n, seed, columns, where)
         store.create_sample(
             name, ids, seed=seed, stratify=",".join(columns) or None, where=where, replace=replace
         )

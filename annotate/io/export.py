@@ -1,32 +1,33 @@
-"""Analysis tables: actions, and labels joined with the actions they label (pandas)."""
+"""`annotate export`: a table streamed from one cursor to CSV, JSON lines or Parquet.
+
+Nothing holds the table: SQLite turns each row into one piece of text (``json_object`` for
+JSON lines, ``json_array`` for CSV and Parquet), and the rows go out in batches of
+:data:`ROWS_PER_CHUNK`, so memory stays flat however many rows there are.
+
+CSV quotes every text cell and no number, so a text that looks like a number stays text
+(``"007"``); an empty cell is a missing value. A real number is written with 15
+significant digits, as SQLite prints it.
+"""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Generator
+from contextlib import closing
 from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from annotate.errors import NotFoundError, UsageError
 from annotate.render.output import write_data
 from annotate.store import Store
+from annotate.store.exports import ExportQuery
 
-if TYPE_CHECKING:  # pandas loads with the first table: the CLI imports this module to start
-    import pandas as pd
+if TYPE_CHECKING:
+    import pyarrow as pa
 
-ACTION_FIELDS = [
-    "id",
-    "session",
-    "seq",
-    "participant",
-    "role",
-    "condition",
-    "timestamp",
-    "elapsed_s",
-    "action_type",
-    "content",
-]
+ROWS_PER_CHUNK = 20_000
+FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 
 
 class ExportWhat(StrEnum):
@@ -42,84 +43,7 @@ class ExportFormat(StrEnum):
     parquet = "parquet"
 
 
-def actions_frame(store: Store, sample: str | None = None) -> pd.DataFrame:
-    import pandas as pd
-
-    frame = pd.DataFrame(store.action_rows(), columns=[*ACTION_FIELDS, "meta"])
-    if sample:
-        ids = store.sample_ids(sample)
-        frame = frame.set_index("id").loc[ids].reset_index()
-    return frame[ACTION_FIELDS]
-
-
-def labels_frame(
-    store: Store,
-    *,
-    codebook: str | None = None,
-    coders: list[str] | None = None,
-    sample: str | None = None,
-) -> pd.DataFrame:
-    """One row per answered (action, codebook, question, coder), with the action's fields."""
-    import pandas as pd
-
-    books = [codebook] if codebook else store.labelled_codebooks()
-    ids = store.sample_ids(sample) if sample else None
-    parts = [
-        store.labels_frame(b, coders=coders, action_ids=ids, answered_only=True) for b in books
-    ]
-    labels = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
-    if labels.empty:
-        return pd.DataFrame(columns=["action_id", "codebook", "question", "coder", "value"])
-    labels["codes"] = labels["codes"].map(lambda c: ";".join(c) if c else None)
-    labels["meta"] = labels["meta"].map(lambda m: json.dumps(m, sort_keys=True) if m else None)
-    actions = actions_frame(store).rename(columns={"id": "action_id"})
-    return labels.merge(actions, on="action_id", how="left")
-
-
-def llm_frame(
-    store: Store,
-    *,
-    codebook: str | None = None,
-    coders: list[str] | None = None,
-    sample: str | None = None,
-) -> pd.DataFrame:
-    """One row per item an LLM run coded: its answer, raw replies, tokens, latency, and the
-    run's provenance (model, endpoint, prompt and codebook hashes, shot ids, temperature)."""
-    import pandas as pd
-
-    frame = pd.DataFrame(store.llm_item_rows(codebook))
-    if frame.empty:
-        return pd.DataFrame(columns=["run_id", "coder", "model", "action_id", "valid", "answer"])
-    if coders:
-        frame = frame[frame["coder"].isin(coders)]
-    if sample:
-        frame = frame[frame["action_id"].isin(store.sample_ids(sample))]
-    actions = actions_frame(store).rename(columns={"id": "action_id"})
-    return frame.merge(actions, on="action_id", how="left").reset_index(drop=True)
-
-
-def _build(store: Store, what: ExportWhat, **filters: object) -> pd.DataFrame:
-    if what is ExportWhat.actions:
-        return actions_frame(store, sample=filters.get("sample"))  # type: ignore[arg-type]
-    if what is ExportWhat.llm:
-        return llm_frame(
-            store,
-            codebook=filters.get("codebook"),  # type: ignore[arg-type]
-            coders=filters.get("coders") or None,  # type: ignore[arg-type]
-            sample=filters.get("sample"),  # type: ignore[arg-type]
-        )
-    coders = filters.get("coders") or None
-    if what is ExportWhat.gold:
-        coders = ["gold"]
-    return labels_frame(
-        store,
-        codebook=filters.get("codebook"),  # type: ignore[arg-type]
-        coders=coders,  # type: ignore[arg-type]
-        sample=filters.get("sample"),  # type: ignore[arg-type]
-    )
-
-
-def _check_filters(store: Store, codebook: object, coders: object) -> None:
+def _check_filters(store: Store, codebook: str | None, coders: list[str] | None) -> None:
     """An unknown codebook or coder would give an empty table that looks like a result."""
     books = store.labelled_codebooks()
     if codebook and codebook not in books:
@@ -128,8 +52,8 @@ def _check_filters(store: Store, codebook: object, coders: object) -> None:
             hint="codebooks with labels: " + (", ".join(books) or "none yet"),
         )
     if coders:
-        known = store.coders(str(codebook) if codebook else None)
-        unknown = [c for c in coders if c not in known]  # type: ignore[attr-defined]
+        known = store.coders(codebook or None)
+        unknown = [c for c in coders if c not in known]
         if unknown:
             raise NotFoundError(
                 f"--coders: no labels by {', '.join(map(repr, unknown))}"
@@ -138,20 +62,28 @@ def _check_filters(store: Store, codebook: object, coders: object) -> None:
             )
 
 
-def build(store: Store, what: ExportWhat, **filters: object) -> pd.DataFrame:
-    """The table to export; ``split=NAME`` adds a ``split`` column (train/test, by session)."""
-    if what is not ExportWhat.actions:
-        _check_filters(store, filters.get("codebook"), filters.get("coders"))
-    frame = _build(store, what, **filters)
-    if filters.get("split"):
-        parts = store.session_split_parts(str(filters["split"]))
-        at = frame.columns.get_loc("session") + 1 if "session" in frame else len(frame.columns)
-        frame.insert(at, "split", frame["session"].map(parts) if "session" in frame else None)
-    return frame
-
-
-ROWS_PER_CHUNK = 20_000
-FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+def build(
+    store: Store,
+    what: ExportWhat,
+    *,
+    codebook: str | None = None,
+    coders: list[str] | None = None,
+    sample: str | None = None,
+    split: str | None = None,
+) -> ExportQuery:
+    """The query of the table to export; ``split=NAME`` adds a ``split`` column (train/test,
+    by session) after ``session``."""
+    what = ExportWhat(what)
+    if split:
+        store.session_split(split)  # NotFoundError naming the splits there are
+    if what is ExportWhat.actions:
+        return store.export_actions_query(sample=sample, split=split)
+    _check_filters(store, codebook, coders)
+    if what is ExportWhat.llm:
+        return store.export_llm_query(codebook=codebook, coders=coders, sample=sample, split=split)
+    if what is ExportWhat.gold:
+        coders = ["gold"]
+    return store.export_labels_query(codebook=codebook, coders=coders, sample=sample, split=split)
 
 
 def safe_cell(value: object) -> object:
@@ -162,59 +94,166 @@ def safe_cell(value: object) -> object:
     return value
 
 
-def _safe_frame(frame: pd.DataFrame) -> pd.DataFrame:
-    """Text columns only: a number such as -1 is a value, not a formula."""
-    text = [c for c in frame.columns if frame[c].dtype.kind == "O"]
-    if not text:
-        return frame
-    frame = frame.copy()
-    for c in text:
-        frame[c] = frame[c].map(safe_cell)
-    return frame
+# -- CSV from JSON arrays -----------------------------------------------------------------
+#
+# SQLite writes each row as a JSON array in which every text is in double quotes and no
+# number is. When a batch holds no backslash, no text in it holds a quote, a newline or a
+# control character (JSON escapes each of these with one), so the arrays are already CSV
+# rows that quote every text: drop the brackets, and a text cell starts exactly where a
+# '"' follows '[' or ','. A batch with a backslash is taken row by row; rows with one are
+# parsed and written cell by cell.
 
 
-def chunks(frame: pd.DataFrame, fmt: ExportFormat, *, safe_csv: bool = True) -> Iterator[str]:
-    """The CSV or JSON-lines text of ``frame``, in pieces of rows (the same bytes as one
-    piece, without holding them all)."""
-    if fmt is ExportFormat.csv and len(frame) == 0:
-        yield frame.to_csv(index=False)
-        return
-    for start in range(0, len(frame), ROWS_PER_CHUNK):
-        part = frame.iloc[start : start + ROWS_PER_CHUNK]
-        if fmt is ExportFormat.csv:
-            yield (_safe_frame(part) if safe_csv else part).to_csv(index=False, header=start == 0)
+class _Number(str):
+    """A number's JSON text, kept as SQLite wrote it."""
+
+
+def _csv_text(value: str, safe: bool) -> str:
+    if safe and value.startswith(FORMULA_START):
+        value = "'" + value
+    return '"' + value.replace('"', '""') + '"'
+
+
+def _csv_row_from_json(array: str, safe: bool) -> str:
+    values = json.loads(array, parse_int=_Number, parse_float=_Number, parse_constant=_Number)
+    return ",".join(
+        "" if v is None else v if isinstance(v, _Number) else _csv_text(v, safe) for v in values
+    )
+
+
+def _defuse(text: str) -> str:
+    """Prefix ' to each text cell of plain CSV rows that starts a formula (the cells that
+    start with a tab or carriage return never reach here: JSON escapes them)."""
+    for start in ("=", "+", "-", "@"):
+        if '"' + start in text:
+            text = text.replace('"' + start, "\"'" + start)
+    return text
+
+
+def _csv_batch(arrays: list[str], safe: bool) -> str:
+    text = "\n".join(arrays)
+    if "\\" not in text:
+        body = text[1:-1].replace("]\n[", "\n") + "\n"
+        return _defuse(body) if safe else body
+    lines = []
+    for array in arrays:
+        if "\\" in array:
+            lines.append(_csv_row_from_json(array, safe))
         else:
-            yield part.to_json(orient="records", lines=True, force_ascii=False)
+            line = array[1:-1]
+            lines.append(_defuse(line) if safe else line)
+    return "\n".join(lines) + "\n"
+
+
+def _csv_select(query: ExportQuery) -> str:
+    # a missing value is an empty cell; coalesce keeps json_array from writing null
+    cells = (f"coalesce({c.expr}, '')" if c.nullable else c.expr for c in query.columns)
+    return f"json_array({', '.join(cells)})"
+
+
+def _jsonl_select(query: ExportQuery) -> str:
+    pairs = (f"'{c.name}', {c.expr}" for c in query.columns)
+    return f"json_object({', '.join(pairs)})"
+
+
+def _batches(store: Store, query: ExportQuery, select: str) -> Generator[list[str]]:
+    cursor = store.export_rows(query, select)
+    try:
+        while rows := cursor.fetchmany(ROWS_PER_CHUNK):
+            yield [r[0] for r in rows]
+    finally:
+        cursor.close()
+
+
+def chunks(
+    store: Store, query: ExportQuery, fmt: ExportFormat, *, safe_csv: bool = True
+) -> Generator[tuple[str, int]]:
+    """The CSV or JSON-lines text of the table in pieces, each with its number of rows."""
+    if ExportFormat(fmt) is ExportFormat.csv:
+        yield ",".join(query.names) + "\n", 0
+        for arrays in _batches(store, query, _csv_select(query)):
+            yield _csv_batch(arrays, safe_csv), len(arrays)
+    else:
+        for objects in _batches(store, query, _jsonl_select(query)):
+            yield "\n".join(objects) + "\n", len(objects)
+
+
+# -- Parquet --------------------------------------------------------------------------------
+
+
+def _arrow_schema(query: ExportQuery) -> pa.Schema:
+    import pyarrow as pa
+
+    types = {"text": pa.string(), "int": pa.int64(), "real": pa.float64()}
+    return pa.schema([pa.field(c.name, types[c.kind]) for c in query.columns])
+
+
+def _write_parquet(store: Store, query: ExportQuery, path: Path) -> int:
+    """Each batch's JSON lines are parsed by Arrow (C++) against the table's schema."""
+    import io
+
+    import pyarrow.json as pa_json
+    import pyarrow.parquet as pq
+
+    schema = _arrow_schema(query)
+    parse = pa_json.ParseOptions(explicit_schema=schema, unexpected_field_behavior="error")
+    rows = 0
+    batches = _batches(store, query, _jsonl_select(query))
+    with pq.ParquetWriter(path, schema) as writer, closing(batches):
+        for objects in batches:
+            data = ("\n".join(objects) + "\n").encode("utf-8", "surrogatepass")
+            table = pa_json.read_json(io.BytesIO(data), parse_options=parse)
+            writer.write_table(table.select(schema.names).cast(schema))
+            rows += len(objects)
+        if rows == 0:
+            writer.write_table(schema.empty_table())
+    return rows
+
+
+# -- writing ----------------------------------------------------------------------------------
 
 
 def write(
-    frame: pd.DataFrame, fmt: ExportFormat, out: Path | None, *, safe_csv: bool = True
-) -> None:
-    """Write to ``out``, or to standard output through the one writer (a failed write is an
-    error, exit 1; in a file or pipe every byte of the content is kept, escape sequences
-    included; on a terminal they are shown escaped).
+    store: Store,
+    query: ExportQuery,
+    fmt: ExportFormat,
+    out: Path | None,
+    *,
+    safe_csv: bool = True,
+) -> int:
+    """Write the table to ``out``, or to standard output through the one writer (a failed
+    write is an error, exit 1; in a file or pipe every byte of the content is kept, escape
+    sequences included; on a terminal they are shown escaped). Return the number of rows.
 
     The file is written beside ``out`` and renamed into place, so a failed export never
     leaves a half-written file where an earlier one was."""
+    fmt = ExportFormat(fmt)
     if fmt is ExportFormat.parquet and out is None:
         raise UsageError("--format parquet needs --out FILE")
     if out is None:
-        for piece in chunks(frame, fmt, safe_csv=safe_csv):
-            write_data(piece)
-        return
+        return _send(chunks(store, query, fmt, safe_csv=safe_csv), write_data)
     partial = out.with_name(f".{out.name}.partial")
     try:
         if fmt is ExportFormat.parquet:
-            frame.to_parquet(partial, index=False)
+            rows = _write_parquet(store, query, partial)
         else:
             with partial.open("w", encoding="utf-8", newline="") as f:
-                for piece in chunks(frame, fmt, safe_csv=safe_csv):
-                    f.write(piece)
+                rows = _send(chunks(store, query, fmt, safe_csv=safe_csv), f.write)
         partial.replace(out)
     except OSError as exc:
         raise UsageError(f"--out {out}: cannot write ({exc.strerror or exc})") from None
     finally:
         partial.unlink(missing_ok=True)  # gone after the rename; a failed write's leftovers
+    return rows
+
+
+def _send(pieces: Generator[tuple[str, int]], sink: Callable[[str], Any]) -> int:
+    rows = 0
+    with closing(pieces):  # a failed write closes the cursor now, while the file is open
+        for text, n in pieces:
+            sink(text)
+            rows += n
+    return rows
 
 
 def check_out(out: Path | None) -> None:

@@ -10,6 +10,7 @@ from annotate.store.agreement_runs import AgreementRunsMixin
 from annotate.store.analysis import AnalysisMixin
 from annotate.store.base import DEFAULT_DB, StoreBase, default_db_path
 from annotate.store.codebooks import CodebooksMixin
+from annotate.store.exports import ExportMixin
 from annotate.store.labels import CORPUS_SOURCE, LabelsMixin, LabelWrite
 from annotate.store.llm import LLMStoreMixin
 from annotate.store.llm_batches import LLMBatchesMixin
@@ -25,6 +26,7 @@ class Store(
     LLMBatchesMixin,
     AnalysisMixin,
     AgreementRunsMixin,
+    ExportMixin,
     StoreBase,
 ):
     """An open project file. ``Store(path)`` creates or upgrades it."""

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager, suppress
 from typing import Any
 
 from annotate.errors import NotFoundError, UsageError
@@ -220,13 +221,68 @@ class ActionsMixin(StoreBase):
                 hint="a SQL condition on the columns " + ACTION_COLUMNS,
             ) from exc
 
+    @contextmanager
+    def read_snapshot(self) -> Iterator[None]:
+        """Reads that see one state of the file (another process may write in between
+        otherwise); inside a write transaction, that transaction's."""
+        if self._in_transaction or self.conn.in_transaction:
+            yield
+            return
+        self.conn.execute("BEGIN")
+        try:
+            yield
+        finally:
+            with suppress(sqlite3.Error):
+                self.conn.execute("COMMIT")
+
+    @contextmanager
+    def sampling_rows(
+        self, where: str | None, stratify: Sequence[str] = ()
+    ) -> Iterator[sqlite3.Cursor]:
+        """``(rowid, *stratify)`` of the actions matching ``where`` (one SQL condition,
+        checked by :func:`~annotate.store.where.check_where`; Ctrl-C stops it) in session
+        order, as tuples: what a draw needs, and nothing of the actions' text."""
+        unknown = [c for c in stratify if c not in STRATIFY_COLUMNS]
+        if unknown:
+            raise UsageError(f"--stratify: unknown column '{unknown[0]}'")
+        sql = f"SELECT {', '.join(['rowid', *stratify])} FROM actions"
+        if where:
+            sql += f" WHERE ({check_where(where)})"
+        sql += " ORDER BY session, seq, rowid"
+        try:
+            with interruptible(self.conn, "--where"):
+                cursor = self.conn.cursor()
+                cursor.row_factory = None
+                yield cursor.execute(sql)
+        except sqlite3.Error as exc:
+            raise UsageError(
+                f"--where: {exc}",
+                hint="a SQL condition on the columns " + ACTION_COLUMNS,
+            ) from exc
+
+    def action_ids_by_rowid(self, rowids: Sequence[int]) -> dict[int, str]:
+        found: dict[int, str] = {}
+        for start in range(0, len(rowids), 900):
+            chunk = list(rowids[start : start + 900])
+            found.update(
+                self.conn.execute(
+                    f"SELECT rowid, id FROM actions WHERE rowid IN ({','.join('?' * len(chunk))})",
+                    chunk,
+                ).fetchall()
+            )
+        return found
+
     def overview_by_condition(self) -> list[dict[str, Any]]:
         return [
             dict(r)
             for r in self.conn.execute(
+                # sessions counted per (condition, session) first: over actions_condition
                 "SELECT coalesce(condition, '-') AS condition, count(DISTINCT session) AS sessions,"
-                " count(*) AS actions, sum(action_type = 'message') AS messages "
-                "FROM actions GROUP BY 1 ORDER BY 1"
+                " sum(n) AS actions, sum(messages) AS messages FROM ("
+                "  SELECT condition, session, count(*) AS n,"
+                "  sum(action_type = 'message') AS messages"
+                "  FROM actions GROUP BY condition, session) "
+                "GROUP BY 1 ORDER BY 1"
             )
         ]
 

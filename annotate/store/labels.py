@@ -313,36 +313,34 @@ class LabelsMixin(StoreBase):
         return [r[0] for r in self.conn.execute("SELECT DISTINCT codebook FROM labels ORDER BY 1")]
 
     def coder_progress(self, sample: str, codebook: Codebook) -> list[dict[str, Any]]:
-        """Per coder: items fully coded, skipped, flagged, of the sample's N (applicable)."""
-        n = len(self.sample_ids(sample))  # type: ignore[attr-defined]
+        """Per coder: items fully coded, skipped, flagged, of the sample's N (applicable).
+
+        Counted in SQL, over the index ``labels_progress`` (one row per coder comes back)."""
+        self.sample_exists_or_fail(sample)  # type: ignore[attr-defined]
+        n = self.conn.execute(
+            "SELECT count(*) FROM sample_items WHERE sample = ?", (sample,)
+        ).fetchone()[0]
         n_questions = len(codebook.questions)
         rows = self.conn.execute(
-            "SELECT l.coder, l.action_id, "
-            "sum(l.value IS NOT NULL OR l.codes IS NOT NULL) AS answered, "
-            "max(l.skipped) AS skipped, max(l.flagged) AS flagged, sum(coalesce(l.seconds,0)) AS s "
-            "FROM labels l JOIN sample_items s ON s.action_id = l.action_id AND s.sample = ? "
-            "JOIN actions a ON a.id = l.action_id "
-            "WHERE l.codebook = ? GROUP BY l.coder, l.action_id",
-            (sample, codebook.name),
-        ).fetchall()
-        by_coder: dict[str, dict[str, Any]] = {}
-        for r in rows:
-            p = by_coder.setdefault(
-                r["coder"],
-                {
-                    "coder": r["coder"],
-                    "coded": 0,
-                    "skipped": 0,
-                    "flagged": 0,
-                    "n": n,
-                    "seconds": 0.0,
-                },
-            )
-            if r["answered"] >= n_questions:
-                p["coded"] += 1
-            elif r["skipped"]:
-                p["skipped"] += 1
-            if r["flagged"]:
-                p["flagged"] += 1
-            p["seconds"] += r["s"] or 0.0
-        return sorted(by_coder.values(), key=lambda p: p["coder"])
+            "SELECT coder, sum(answered >= :q) AS coded, "
+            "sum(answered < :q AND skipped) AS skipped, sum(flagged) AS flagged, "
+            "total(seconds) AS seconds FROM ("
+            " SELECT l.coder, l.action_id, sum(l.value IS NOT NULL OR l.codes IS NOT NULL)"
+            " AS answered, max(l.skipped) AS skipped, max(l.flagged) AS flagged,"
+            " total(l.seconds) AS seconds"
+            " FROM labels l JOIN sample_items s ON s.sample = :sample AND s.action_id = l.action_id"
+            " WHERE l.codebook = :codebook GROUP BY l.coder, l.action_id) "
+            "GROUP BY coder ORDER BY coder",
+            {"q": n_questions, "sample": sample, "codebook": codebook.name},
+        )
+        return [
+            {
+                "coder": r["coder"],
+                "coded": r["coded"],
+                "skipped": r["skipped"],
+                "flagged": r["flagged"],
+                "n": n,
+                "seconds": r["seconds"],
+            }
+            for r in rows
+        ]

@@ -355,6 +355,21 @@ def m008_llm_batches(conn: sqlite3.Connection) -> None:
     )
 
 
+def m010_scale_indexes(conn: sqlite3.Connection) -> None:
+    """Indexes for `status` at corpus scale (a million actions): the actions by condition
+    and session (the overview counts this index alone), and each coder's labels of a
+    codebook with what coding progress and the count of labels per codebook version read."""
+    run_script(
+        conn,
+        """
+        CREATE INDEX actions_condition ON actions(condition, session, action_type);
+        CREATE INDEX labels_progress
+            ON labels(codebook, coder, action_id, codebook_hash, value, codes, skipped, flagged,
+                seconds)
+        """,
+    )
+
+
 MIGRATIONS: list[tuple[int, Migration]] = [
     (1, m001_initial),
     (2, m002_llm),
@@ -364,4 +379,5 @@ MIGRATIONS: list[tuple[int, Migration]] = [
     (6, m006_llm_endpoint_formats),
     (7, m007_explicit_other),
     (8, m008_llm_batches),
+    (10, m010_scale_indexes),
 ]

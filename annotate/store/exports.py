@@ -1,0 +1,234 @@
+"""The queries behind `annotate export`: one SELECT per table, read row by row.
+
+Each table is an :class:`ExportQuery`: its columns (name, SQL expression, kind), the FROM
+and WHERE it reads, and its order. :mod:`annotate.io.export` asks SQLite for each row as one
+piece of text (``json_object`` for JSON lines, ``json_array`` for CSV), so that a million
+rows cost a million strings, not ten million cells.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from annotate.store.base import StoreBase
+
+Kind = Literal["text", "int", "real"]
+
+
+@dataclass(frozen=True)
+class Column:
+    name: str
+    expr: str
+    kind: Kind = "text"
+    nullable: bool = True
+
+
+@dataclass(frozen=True)
+class ExportQuery:
+    columns: tuple[Column, ...]
+    source: str
+    """``FROM ... [WHERE ...]``"""
+    order_by: str
+    params: tuple[Any, ...] = field(default=())
+
+    @property
+    def names(self) -> list[str]:
+        return [c.name for c in self.columns]
+
+    def sql(self, select: str) -> str:
+        return f"SELECT {select} {self.source} ORDER BY {self.order_by}"
+
+    def plain_sql(self) -> str:
+        """One column per field (what the sqlite3 shell would export)."""
+        return self.sql(", ".join(f"{c.expr} AS {c.name}" for c in self.columns))
+
+
+# the action's own fields, in the order every table gives them
+ACTION_EXPORT: tuple[tuple[str, Kind, bool], ...] = (
+    ("id", "text", False),
+    ("session", "text", False),
+    ("seq", "int", False),
+    ("participant", "text", True),
+    ("role", "text", True),
+    ("condition", "text", True),
+    ("timestamp", "text", True),
+    ("elapsed_s", "real", True),
+    ("action_type", "text", False),
+    ("content", "text", True),
+)
+LABEL_EXPORT: tuple[tuple[str, str, Kind], ...] = (
+    ("action_id", "l.action_id", "text"),
+    ("codebook", "l.codebook", "text"),
+    ("codebook_hash", "l.codebook_hash", "text"),
+    ("question", "l.question", "text"),
+    ("coder", "l.coder", "text"),
+    ("value", "l.value", "text"),
+    # stored as a JSON list; exported as "n1;n3"
+    ("codes", "(SELECT group_concat(value, ';') FROM json_each(l.codes))", "text"),
+    ("other_text", "l.other_text", "text"),
+    ("note", "l.note", "text"),
+    ("flagged", "l.flagged", "int"),
+    ("skipped", "l.skipped", "int"),
+    ("seconds", "l.seconds", "real"),
+    ("source", "l.source", "text"),
+    ("meta", "CASE WHEN l.meta IN ('{}', '') THEN NULL ELSE l.meta END", "text"),
+    ("created_at", "l.created_at", "text"),
+    ("updated_at", "l.updated_at", "text"),
+)
+LLM_EXPORT: tuple[tuple[str, str, Kind], ...] = (
+    ("run_id", "i.run_id", "int"),
+    ("coder", "r.coder", "text"),
+    ("model", "r.model", "text"),
+    ("endpoint_host", "r.endpoint_host", "text"),
+    ("codebook", "r.codebook", "text"),
+    ("codebook_hash", "r.codebook_hash", "text"),
+    ("prompt_hash", "r.prompt_hash", "text"),
+    ("shot_ids", "r.shot_ids", "text"),
+    ("temperature", "r.temperature", "real"),
+    ("votes", "r.votes", "int"),
+    ("phase", "i.phase", "text"),
+    ("action_id", "i.action_id", "text"),
+    ("valid", "i.valid", "int"),
+    ("answer", "i.answer", "text"),
+    ("error", "i.error", "text"),
+    ("confidence", "i.confidence", "real"),
+    ("raw_replies", "i.raw_replies", "text"),
+    ("tokens_in", "i.tokens_in", "int"),
+    ("tokens_out", "i.tokens_out", "int"),
+    ("latency_s", "i.latency_s", "real"),
+    ("cached", "i.cached", "int"),
+    ("created_at", "i.created_at", "text"),
+)
+
+
+def _action_columns(alias: str, *, with_id: bool, joined: bool) -> list[Column]:
+    """The action's fields read through ``alias``; ``joined``: a LEFT JOIN (all nullable)."""
+    return [
+        Column(name, f"{alias}.{name}", kind, nullable or joined)
+        for name, kind, nullable in ACTION_EXPORT
+        if with_id or name != "id"
+    ]
+
+
+def _with_split(columns: list[Column], split: str | None) -> list[Column]:
+    """A ``split`` column (train/test of the session) after ``session``."""
+    if not split:
+        return columns
+    at = next((k + 1 for k, c in enumerate(columns) if c.name == "session"), len(columns))
+    return [*columns[:at], Column("split", "sp.part"), *columns[at:]]
+
+
+def _split_join(split: str | None, session: str) -> tuple[str, tuple[Any, ...]]:
+    if not split:
+        return "", ()
+    return (
+        f" LEFT JOIN session_split_items sp ON sp.split = ? AND sp.session = {session}",
+        (split,),
+    )
+
+
+def _marks(values: Sequence[Any]) -> str:
+    return ", ".join("?" * len(values))
+
+
+class ExportMixin(StoreBase):
+    def export_actions_query(
+        self, *, sample: str | None = None, split: str | None = None
+    ) -> ExportQuery:
+        """Every action in session order, or a sample's in the sample's order."""
+        join, params = _split_join(split, "a.session")
+        columns = _with_split(_action_columns("a", with_id=True, joined=False), split)
+        if sample:
+            self.sample_exists_or_fail(sample)
+            return ExportQuery(
+                tuple(columns),
+                f"FROM sample_items s JOIN actions a ON a.id = s.action_id{join} "
+                "WHERE s.sample = ?",
+                "s.position",
+                (*params, sample),
+            )
+        return ExportQuery(tuple(columns), f"FROM actions a{join}", "a.session, a.seq", params)
+
+    def export_labels_query(
+        self,
+        *,
+        codebook: str | None = None,
+        coders: Sequence[str] | None = None,
+        sample: str | None = None,
+        split: str | None = None,
+    ) -> ExportQuery:
+        """Answered labels (an answer or codes), each with its action's fields."""
+        join, params = _split_join(split, "a.session")
+        where = ["(l.value IS NOT NULL OR l.codes IS NOT NULL)"]
+        if codebook:
+            where.append("l.codebook = ?")
+            params += (codebook,)
+        if coders:
+            where.append(f"l.coder IN ({_marks(coders)})")
+            params += tuple(coders)
+        if sample:
+            self.sample_exists_or_fail(sample)
+            where.append("l.action_id IN (SELECT action_id FROM sample_items WHERE sample = ?)")
+            params += (sample,)
+        columns = [Column(n, e, k) for n, e, k in LABEL_EXPORT]
+        columns += _action_columns("a", with_id=False, joined=True)
+        return ExportQuery(
+            tuple(_with_split(columns, split)),
+            f"FROM labels l LEFT JOIN actions a ON a.id = l.action_id{join} "
+            f"WHERE {' AND '.join(where)}",
+            "l.codebook, l.action_id, l.question, l.coder",
+            params,
+        )
+
+    def export_llm_query(
+        self,
+        *,
+        codebook: str | None = None,
+        coders: Sequence[str] | None = None,
+        sample: str | None = None,
+        split: str | None = None,
+    ) -> ExportQuery:
+        """Every item an LLM run coded, with the run's provenance and the action's fields.
+
+        A run that took an item's replies from the cache of an earlier run's requests did
+        not label it again: that copy is left out, and the earlier run's row stands for it.
+        """
+        join, params = _split_join(split, "a.session")
+        where = [
+            "NOT (i.cached AND EXISTS (SELECT 1 FROM llm_items e WHERE "
+            "e.action_id = i.action_id AND e.request_hashes = i.request_hashes "
+            "AND e.run_id < i.run_id))"
+        ]
+        if codebook:
+            where.append("r.codebook = ?")
+            params += (codebook,)
+        if coders:
+            where.append(f"r.coder IN ({_marks(coders)})")
+            params += tuple(coders)
+        if sample:
+            self.sample_exists_or_fail(sample)
+            where.append("i.action_id IN (SELECT action_id FROM sample_items WHERE sample = ?)")
+            params += (sample,)
+        columns = [Column(n, e, k) for n, e, k in LLM_EXPORT]
+        columns += _action_columns("a", with_id=False, joined=True)
+        return ExportQuery(
+            tuple(_with_split(columns, split)),
+            "FROM llm_items i JOIN llm_runs r ON r.id = i.run_id "
+            f"LEFT JOIN actions a ON a.id = i.action_id{join} WHERE {' AND '.join(where)}",
+            "i.run_id, i.phase, i.action_id",
+            params,
+        )
+
+    def export_rows(self, query: ExportQuery, select: str) -> sqlite3.Cursor:
+        """A cursor over ``select`` (one expression per row) of ``query``, rows as tuples."""
+        cursor = self.conn.cursor()
+        cursor.row_factory = None
+        return cursor.execute(query.sql(select), query.params)
+
+    def sample_exists_or_fail(self, name: str) -> None:
+        """NotFoundError naming the samples there are, unless ``name`` is one."""
+        if not self.conn.execute("SELECT 1 FROM samples WHERE name = ?", (name,)).fetchone():
+            self.sample_ids(name)  # type: ignore[attr-defined]  # raises, with the hint

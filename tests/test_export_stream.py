@@ -1,0 +1,203 @@
+"""`export` streams each table from one cursor: the bytes do not depend on the batch size,
+every odd cell reads back as stored (CSV, JSON lines, Parquet), and the hot queries of
+`export`, `sample` and `status` use an index (EXPLAIN QUERY PLAN)."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from annotate.codebook import Answer, find_codebook
+from annotate.io import export
+from annotate.models import Action
+from annotate.store import LabelWrite, Store
+
+ODD = [
+    "plain",
+    "a, comma",
+    'a "quote"',
+    "two\nlines",
+    "tab\tinside",
+    "back\\slash",
+    "=SUM(A1)",
+    "+1",
+    "-2",
+    "@x",
+    "\tstarts with a tab",
+    "\rstarts with a return",
+    "",
+    None,
+    "007",
+    "é 中文 \U0001f600",
+    "ends with ]",
+    "[starts with",
+    '"=quoted formula"',
+    "esc \x1b[31m red",
+    "null",
+]
+
+
+def _project(db: Path) -> None:
+    actions = [
+        Action(
+            id=f"a{k:02d}",
+            session=f"s{k % 3}",
+            seq=k,
+            action_type="message",
+            content=text,
+            participant="P, one" if k % 2 else None,
+            role="guide",
+            timestamp=f"2026-01-01T10:00:{k:02d}.000000Z",
+            elapsed_s=k / 3 if k % 4 else None,
+            condition="visible",
+        )
+        for k, text in enumerate(ODD)
+    ]
+    loaded = find_codebook("traum")
+    with Store(db) as s:
+        s.add_actions(actions, path="odd", sha256="odd", fmt="test")
+        s.register_codebook(loaded)
+        writes = [
+            LabelWrite(a.id, "act", coder, Answer("other", other_text=a.content or "x"))
+            for a in actions
+            for coder in ("ana", "ben")
+        ]
+        s.save_answers(loaded.codebook, writes)
+        s.create_sample("main", [a.id for a in actions[::-1][:7]])
+
+
+@pytest.fixture
+def odd_db(tmp_path: Path) -> Path:
+    db = tmp_path / "odd.db"
+    _project(db)
+    return db
+
+
+def _text(db: Path, what: export.ExportWhat, fmt: export.ExportFormat, **filters) -> str:
+    with Store(db) as s:
+        query = export.build(s, what, **filters)
+        return "".join(text for text, _ in export.chunks(s, query, fmt))
+
+
+@pytest.mark.parametrize("what", list(export.ExportWhat)[:3])
+@pytest.mark.parametrize("fmt", [export.ExportFormat.csv, export.ExportFormat.jsonl])
+def test_batches_of_any_size_give_the_same_bytes(odd_db, monkeypatch, what, fmt) -> None:
+    whole = _text(odd_db, what, fmt)
+    for size in (1, 2, 7):
+        monkeypatch.setattr(export, "ROWS_PER_CHUNK", size)
+        assert _text(odd_db, what, fmt) == whole
+
+
+def test_csv_reads_back_every_odd_cell(odd_db) -> None:
+    with Store(odd_db) as s:
+        stored = s.query(
+            "SELECT id, content, participant, elapsed_s FROM actions ORDER BY session, seq"
+        )
+    rows = list(csv.DictReader(io.StringIO(_text(odd_db, "actions", export.ExportFormat.csv))))
+    assert [r["id"] for r in rows] == [r["id"] for r in stored]
+    by_id = {r["id"]: r for r in rows}
+    for want in stored:
+        got = by_id[want["id"]]
+        text = want["content"]
+        assert got["content"] == ("" if text is None else export.safe_cell(text))
+        assert got["participant"] == (want["participant"] or "")
+        assert got["elapsed_s"] == ("" if want["elapsed_s"] is None else got["elapsed_s"])
+        if want["elapsed_s"] is not None:
+            assert float(got["elapsed_s"]) == pytest.approx(want["elapsed_s"], rel=1e-14)
+    # text is quoted, numbers are not: "007" stays text, seq is a number
+    line = next(x for x in _text(odd_db, "actions", "csv").splitlines() if '"007"' in x)
+    assert line.endswith(',"007"') and ",14," in line
+    frame = pd.read_csv(io.StringIO(_text(odd_db, "actions", "csv")), keep_default_na=False)
+    assert frame["seq"].dtype.kind == "i"
+
+
+def test_no_safe_csv_keeps_the_cells_and_jsonl_is_never_changed(odd_db) -> None:
+    with Store(odd_db) as s:
+        query = export.build(s, export.ExportWhat.actions)
+        pieces = export.chunks(s, query, export.ExportFormat.csv, safe_csv=False)
+        raw = "".join(t for t, _ in pieces)
+    contents = [r["content"] for r in csv.DictReader(io.StringIO(raw))]
+    assert sorted(contents) == sorted(t or "" for t in ODD)
+    lines = _text(odd_db, "actions", export.ExportFormat.jsonl).splitlines()
+    assert sorted((json.loads(x)["content"] for x in lines), key=str) == sorted(ODD, key=str)
+
+
+def test_labels_are_joined_with_their_actions_in_every_format(odd_db, tmp_path) -> None:
+    text = _text(odd_db, "labels", export.ExportFormat.jsonl, coders=["ben"], sample="main")
+    rows = [json.loads(x) for x in text.splitlines()]
+    assert len(rows) == 7 and {r["coder"] for r in rows} == {"ben"}
+    assert [r["action_id"] for r in rows] == sorted(r["action_id"] for r in rows)
+    for r in rows:
+        assert r["other_text"] == (r["content"] or "x") and r["session"].startswith("s")
+        assert r["meta"] is None and r["codes"] is None and isinstance(r["seq"], int)
+    out = tmp_path / "labels.parquet"
+    with Store(odd_db) as s:
+        query = export.build(s, export.ExportWhat.labels)
+        assert export.write(s, query, export.ExportFormat.parquet, out) == 2 * len(ODD)
+    frame = pd.read_parquet(out)
+    assert list(frame.columns) == query.names
+    assert frame["seq"].dtype == "int64" and frame["elapsed_s"].dtype == "float64"
+    assert sorted(frame["content"].dropna()) == sorted([t for t in ODD if t is not None] * 2)
+
+
+def test_an_empty_table_has_its_header(odd_db, tmp_path) -> None:
+    with Store(odd_db) as s:
+        s.create_sample("none", [])
+    text = _text(odd_db, "labels", export.ExportFormat.csv, sample="none")
+    assert text.startswith("action_id,codebook,") and text.count("\n") == 1
+    assert _text(odd_db, "labels", export.ExportFormat.jsonl, sample="none") == ""
+    out = tmp_path / "empty.parquet"
+    with Store(odd_db) as s:
+        query = export.build(s, export.ExportWhat.actions, sample="none")
+        assert export.write(s, query, export.ExportFormat.parquet, out) == 0
+    assert list(pd.read_parquet(out).columns) == query.names
+
+
+# -- the hot queries use an index -------------------------------------------------------
+
+
+def _plan(store: Store, sql: str, params=()) -> str:
+    return " | ".join(r[3] for r in store.conn.execute("EXPLAIN QUERY PLAN " + sql, params))
+
+
+def _progress_sql(store: Store) -> list[str]:
+    seen: list[str] = []
+    store.conn.set_trace_callback(seen.append)
+    try:
+        store.coder_progress("main", find_codebook("traum").codebook)
+        store.overview_by_condition()
+        store.codebook_versions()
+    finally:
+        store.conn.set_trace_callback(None)
+    return seen
+
+
+def test_hot_queries_use_an_index(odd_db) -> None:
+    with Store(odd_db) as s:
+        traced = _progress_sql(s)
+        progress = next(q for q in traced if "FROM labels l JOIN sample_items" in q)
+        overview = next(q for q in traced if "GROUP BY condition, session" in q)
+        versions = next(q for q in traced if "FROM codebooks c" in q)
+        assert "COVERING INDEX labels_progress" in _plan(s, progress)
+        assert "COVERING INDEX actions_condition" in _plan(s, overview)
+        assert "COVERING INDEX labels_progress" in _plan(s, versions)
+        # sampling reads row ids in session order from the index alone
+        seen: list[str] = []
+        s.conn.set_trace_callback(seen.append)
+        with s.sampling_rows(None) as rows:
+            assert len(rows.fetchall()) == len(ODD)
+        s.conn.set_trace_callback(None)
+        plan = _plan(s, next(q for q in seen if "ORDER BY session, seq" in q))
+        assert "COVERING INDEX actions_session_seq" in plan and "TEMP B-TREE" not in plan
+        # exports stream in index order: no sort of the whole table
+        query = s.export_actions_query()
+        plan = _plan(s, query.plain_sql(), query.params)
+        assert "INDEX actions_session_seq" in plan and "TEMP B-TREE" not in plan
+        query = s.export_actions_query(sample="main")
+        plan = _plan(s, query.plain_sql(), query.params)
+        assert "TEMP B-TREE" not in plan
