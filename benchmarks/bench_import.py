@@ -78,10 +78,12 @@ def run_peer(files: list[str], db: str) -> None:
 
 def child(which: str, db: str, files: list[str]) -> None:
     start = time.perf_counter()
+    cpu = time.process_time()
     (run_ours if which == "ours" else run_peer)(files, db)
     seconds = time.perf_counter() - start
+    cpu_s = time.process_time() - cpu
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    print(json.dumps({"seconds": seconds, "peak_mb": peak_mb}))
+    print(json.dumps({"seconds": seconds, "cpu_s": cpu_s, "peak_mb": peak_mb}))
 
 
 def measure(which: str, files: list[Path], tmp: Path) -> dict[str, float]:

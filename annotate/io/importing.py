@@ -18,7 +18,7 @@ from annotate.io.importers.base import Problem
 from annotate.models import Action, ImportedLabel
 from annotate.store import CORPUS_SOURCE, LabelWrite, Store
 
-BATCH = 5_000
+BATCH = 20_000
 
 
 @dataclass
@@ -148,19 +148,20 @@ def _import_one(
         state.import_id = store.begin_import(path=str(path), sha256=_sha256(path), fmt=fmt_name)
         if labels_as is not None:
             store.register_codebook(labels_as.codebook)
-        for line, item in parse_file(path, source, options):
-            state.take(line, item, keep_going=skip_invalid)
-        if state.problems and not skip_invalid:
-            first = min(state.problems, key=lambda p: p.line)
-            more = len(state.problems) - 1
-            raise ImportFormatError(
-                first.where(path)
-                + (f" (and {more} more problem{'s' if more > 1 else ''})" if more else ""),
-                hint="fix the file, or pass --skip-invalid to import the valid lines",
-            )
-        if not state.first_line:
-            raise ImportFormatError(f"{path}: no actions in this file")
-        state.flush()
+        with store.bulk_actions():
+            for line, item in parse_file(path, source, options):
+                state.take(line, item, keep_going=skip_invalid)
+            if state.problems and not skip_invalid:
+                first = min(state.problems, key=lambda p: p.line)
+                more = len(state.problems) - 1
+                raise ImportFormatError(
+                    first.where(path)
+                    + (f" (and {more} more problem{'s' if more > 1 else ''})" if more else ""),
+                    hint="fix the file, or pass --skip-invalid to import the valid lines",
+                )
+            if not state.first_line:
+                raise ImportFormatError(f"{path}: no actions in this file")
+            state.flush()
         if source.order_by_timestamp and state.result.new_actions:
             store.resequence_by_time(state.sessions)
         if source.infer_roles and state.result.new_actions:

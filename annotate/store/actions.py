@@ -18,6 +18,8 @@ ACTION_COLUMNS = (
     "condition, meta"
 )
 STRATIFY_COLUMNS = ("action_type", "condition", "role", "session", "participant")
+BULK_CACHE_KB = 64 * 1024
+"""SQLite's page cache while a file is imported (the default is 2 MB)."""
 
 
 def row_to_action(row: sqlite3.Row) -> Action:
@@ -71,6 +73,31 @@ class ActionsMixin(StoreBase):
             ),
         )
         return self.conn.total_changes - before
+
+    @contextmanager
+    def bulk_actions(self) -> Iterator[None]:
+        """A bulk load of actions, inside a write transaction: a larger page cache, and when
+        the table is empty its indexes are dropped and built once at the end (one sort each
+        instead of an insert into each per row). On an error the transaction's rollback
+        brings them back as they were."""
+        assert self._in_transaction, "bulk_actions runs inside store.transaction()"
+        conn = self.conn
+        cache = conn.execute("PRAGMA cache_size").fetchone()[0]
+        conn.execute(f"PRAGMA cache_size = {-BULK_CACHE_KB}")
+        indexes = []
+        if conn.execute("SELECT 1 FROM actions LIMIT 1").fetchone() is None:
+            indexes = conn.execute(
+                "SELECT name, sql FROM sqlite_master WHERE type = 'index' "
+                "AND tbl_name = 'actions' AND sql IS NOT NULL"
+            ).fetchall()
+            for name, _ in indexes:
+                conn.execute(f'DROP INDEX "{name}"')
+        try:
+            yield
+            for _, sql in indexes:
+                conn.execute(sql)
+        finally:
+            conn.execute(f"PRAGMA cache_size = {cache}")
 
     def conflicting_actions(self, actions: Sequence[Action]) -> list[str]:
         """Ids among ``actions`` already stored with another session, type or content."""

@@ -35,8 +35,12 @@ def now() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
+_ENCODE = json.JSONEncoder(sort_keys=True, ensure_ascii=False).encode
+
+
 def dumps(value: Any) -> str:
-    return json.dumps(value, sort_keys=True, ensure_ascii=False)
+    """JSON as the store keeps it: keys sorted, text as it is."""
+    return _ENCODE(value)
 
 
 def applied_migrations(conn: sqlite3.Connection, path: Path, *, empty_ok: bool) -> set[int]:

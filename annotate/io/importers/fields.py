@@ -92,6 +92,9 @@ def utc_timestamp(value: Any, name: str = "timestamp") -> str:
         moment = datetime.fromisoformat(value.strip())
     except ValueError:
         raise FieldError(name, f"{value[:60]!r} is not an ISO 8601 time") from None
+    offset = moment.utcoffset()
+    if not offset and moment.year >= 1000:  # already UTC: isoformat is the same text, faster
+        return moment.replace(tzinfo=None).isoformat(timespec="microseconds") + "Z"
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=UTC)
     try:
@@ -108,7 +111,8 @@ def json_line(line: str) -> Any:
         raise ValueError(f"not valid JSON ({exc.msg})") from None
     except RecursionError:
         raise ValueError(f"JSON nested deeper than {MAX_JSON_DEPTH} levels") from None
-    if _depth_over(value, MAX_JSON_DEPTH):
+    # nesting needs an opening bracket per level: most lines cannot be too deep
+    if line.count("{") + line.count("[") > MAX_JSON_DEPTH and _depth_over(value, MAX_JSON_DEPTH):
         raise ValueError(f"JSON nested deeper than {MAX_JSON_DEPTH} levels")
     return value
 

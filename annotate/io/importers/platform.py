@@ -26,7 +26,7 @@ REQUIRED = ("action_id", "timestamp", "session_id", "participant_id", "action_ty
 SKIP_META = {"screenshot", "html_snapshot"}
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class PlatformRecord:
     action_id: str
     timestamp: str
@@ -62,17 +62,8 @@ def action_type_of(rec: PlatformRecord) -> str:
     return "other"
 
 
-def _record(obj: Any) -> PlatformRecord:
-    if not isinstance(obj, dict):
-        raise ValueError("expected a JSON object")
-    required = {k: fields.text(obj.get(k), k) for k in REQUIRED if k != "timestamp"}
-    missing = [k for k in REQUIRED if obj.get(k) in (None, "")]
-    if missing:
-        raise ValueError(f"missing field '{missing[0]}'")
-    metadata = obj.get("metadata") or {}
-    if not isinstance(metadata, dict):
-        raise ValueError("field 'metadata' must be an object")
-    known = {
+KNOWN = frozenset(
+    {
         *REQUIRED,
         "participant_name",
         "action_content",
@@ -81,19 +72,37 @@ def _record(obj: Any) -> PlatformRecord:
         "role",
         "condition",
     }
+)
+"""The fields read into their own columns; every other field goes to ``meta``."""
+NOT_EXTRA = KNOWN | SKIP_META
+
+
+def _record(obj: Any) -> PlatformRecord:
+    if not isinstance(obj, dict):
+        raise ValueError("expected a JSON object")
+    get = obj.get
+    required = {k: fields.text(get(k), k) for k in REQUIRED if k != "timestamp"}
+    missing = [k for k in REQUIRED if get(k) in (None, "")]
+    if missing:
+        raise ValueError(f"missing field '{missing[0]}'")
+    metadata = get("metadata") or {}
+    if not isinstance(metadata, dict):
+        raise ValueError("field 'metadata' must be an object")
     return PlatformRecord(
         action_id=str(required["action_id"]),
         timestamp=fields.utc_timestamp(obj["timestamp"]),
         session_id=str(required["session_id"]),
         participant_id=str(required["participant_id"]),
-        participant_name=fields.text(obj.get("participant_name"), "participant_name"),
+        participant_name=fields.text(get("participant_name"), "participant_name"),
         action_type=str(required["action_type"]),
-        action_content=fields.content(obj.get("action_content")),
+        action_content=fields.content(get("action_content")),
         metadata=metadata,
-        elapsed=fields.number(obj.get("session_elapsed_seconds"), "session_elapsed_seconds"),
-        role=fields.text(obj.get("role"), "role"),
-        condition=fields.text(obj.get("condition"), "condition"),
-        extra={k: v for k, v in obj.items() if k not in known and k not in SKIP_META},
+        elapsed=fields.number(get("session_elapsed_seconds"), "session_elapsed_seconds"),
+        role=fields.text(get("role"), "role"),
+        condition=fields.text(get("condition"), "condition"),
+        extra={}
+        if obj.keys() <= NOT_EXTRA
+        else {k: v for k, v in obj.items() if k not in NOT_EXTRA},
     )
 
 
