@@ -12,6 +12,7 @@ significant digits, as SQLite prints it.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Generator
 from contextlib import closing
 from enum import StrEnum
@@ -97,11 +98,10 @@ def safe_cell(value: object) -> object:
 # -- CSV from JSON arrays -----------------------------------------------------------------
 #
 # SQLite writes each row as a JSON array in which every text is in double quotes and no
-# number is. When a batch holds no backslash, no text in it holds a quote, a newline or a
-# control character (JSON escapes each of these with one), so the arrays are already CSV
-# rows that quote every text: drop the brackets, and a text cell starts exactly where a
-# '"' follows '[' or ','. A batch with a backslash is taken row by row; rows with one are
-# parsed and written cell by cell.
+# number is. A row without a backslash has no text that holds a quote, a newline or a
+# control character (JSON escapes each of these with one), so without its brackets it is
+# already a CSV row that quotes every text, and a text cell starts wherever '"' follows the
+# row's start or a comma. A row with a backslash is parsed and written cell by cell.
 
 
 class _Number(str):
@@ -121,28 +121,29 @@ def _csv_row_from_json(array: str, safe: bool) -> str:
     )
 
 
-def _defuse(text: str) -> str:
-    """Prefix ' to each text cell of plain CSV rows that starts a formula (the cells that
-    start with a tab or carriage return never reach here: JSON escapes them)."""
-    for start in ("=", "+", "-", "@"):
-        if '"' + start in text:
-            text = text.replace('"' + start, "\"'" + start)
-    return text
+FORMULA_CELL = re.compile('"[=+@-]')
+"""A text cell of plain CSV rows that starts a formula (a tab or carriage return never
+starts one there: JSON escapes them)."""
 
 
 def _csv_batch(arrays: list[str], safe: bool) -> str:
-    text = "\n".join(arrays)
+    """CSV rows from JSON arrays (one search over the batch when it needs no change)."""
+    text = "\n".join([a[1:-1] for a in arrays]) + "\n"
     if "\\" not in text:
-        body = text[1:-1].replace("]\n[", "\n") + "\n"
-        return _defuse(body) if safe else body
-    lines = []
-    for array in arrays:
-        if "\\" in array:
-            lines.append(_csv_row_from_json(array, safe))
-        else:
-            line = array[1:-1]
-            lines.append(_defuse(line) if safe else line)
-    return "\n".join(lines) + "\n"
+        return _defused(text) if safe else text
+    return "".join(
+        (_csv_row_from_json(a, safe) if "\\" in a else _defused(a[1:-1]) if safe else a[1:-1])
+        + "\n"
+        for a in arrays
+    )
+
+
+def _defused(plain: str) -> str:
+    """``'`` before each text cell of plain rows (no quote inside a cell) that starts a
+    formula."""
+    if FORMULA_CELL.search(plain) is None:
+        return plain
+    return FORMULA_CELL.sub(lambda m: "\"'" + m.group()[1], plain)
 
 
 def _csv_select(query: ExportQuery) -> str:
