@@ -107,8 +107,8 @@ def main() -> None:
         return
     sizes = [20_000, 100_000] if args.quick else [100_000, 1_000_000]
     print(
-        f"{'actions':>10} {'ours s':>8} {'peer s':>8} {'time ratio':>10} "
-        f"{'ours MB':>8} {'peer MB':>8} {'mem ratio':>9}"
+        f"{'actions':>10} {'ours s':>8} {'peer s':>8} {'time ratio':>10} {'ours cpu':>8} "
+        f"{'peer cpu':>8} {'cpu ratio':>9} {'ours MB':>8} {'peer MB':>8} {'mem ratio':>9}"
     )
     for n in sizes:
         with tempfile.TemporaryDirectory() as d:
@@ -118,13 +118,14 @@ def main() -> None:
             peer = measure("peer", files, tmp)
         print(
             f"{n:>10,} {ours['seconds']:>8.2f} {peer['seconds']:>8.2f} "
-            f"{ours['seconds'] / peer['seconds']:>10.2f} {ours['peak_mb']:>8.0f} "
+            f"{ours['seconds'] / peer['seconds']:>10.2f} {ours['cpu_s']:>8.2f} "
+            f"{peer['cpu_s']:>8.2f} {ours['cpu_s'] / peer['cpu_s']:>9.2f} {ours['peak_mb']:>8.0f} "
             f"{peer['peak_mb']:>8.0f} {ours['peak_mb'] / peer['peak_mb']:>9.2f}",
             flush=True,
         )
     print(
         "peer: sqlite-utils insert_all of the raw JSON lines (no parsing, no validation); "
-        "ratios are ours / peer"
+        "ratios are ours / peer; cpu = user + system seconds of the process"
     )
 
 

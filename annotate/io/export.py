@@ -203,7 +203,9 @@ def _write_parquet(store: Store, query: ExportQuery, path: Path) -> int:
     with pq.ParquetWriter(path, schema) as writer, closing(batches):
         for objects in batches:
             data = ("\n".join(objects) + "\n").encode("utf-8", "surrogatepass")
-            table = pa_json.read_json(io.BytesIO(data), parse_options=parse)
+            # one thread, one block per batch: threads only add memory on a batch this small
+            read = pa_json.ReadOptions(use_threads=False, block_size=len(data) + 1)
+            table = pa_json.read_json(io.BytesIO(data), read_options=read, parse_options=parse)
             writer.write_table(table.select(schema.names).cast(schema))
             rows += len(objects)
         if rows == 0:

@@ -18,8 +18,6 @@ ACTION_COLUMNS = (
     "condition, meta"
 )
 STRATIFY_COLUMNS = ("action_type", "condition", "role", "session", "participant")
-BULK_CACHE_KB = 64 * 1024
-"""SQLite's page cache while a file is imported (the default is 2 MB)."""
 
 
 def row_to_action(row: sqlite3.Row) -> Action:
@@ -82,8 +80,6 @@ class ActionsMixin(StoreBase):
         brings them back as they were."""
         assert self._in_transaction, "bulk_actions runs inside store.transaction()"
         conn = self.conn
-        cache = conn.execute("PRAGMA cache_size").fetchone()[0]
-        conn.execute(f"PRAGMA cache_size = {-BULK_CACHE_KB}")
         indexes = []
         if conn.execute("SELECT 1 FROM actions LIMIT 1").fetchone() is None:
             indexes = conn.execute(
@@ -92,12 +88,10 @@ class ActionsMixin(StoreBase):
             ).fetchall()
             for name, _ in indexes:
                 conn.execute(f'DROP INDEX "{name}"')
-        try:
+        with self.larger_cache():
             yield
             for _, sql in indexes:
                 conn.execute(sql)
-        finally:
-            conn.execute(f"PRAGMA cache_size = {cache}")
 
     def conflicting_actions(self, actions: Sequence[Action]) -> list[str]:
         """Ids among ``actions`` already stored with another session, type or content."""

@@ -36,10 +36,11 @@ class SamplesMixin(StoreBase):
                 "VALUES (?, ?, ?, ?, ?, ?, ?)",
                 (name, seed, len(action_ids), stratify, where, origin, now()),
             )
-            conn.executemany(
-                "INSERT INTO sample_items (sample, position, action_id) VALUES (?, ?, ?)",
-                ((name, i, aid) for i, aid in enumerate(action_ids)),
-            )
+            with self.larger_cache():
+                conn.executemany(
+                    "INSERT INTO sample_items (sample, position, action_id) VALUES (?, ?, ?)",
+                    ((name, i, aid) for i, aid in enumerate(action_ids)),
+                )
 
     def sample_ids(self, name: str) -> list[str]:
         if not self.conn.execute("SELECT 1 FROM samples WHERE name = ?", (name,)).fetchone():
