@@ -46,4 +46,5 @@ def test_agreement_is_pure() -> None:
 
 def test_cli_start_up_does_not_load_heavy_libraries() -> None:
     loaded = _top(_modules_after_import("annotate.cli"))
-    assert not loaded & {"textual", "openai", "matplotlib", "statsmodels", "pandas", "sqlite_utils"}
+    heavy = {"textual", "openai", "matplotlib", "statsmodels", "pandas", "sqlite_utils", "numpy"}
+    assert not loaded & heavy

@@ -146,17 +146,6 @@ def _defused(plain: str) -> str:
     return FORMULA_CELL.sub(lambda m: "\"'" + m.group()[1], plain)
 
 
-def _csv_select(query: ExportQuery) -> str:
-    # a missing value is an empty cell; coalesce keeps json_array from writing null
-    cells = (f"coalesce({c.expr}, '')" if c.nullable else c.expr for c in query.columns)
-    return f"json_array({', '.join(cells)})"
-
-
-def _jsonl_select(query: ExportQuery) -> str:
-    pairs = (f"'{c.name}', {c.expr}" for c in query.columns)
-    return f"json_object({', '.join(pairs)})"
-
-
 def _batches(store: Store, query: ExportQuery, select: str) -> Generator[list[str]]:
     cursor = store.export_rows(query, select)
     try:
@@ -172,10 +161,10 @@ def chunks(
     """The CSV or JSON-lines text of the table in pieces, each with its number of rows."""
     if ExportFormat(fmt) is ExportFormat.csv:
         yield ",".join(query.names) + "\n", 0
-        for arrays in _batches(store, query, _csv_select(query)):
+        for arrays in _batches(store, query, query.json_arrays()):
             yield _csv_batch(arrays, safe_csv), len(arrays)
     else:
-        for objects in _batches(store, query, _jsonl_select(query)):
+        for objects in _batches(store, query, query.json_objects()):
             yield "\n".join(objects) + "\n", len(objects)
 
 
@@ -199,7 +188,7 @@ def _write_parquet(store: Store, query: ExportQuery, path: Path) -> int:
     schema = _arrow_schema(query)
     parse = pa_json.ParseOptions(explicit_schema=schema, unexpected_field_behavior="error")
     rows = 0
-    batches = _batches(store, query, _jsonl_select(query))
+    batches = _batches(store, query, query.json_objects())
     with pq.ParquetWriter(path, schema) as writer, closing(batches):
         for objects in batches:
             data = ("\n".join(objects) + "\n").encode("utf-8", "surrogatepass")

@@ -41,6 +41,16 @@ class ExportQuery:
     def sql(self, select: str) -> str:
         return f"SELECT {select} {self.source} ORDER BY {self.order_by}"
 
+    def json_arrays(self) -> str:
+        """Each row as a JSON array; a missing value is '' (an empty CSV cell), not null."""
+        cells = (f"coalesce({c.expr}, '')" if c.nullable else c.expr for c in self.columns)
+        return f"json_array({', '.join(cells)})"
+
+    def json_objects(self) -> str:
+        """Each row as a JSON object keyed by the column names."""
+        pairs = (f"'{c.name}', {c.expr}" for c in self.columns)
+        return f"json_object({', '.join(pairs)})"
+
     def plain_sql(self) -> str:
         """One column per field (what the sqlite3 shell would export)."""
         return self.sql(", ".join(f"{c.expr} AS {c.name}" for c in self.columns))
