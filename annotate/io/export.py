@@ -146,10 +146,12 @@ def _defused(plain: str) -> str:
     return FORMULA_CELL.sub(lambda m: "\"'" + m.group()[1], plain)
 
 
-def _batches(store: Store, query: ExportQuery, select: str) -> Generator[list[str]]:
+def _batches(
+    store: Store, query: ExportQuery, select: str, size: int | None = None
+) -> Generator[list[str]]:
     cursor = store.export_rows(query, select)
     try:
-        while rows := cursor.fetchmany(ROWS_PER_CHUNK):
+        while rows := cursor.fetchmany(size or ROWS_PER_CHUNK):
             yield [r[0] for r in rows]
     finally:
         cursor.close()
@@ -188,7 +190,8 @@ def _write_parquet(store: Store, query: ExportQuery, path: Path) -> int:
     schema = _arrow_schema(query)
     parse = pa_json.ParseOptions(explicit_schema=schema, unexpected_field_behavior="error")
     rows = 0
-    batches = _batches(store, query, query.json_objects())
+    # smaller batches: Arrow holds each one's JSON, its table and its row group at once
+    batches = _batches(store, query, query.json_objects(), max(1, ROWS_PER_CHUNK // 4))
     with pq.ParquetWriter(path, schema) as writer, closing(batches):
         for objects in batches:
             data = ("\n".join(objects) + "\n").encode("utf-8", "surrogatepass")
