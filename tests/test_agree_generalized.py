@@ -191,3 +191,27 @@ def test_an_empty_answer_table_keeps_its_coders() -> None:
     assert answers.codes.shape == (0, 3) and answers.coders == ("a", "b", "c")
     report = multi_select_report(answers)
     assert report.n_items == 0 and report.alpha_masi.alpha is None
+
+
+@pytest.mark.parametrize("width", [50, 64])
+def test_a_narrow_terminal_splits_no_word(cli, krippendorff, width):
+    """Too narrow for the table's words: the rows are printed one after another, whole."""
+    out = run("agree", "--question", "Q1", "--db", str(krippendorff), width=width)
+    phrases = [
+        "substantial; 8 of 12 items (every coder answered); no CI:",
+        "The large-sample z-test of Fleiss' kappa needs at least 32 items",
+        "Category 'other' was used only on items left out",
+        "almost perfect; CI clipped to [-1, 1]",
+    ]
+    assert_reads_at(out, width, phrases)
+    words = " ".join(out.split())
+    assert "generalized (Gwet)" in words and "0.424 to 1.000" in words
+    assert "substantial; SE 0.153; 11 items with 2+ answers (12 rated)" in words
+
+
+def test_the_list_of_runs_shows_whole_names_at_80_columns(cli, krippendorff):
+    assert cli("agree", "--question", "Q1").exit_code == 0
+    assert cli("agree", "--question", "Q4").exit_code == 0
+    out = run("agree", "--runs", "--db", str(krippendorff))
+    assert_reads_at(out, 80, ["mental_model"])
+    assert "…" not in out and "41" in out and "Q4" in out

@@ -475,7 +475,8 @@ def _table(
     body: RenderableType
     if widths is None:
         cols = [Col(key, header, wrap=key in wrap) for key, header, _ in columns]
-        body = vertical(rows, cols, width)
+        flush = [{k: str(v).strip() for k, v in r.items()} for r in rows]  # no indent here
+        body = vertical(flush, cols, width)
     else:
         body = Table(box=box.SIMPLE_HEAD, header_style="bold", pad_edge=False)
         for (key, header, justify), w in zip(columns, widths, strict=True):
@@ -962,14 +963,11 @@ def print_runs(rows: list[dict[str, Any]], fmt: OutputFormat) -> None:
                ("coders", "Coders", "left"), ("questions", "Questions", "left"),
                ("n_labels", "Labels", "right"), ("labels_hash", "sha256", "left")]  # fmt: skip
     if fmt is OutputFormat.table:
-        table = Table(box=box.SIMPLE_HEAD, header_style="bold", pad_edge=False)
-        for key, header, justify in columns:
-            table.add_column(header, justify=justify, no_wrap=key in {"id", "labels_hash"})  # type: ignore[arg-type]
-        for r in shown:
-            table.add_row(
-                *(Text(str(r[key] if r[key] is not None else "-")) for key, _, _ in columns)
-            )
-        console.print(Group(Text("Agreement runs (UTC)", style="bold"), table))
+        texts = [
+            {key: "-" if r[key] is None else str(r[key]) for key, _, _ in columns} for r in shown
+        ]
+        wrap = frozenset({"created_at", "codebook", "sample", "coders", "questions"})
+        console.print(_table("Agreement runs (UTC)", columns, texts, wrap))
     elif fmt is OutputFormat.markdown:
         console.print(_md(shown, [(k, h) for k, h, _ in columns]), markup=False, soft_wrap=True)
     else:
