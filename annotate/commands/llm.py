@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from annotate.codebook import find_codebook
+from annotate.coding.seeds import check_seed
 from annotate.commands import llm_options as o
 from annotate.commands.common import DEFAULT_DB_PATH, DbOption, console, err_console, open_store
 from annotate.errors import StoreError, UsageError
@@ -60,6 +61,7 @@ def split_command(
     labels first, then in proportion to frequency); every other gold item is held out to
     validate the LLM on. The same seed gives the same split.
     """
+    check_seed(seed)
     loaded = find_codebook(codebook)
     with open_store(db) as store:
         result = make_split(

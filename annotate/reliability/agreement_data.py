@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from annotate import __version__
 from annotate.codebook import NO, OTHER, YES, Codebook, Question, find_codebook
+from annotate.coding.answers import codes_text
 from annotate.errors import AnnotateError, CodebookError, NotFoundError, UsageError
 from annotate.models import describe
 from annotate.store.agreement_runs import GOLD_CODER, AgreementRunRecord
@@ -309,16 +310,6 @@ def select(
 # -- one question's labels --------------------------------------------------------------------
 
 
-def answer_text(value: str | None, codes: Sequence[str], other_text: str | None) -> str:
-    """A label as a person reads it: ``Initiate``, ``other (greeting)``, ``no: n1+n3``."""
-    text = value or ""
-    if codes:
-        text = (text + ": " if text else "") + "+".join(codes)
-    if other_text:
-        text += f" ({other_text})"
-    return text
-
-
 @dataclass(frozen=True)
 class QuestionData:
     """One question's answers by the selected coders, as item x coder tables."""
@@ -408,7 +399,7 @@ def question_data(store: Store, selection: Selection, question: Question) -> Que
             v[j] = r["value"]
             if question.kind == "multi" or (question.kind == "yes_no_reasons" and r["value"] == NO):
                 s[j] = frozenset(r["codes"])
-            t[j] = answer_text(r["value"], r["codes"], r["other_text"])
+            t[j] = codes_text(r["value"], r["codes"], r["other_text"])
         values.append(tuple(v))
         sets.append(tuple(s))
         texts.append(tuple(t))
