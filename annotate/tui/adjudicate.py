@@ -25,7 +25,7 @@ from textual.widgets import Static
 
 from annotate.codebook import OTHER
 from annotate.coding.answers import answer_label
-from annotate.coding.session import COMMANDS, command_keys, question_choices
+from annotate.coding.session import COMMANDS, command_keys, format_offset, question_choices
 from annotate.models import Action, describe
 from annotate.reliability.adjudication import AdjudicationSession, Feedback, GoldPlan
 from annotate.render.terminal import for_display, shown_line
@@ -36,16 +36,6 @@ from annotate.tui.widgets.keybar import KeyBar, key_label
 
 CONTEXT_BEFORE = 8
 CONTEXT_AFTER = 2
-
-
-def _offset(seconds: float | None) -> str:
-    if seconds is None:
-        return ""
-    if abs(seconds) < 0.5:
-        return "now"
-    sign = "-" if seconds < 0 else "+"
-    minutes, secs = divmod(round(abs(seconds)), 60)
-    return f"{sign}{minutes}:{secs:02d}"
 
 
 def context_tables(store: Store, action: Action) -> tuple[Table, Table]:
@@ -65,7 +55,7 @@ def context_tables(store: Store, action: Action) -> tuple[Table, Table]:
             colour = {"guide": "cyan", "follower": "yellow"}.get(a.role or "", "")
             style = "bold reverse" if item else ("dim" if a.seq > action.seq else "")
             grid.add_row(
-                Text(_offset(t), style="dim"),
+                Text(format_offset(t), style="dim"),
                 Text(shown_line((a.role or a.participant or "?").capitalize()), style=colour),
                 Text(for_display(describe(a)), style=style),
             )
