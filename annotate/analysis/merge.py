@@ -193,11 +193,8 @@ def _conflict(row: Mapping[str, Any], decision: Decision, what: str) -> Conflict
 
 
 def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
     with path.open("rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
+        return hashlib.file_digest(fh, "sha256").hexdigest()
 
 
 def check_other(store: Store, other: Path) -> None:

@@ -40,7 +40,7 @@ if TYPE_CHECKING:
 
 
 def split_command(
-    codebook: Annotated[str, typer.Option(help="Codebook name or YAML file.")],
+    codebook: o.CodebookOption,
     shots: Annotated[int, typer.Option(help="How many gold items become few-shot examples.")] = 8,
     seed: Annotated[int, typer.Option(help="Random seed: the same seed gives the same split.")] = 7,
     gold: Annotated[

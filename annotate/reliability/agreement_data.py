@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -71,9 +71,9 @@ def _no_labels() -> UsageError:
     )
 
 
-def _resolve_codebook(store: Store, name: str) -> Codebook:
-    """The codebook named by --codebook (a name or a YAML path), which must have labels."""
-    counts = store.answered_label_counts()
+def _resolve_codebook(store: Store, name: str, counts: Mapping[str, int]) -> Codebook:
+    """The codebook named by --codebook (a name or a YAML path), which must have labels
+    (``counts``: answered labels by codebook)."""
     if not counts:
         raise _no_labels()
     if name not in counts:
@@ -154,11 +154,11 @@ def _choose_codebook(
     question: str | None,
     min_coders: int,
     command: str,
+    counts: Mapping[str, int],
 ) -> tuple[str, str]:
     """The one labelled codebook (else the one with ``min_coders`` or more coders on shared
     items), and the note saying so; otherwise an error listing every codebook and the
     command to run."""
-    counts = store.answered_label_counts()
     if not counts:
         raise _no_labels()
     if len(counts) == 1:  # nothing to choose: the checks that follow say what is missing
@@ -264,13 +264,14 @@ def select(
         notes.append(f"sample {sample}")
     else:
         notes.append("every labelled item (there is no sample 'main')")
+    counts = store.answered_label_counts()  # once: a count over every label
     if codebook is None:
         wanted = list(dict.fromkeys(coders)) if coders else None
         codebook, why = _choose_codebook(
-            store, action_ids, sample, wanted, question, min_coders, command
+            store, action_ids, sample, wanted, question, min_coders, command, counts
         )
         notes.insert(0, why)
-    cb = _resolve_codebook(store, codebook)
+    cb = _resolve_codebook(store, codebook, counts)
     where = f"codebook '{cb.name}'" + (f" in sample '{sample}'" if sample else "")
     available = store.coders_with_answers(cb.name, action_ids)
     if coders:
