@@ -19,7 +19,7 @@ from typer.testing import CliRunner
 
 from annotate.cli import app
 from annotate.codebook import find_codebook
-from annotate.commands.stats_table import mean_sd, measures
+from annotate.render.stats import mean_sd, measures
 from tests.conftest import SHARED
 from tests.narrow import assert_reads_at
 from tests.test_analysis_support import DEMO, DEMO_LABELS, demo_traum_rows, write_csv
