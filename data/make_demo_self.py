@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import csv
 import hashlib
+import itertools
 import json
 import struct
 import uuid
@@ -119,7 +120,7 @@ def draw_map(strokes: list[int], *, message: bool) -> bytes:
                     pixels[yy][xx] = colour
     for n in strokes:
         points = STROKES[n]
-        for a, b in zip(points, points[1:], strict=False):
+        for a, b in itertools.pairwise(points):
             _line(pixels, a, b, (30, 30, 30))
     if message:
         for yy in range(0, 4):
