@@ -175,3 +175,57 @@ def test_media_locator_maps_prefixes_and_roots(tmp_path: Path) -> None:
     assert loc.locate("s3://other/a.png") is None and loc.locate("run1/b.png") is None
     with pytest.raises(UsageError, match="is not PREFIX=DIR"):
         MediaLocator.from_options(None, ["s3://b/x/"])
+
+
+async def test_kill_9_in_a_real_terminal_loses_nothing_and_resumes(db: Path) -> None:
+    from tests.test_tui_process import Terminal, _until
+
+    def answered() -> int:
+        return sum(r["value"] is not None for r in labels(db, "self:Tom"))
+
+    prefix = f"s3://demo-bucket/annotation/={DEMO_SELF / 'screens'}"
+    term = Terminal(
+        "code", "--codebook", "mental_model_self", "--self", "Tom", "--db", str(db),
+        "--media-prefix", prefix, cwd=db.parent,
+    )  # fmt: skip
+    try:
+        term.wait_for(b"anchor")
+        term.wait_for(b"characters")  # the rationale's field is open
+        term.send("v")  # typed into the field, not the screenshot key
+        term.send("ery first: greet Rosa\r")
+        _until(lambda: answered() == 1)
+        for n, key in enumerate("214", start=2):
+            term.send(key)
+            _until(lambda n=n: answered() == n)
+    finally:
+        term.kill()
+    rows = {r["question"]: r["value"] for r in labels(db, "self:Tom")}
+    assert rows == {"R": "very first: greet Rosa", "Q1": "t2", "Q2": "p1", "Q3": "r4"}
+    again = make_self_app(db, "mental_model_self", "Tom", media=SHOTS)
+    async with again.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        assert (again.session.index, again.session.question.id) == (0, "Q4")
+        await keys(pilot, "y")
+        assert again.session.index == 1
+    assert {r["question"] for r in labels(db, "self:Tom") if r["value"]} >= {"Q4"}
+
+
+def test_code_self_refuses_wrong_options_with_one_line(db: Path) -> None:
+    from typer.testing import CliRunner
+
+    from annotate.cli import app as cli
+
+    def run(*args: str):
+        return CliRunner().invoke(cli, ["code", "--codebook", "mental_model_self", *args,
+                                        "--db", str(db)])  # fmt: skip
+
+    r = run("--self", "Tom", "--coder", "ana")
+    assert r.exit_code == 1 and "--self codes your own actions: leave out --coder" in r.stderr
+    r = run("--coder", "ana", "--checkpoints", "cp.csv")
+    assert r.exit_code == 1 and "--session and --checkpoints go with --self" in r.stderr
+    r = run("--self", "Zed")
+    assert r.exit_code == 1
+    assert r.stderr.startswith("error: no participant or role 'Zed' in the project file")
+    assert "participants: Rosa, Tom" in r.stderr
+    r = run("--self", "Tom", "--media-root", str(db.parent / "nowhere"))
+    assert r.exit_code == 1 and "--media-root" in r.stderr and "no such folder" in r.stderr

@@ -8,6 +8,7 @@ prints as one line. The app then only pushes the coding screen.
 from __future__ import annotations
 
 import errno
+import logging
 import shlex
 import socket
 import sys
@@ -104,6 +105,8 @@ def attach_media(session: CodingSession, media: MediaLocator | None) -> None:
     renderer now: it asks the terminal about graphics once, before the app starts."""
     session.media = media  # type: ignore[attr-defined]
     if session_media(session) is not None:
+        # a terminal that does not answer its queries is normal: no traceback on screen
+        logging.getLogger("textual_image").setLevel(logging.CRITICAL)
         import textual_image.widget  # noqa: F401
 
 

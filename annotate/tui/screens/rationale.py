@@ -1,7 +1,8 @@
 """The answer to a free-text question (a rationale: "what was I trying to do").
 
 Enter stores the text once it has the question's ``min_chars`` characters (a counter says
-how many so far); Escape leaves the question unanswered.
+how many so far); Escape leaves the question unanswered. The field sits at the top, over the
+earliest turns, so that the item, the anchor line and the question stay in view.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from annotate.codebook import Question
 class TextAnswerPrompt(ModalScreen[str | None]):
     BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "cancel", "cancel")]
     DEFAULT_CSS = """
-    TextAnswerPrompt { align: center bottom; }
+    TextAnswerPrompt { align: center top; }
     TextAnswerPrompt > #dialog {
         width: 100%; height: auto; border: round $accent; padding: 0 1; background: $surface;
     }
