@@ -229,3 +229,25 @@ def test_code_self_refuses_wrong_options_with_one_line(db: Path) -> None:
     assert "participants: Rosa, Tom" in r.stderr
     r = run("--self", "Tom", "--media-root", str(db.parent / "nowhere"))
     assert r.exit_code == 1 and "--media-root" in r.stderr and "no such folder" in r.stderr
+
+
+def test_generic_import_keeps_a_screenshot_column(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from annotate.cli import app as cli
+
+    (tmp_path / "shots").mkdir()
+    (tmp_path / "shots" / "a.png").write_bytes((next((DEMO_SELF / "screens").rglob("*.png")))
+                                               .read_bytes())  # fmt: skip
+    log = tmp_path / "log.csv"
+    log.write_text("dialogue,text,screenshot\nd1,go left,shots/a.png\nd1,ok,shots/b.png\n")
+    db = tmp_path / "p.db"
+    r = CliRunner().invoke(
+        cli, ["import", str(log), "--map", "session=dialogue,content=text", "--db", str(db)]
+    )
+    assert r.exit_code == 0, r.output
+    locator = MediaLocator.from_options([tmp_path], None)
+    with Store(db) as store:
+        shots = [locator.screenshot(a) for a in store.session_actions("d1")]
+    found = [(s.ref, s.missing) for s in shots if s]
+    assert found == [("shots/a.png", False), ("shots/b.png", True)]
