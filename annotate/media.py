@@ -53,6 +53,8 @@ def parse_prefix(text: str) -> tuple[str, Path]:
 class MediaLocator:
     roots: tuple[Path, ...] = ()
     prefixes: tuple[tuple[str, Path], ...] = ()
+    project_root: Path | None = None
+    """The project file's folder: relative paths are tried there last."""
 
     @classmethod
     def from_options(
@@ -61,8 +63,11 @@ class MediaLocator:
         for root in roots or []:
             if not root.is_dir():
                 raise UsageError(f"--media-root {root}: no such folder")
-        folders = [*(roots or []), *([project.resolve().parent] if project else [])]
-        return cls(tuple(folders), tuple(parse_prefix(p) for p in prefixes or []))
+        return cls(
+            tuple(roots or []),
+            tuple(parse_prefix(p) for p in prefixes or []),
+            project.resolve().parent if project else None,
+        )
 
     def candidates(self, ref: str) -> list[Path]:
         for prefix, folder in sorted(self.prefixes, key=lambda p: -len(p[0])):
@@ -73,7 +78,8 @@ class MediaLocator:
         path = Path(ref)
         if path.is_absolute():
             return [path]
-        return [root / path for root in self.roots]
+        last = (self.project_root,) if self.project_root else ()
+        return [root / path for root in (*self.roots, *last)]
 
     def locate(self, ref: str) -> Path | None:
         return next((p for p in self.candidates(ref) if p.is_file()), None)

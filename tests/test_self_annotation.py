@@ -6,6 +6,7 @@ in the SQLite file."""
 from __future__ import annotations
 
 import json
+import shlex
 from pathlib import Path
 
 import pytest
@@ -251,3 +252,26 @@ def test_generic_import_keeps_a_screenshot_column(tmp_path: Path) -> None:
         shots = [locator.screenshot(a) for a in store.session_actions("d1")]
     found = [(s.ref, s.missing) for s in shots if s]
     assert found == [("shots/a.png", False), ("shots/b.png", True)]
+
+
+async def test_sampled_coding_marks_and_shows_screenshots_too(db: Path) -> None:
+    from annotate.tui.app import make_app, web_command
+
+    with Store(db) as store:
+        ids = [r[0] for r in store.query("SELECT id FROM actions WHERE participant = 'Tom'")]
+        store.create_sample("main", ids[:3], seed=1)
+    app = make_app(db, "traum", "dora", media=SHOTS)
+    async with app.run_test(size=SIZE) as pilot:
+        assert "▣ screenshot" in app.screen.query_one("#context").border_title
+        await keys(pilot, "v")
+        assert "screenshot: " in screen_text(app)
+    plain = make_app(db, "traum", "dora")  # no media options: no panel, no key, no mark
+    async with plain.run_test(size=SIZE):
+        assert "screenshot" not in plain.screen.query_one("#context").border_title
+        assert not plain.screen.query(ScreenshotPanel)
+    command = web_command(
+        db, "traum", "dora", "main", context=8, lookahead=0, extra=SHOTS.options()
+    )
+    assert shlex.split(command)[-2:] == [
+        "--media-prefix", f"s3://demo-bucket/annotation/={DEMO_SELF / 'screens'}",
+    ]  # fmt: skip
