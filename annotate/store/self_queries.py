@@ -32,17 +32,22 @@ class SelfQueries:
     def participants_named(self, who: str, session: str | None = None) -> list[str]:
         """The stored participants ``who`` names: a participant name or id, or (with
         ``session``) a role in that session."""
-        where = "(participant = ? OR json_extract(meta, '$.participant_id') = ?)"
-        params: list[str] = [who, who]
-        if session is not None:
-            where = f"session = ? AND ({where} OR role = ?)"
-            params = [session, who, who, who]
-        rows = self.store.conn.execute(
-            f"SELECT DISTINCT participant FROM actions WHERE {where} "
-            "AND participant IS NOT NULL ORDER BY participant",
-            params,
-        )
-        return [r[0] for r in rows]
+        scope, params = ("session = ? AND ", [session]) if session is not None else ("", [])
+        for where in (
+            "participant = ?",  # the index: a name is found at once
+            "json_extract(meta, '$.participant_id') = ?",
+            *(["role = ?"] if session is not None else []),
+        ):
+            # no ORDER BY: it would walk the participant index row by row on a full scan
+            one = not where.startswith("role")  # a name or an id is one participant
+            rows = self.store.conn.execute(
+                f"SELECT {'' if one else 'DISTINCT '}participant FROM actions "
+                f"WHERE {scope}{where} AND participant IS NOT NULL" + (" LIMIT 1" if one else ""),
+                [*params, who],
+            ).fetchall()
+            if rows:
+                return sorted(r[0] for r in rows)
+        return []
 
     def some_participants(self, limit: int = 12) -> list[str]:
         rows = self.store.conn.execute(
