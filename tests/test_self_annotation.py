@@ -115,6 +115,9 @@ async def test_anchor_line_shows_the_closest_checkpoint(db: Path) -> None:
         await keys(pilot, "escape")  # close the rationale's field
         text = screen_text(app)
         assert "anchor: checkpoint 25% (1:30 after): Q1: Working toward a shared" in text
+        await keys(pilot, "up", "down", "question_mark")  # no options to move among
+        assert "Press Enter and write the answer in your own words" in screen_text(app)
+        await keys(pilot, "escape")
         await keys(pilot, "g", "6", "enter", "escape")  # item 6 at 3:10: 50% is 0:15 before
         assert "anchor: checkpoint 50% (0:15 before): Q1: Clear on what to do" in screen_text(
             app

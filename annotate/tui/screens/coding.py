@@ -15,7 +15,7 @@ from annotate.coding.session import COMMANDS, CodingSession, Feedback
 from annotate.errors import AnnotateError
 from annotate.tui.screens.help import DefinitionScreen, HelpScreen, keys_table
 from annotate.tui.screens.prompt import TextPrompt
-from annotate.tui.screens.rationale import TextAnswerPrompt
+from annotate.tui.screens.rationale import TextAnswerPrompt, text_choice
 from annotate.tui.screens.screenshots import ScreenshotsMixin
 from annotate.tui.widgets.context import ContextView
 from annotate.tui.widgets.keybar import KeyBar, key_label
@@ -292,7 +292,8 @@ class CodingScreen(ScreenshotsMixin, Screen[None]):
 
     def action_define(self) -> None:
         s = self.session
-        self.app.push_screen(DefinitionScreen(s.choices(), s.question, s.codebook, s.highlight))
+        choices = s.choices() or (text_choice(s.question),)  # a free-text question: no options
+        self.app.push_screen(DefinitionScreen(choices, s.question, s.codebook, s.highlight))
 
     def action_help(self) -> None:
         self.app.push_screen(HelpScreen(keys_table(self.session)))

@@ -17,6 +17,19 @@ from textual.screen import ModalScreen
 from textual.widgets import Input, Label
 
 from annotate.codebook import Question
+from annotate.coding.choices import Choice
+
+
+def text_choice(question: Question) -> Choice:
+    """What the definition screen (``?``) shows for a free-text question."""
+    least = f" (at least {question.min_chars} characters)" if question.min_chars else ""
+    return Choice(
+        "⏎",
+        question.id,
+        "Free text",
+        "value",
+        f"Press Enter and write the answer in your own words{least}, then Enter to save it.",
+    )
 
 
 class TextAnswerPrompt(ModalScreen[str | None]):
