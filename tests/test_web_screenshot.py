@@ -116,12 +116,15 @@ def test_screenshot_is_displayed_beside_the_item(tmp_path: Path) -> None:
                 context.add_init_script(TEXT_HOOK)
                 page = context.new_page()
                 page.goto(url, wait_until="domcontentloaded")
-                page.wait_for_function("window.__annotate.item === 1", timeout=30_000)
+                page.wait_for_function(  # the rationale's field opens over the top
+                    "window.__stream.includes('in your own words')", timeout=30_000
+                )
+                page.locator("#terminal").click()
+                page.keyboard.press("Escape")  # closed: the whole screen, untinted
+                page.wait_for_function("window.__annotate.item === 1", timeout=15_000)
                 page.wait_for_function(
                     "window.__stream.includes('screenshot: ')", timeout=15_000
                 )
-                page.locator("#terminal").click()
-                page.keyboard.press("Escape")  # the rationale's field: closed, no tint
                 time.sleep(1.0)
                 shot = Image.open(io.BytesIO(page.screenshot())).convert("RGB")
                 if os.environ.get("KEEP_SHOT"):
