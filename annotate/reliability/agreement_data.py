@@ -305,7 +305,22 @@ def select(
             hint=hint,
         )
     questions = (cb.question(question),) if question else tuple(cb.questions)
+    questions = _coded_questions(questions, notes)
     return Selection(cb, sample, action_ids, chosen, questions, tuple(notes))
+
+
+def _coded_questions(questions: tuple[Question, ...], notes: list[str]) -> tuple[Question, ...]:
+    """Free-text questions (a rationale) have no codes to agree on: skipped, and said so."""
+    text = [q.id for q in questions if q.kind == "text"]
+    coded = tuple(q for q in questions if q.kind != "text")
+    if text and not coded:
+        raise UsageError(
+            f"question {', '.join(text)} is free text: agreement compares codes",
+            hint="choose a question with options (--question), or export the texts",
+        )
+    if text:
+        notes.append(f"free-text question {', '.join(text)} skipped (agreement compares codes)")
+    return coded
 
 
 # -- one question's labels --------------------------------------------------------------------
