@@ -227,6 +227,7 @@ def work(tmp_path: Path) -> Path:
     work = tmp_path / "work"
     (work / "data").mkdir(parents=True)
     (work / "data" / "demo").symlink_to(REPO / "data" / "demo")
+    (work / "data" / "demo_self").symlink_to(REPO / "data" / "demo_self")
     dialogues = tmp_path / "shared" / "maptask" / "dialogues"
     dialogues.mkdir(parents=True)
     for name in DIALOGUES:

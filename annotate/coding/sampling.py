@@ -11,7 +11,6 @@ from __future__ import annotations
 from collections.abc import Hashable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from annotate.coding.seeds import check_seed
 from annotate.errors import UsageError
 
 if TYPE_CHECKING:  # numpy loads when a sample is drawn, not with every command
@@ -36,7 +35,6 @@ def allocate(sizes: dict[tuple[Any, ...], int], n: int) -> dict[tuple[Any, ...],
 def _check(n: int, seed: int, total: int) -> None:
     if n <= 0:
         raise UsageError("--n must be at least 1")
-    check_seed(seed)
     if n > total:
         raise UsageError(
             f"--n {n} is more than the {total} actions that match",
@@ -115,7 +113,6 @@ def draw_from_store(
 
     if n <= 0:
         raise UsageError("--n must be at least 1")
-    check_seed(seed)
     with store.read_snapshot(), store.sampling_rows(where, stratify) as rows:
         if not stratify:
             rowids = np.fromiter((r[0] for r in rows), dtype=np.int64)

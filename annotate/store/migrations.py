@@ -370,6 +370,11 @@ def m010_scale_indexes(conn: sqlite3.Connection) -> None:
     )
 
 
+def m012_actions_by_participant(conn: sqlite3.Connection) -> None:
+    """Self-annotation (``annotate code --self NAME``) reads one participant's actions."""
+    conn.execute("CREATE INDEX IF NOT EXISTS actions_participant ON actions(participant)")
+
+
 MIGRATIONS: list[tuple[int, Migration]] = [
     (1, m001_initial),
     (2, m002_llm),
@@ -380,4 +385,5 @@ MIGRATIONS: list[tuple[int, Migration]] = [
     (7, m007_explicit_other),
     (8, m008_llm_batches),
     (10, m010_scale_indexes),
+    (12, m012_actions_by_participant),
 ]
