@@ -355,6 +355,21 @@ def m008_llm_batches(conn: sqlite3.Connection) -> None:
     )
 
 
+def m011_scale_indexes(conn: sqlite3.Connection) -> None:
+    """Indexes for the queries that must stay fast at corpus scale (1M actions, 300k labels):
+    the coders and the action types of a file found by a loose index scan instead of a pass
+    over every row, the actions of some types (``llm-label`` targets) read by index, and
+    whether the request cache holds replies to a prompt (``llm-label --dry-run``)."""
+    run_script(
+        conn,
+        """
+        CREATE INDEX labels_coder_codebook ON labels(coder, codebook);
+        CREATE INDEX actions_type ON actions(action_type);
+        CREATE INDEX llm_requests_prompt ON llm_requests(prompt_hash);
+        """,
+    )
+
+
 MIGRATIONS: list[tuple[int, Migration]] = [
     (1, m001_initial),
     (2, m002_llm),
@@ -364,4 +379,5 @@ MIGRATIONS: list[tuple[int, Migration]] = [
     (6, m006_llm_endpoint_formats),
     (7, m007_explicit_other),
     (8, m008_llm_batches),
+    (11, m011_scale_indexes),
 ]
