@@ -325,7 +325,8 @@ def mental_model_section(
         return None
     mm_coders = [c for c in coders or () if c in available] or None
     full = label_source(store, MENTAL_MODEL, mm_coders, required=False, per_action=True)
-    actions = scope.frame(full.labels["action_id"].unique(), positions=True)
+    ids = full.labels["action_id"].unique()
+    actions = scope.frame(ids, positions=len(ids) > 0)  # positions: a pass over every action
     mm = full.restricted(actions["action_id"])
     section = Section("Mental model and grounding", [mm.describe()])
     if mm.labels.empty:
