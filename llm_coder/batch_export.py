@@ -10,7 +10,7 @@ file. Nothing is held for the whole run but the item ids.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, TYPE_CHECKING
@@ -19,6 +19,7 @@ from annotate.store.base import dumps
 from llm_coder.batch import BatchLimits, LineWriter
 from llm_coder.calls import ChatRequest, MemoryCache
 from llm_coder.schema import FormatMode
+from llm_coder.workflow import chunked
 
 if TYPE_CHECKING:
     from llm_coder.workflow import LabelJob
@@ -36,23 +37,24 @@ class Pending:
 
 
 def item_requests(
-    job: LabelJob, ids: Sequence[str], *, chunk: int = CHUNK
+    job: LabelJob, ids: Iterable[str], *, chunk: int = CHUNK
 ) -> Iterator[tuple[str, tuple[ChatRequest, ...], set[str]]]:
     """(action id, every vote's request, the hashes among them already answered)."""
     runner = job._runner(client=None, cache=MemoryCache())
     votes = job.options.votes
-    for start in range(0, len(ids), chunk):
+    for part in chunked(ids, chunk):
         built = []
-        for aid in ids[start : start + chunk]:
-            item = job.sessions.item(aid)
+        for item in job.sessions.items(part):
             messages = job.builder.messages(item)
-            built.append((aid, tuple(runner._request(item, messages, v) for v in range(votes))))
+            built.append(
+                (item.action.id, tuple(runner._request(item, messages, v) for v in range(votes)))
+            )
         cached = job.store.cached_hashes([r.hash for _, reqs in built for r in reqs])
         for aid, reqs in built:
             yield aid, reqs, cached
 
 
-def pending_items(job: LabelJob, ids: Sequence[str]) -> Iterator[Pending]:
+def pending_items(job: LabelJob, ids: Iterable[str]) -> Iterator[Pending]:
     for aid, reqs, cached in item_requests(job, ids):
         todo = tuple(r for r in reqs if r.hash not in cached)
         if todo:

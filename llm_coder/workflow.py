@@ -13,12 +13,14 @@ The store owns the SQL; this module decides what to code and in which order:
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections import Counter, OrderedDict
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import suppress
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from annotate.codebook import Answer, Codebook, LoadedCodebook
 from annotate.errors import AnnotateError, StoreError, UsageError
@@ -27,7 +29,14 @@ from annotate.store.base import now
 from llm_coder.calls import Caller, CallStats, FormatFallback, MemoryCache, RetryPolicy
 from llm_coder.client import LazyClient, LLMConfig
 from llm_coder.cost import Estimate, Price, estimate_message_tokens, estimate_tokens
-from llm_coder.prompt import DEFAULT_CONTEXT, Item, Message, Shot, canonical_json
+from llm_coder.prompt import (
+    DEFAULT_CONTEXT,
+    Item,
+    Message,
+    Shot,
+    canonical_json,
+    target_message,
+)
 from llm_coder.runner import ItemResult, PromptBuilder, Runner, Settings
 from llm_coder.schema import FORMAT_MODES, FormatMode, answer_to_json, response_format
 from llm_coder.split import stratified_split
@@ -35,7 +44,11 @@ from llm_coder.split import stratified_split
 if TYPE_CHECKING:
     from annotate.store import Store
 
+T = TypeVar("T")
+
 LLM_PREFIX = "llm:"
+ESTIMATE_ITEMS = 5_000
+"""A dry run measures the prompt of every item up to this many, of a systematic sample above."""
 FLUSH_EVERY = 64
 FLUSH_SECONDS = 1.0
 
@@ -168,41 +181,119 @@ def action_from_row(row: dict[str, Any]) -> Action:
 
 
 class Sessions:
-    """Actions of the sessions needed, loaded once, to give each item its context."""
+    """Each item's action and the actions before it in its session (its context), read by
+    index when asked for. A session with many items in one chunk (``--target all`` streams
+    them in session order) is read once, whole; only the last few such are held."""
+
+    KEEP_SESSIONS = 4
+    CHUNK = 500
+    WHOLE_SESSION = 16
+    """Items of one session in a chunk from which its actions are read in one query."""
 
     def __init__(self, store: Store, context: int):
         self.store = store
         self.context = context
-        self._by_session: dict[str, list[Action]] = {}
-        self._pos: dict[str, tuple[str, int]] = {}
-
-    def _add(self, session: str, actions: list[Action]) -> None:
-        self._by_session[session] = actions
-        for i, a in enumerate(actions):
-            self._pos[a.id] = (session, i)
-
-    def preload_all(self) -> list[Action]:
-        """Every action (ordered by session, seq); used for ``--target all``."""
-        by_session: dict[str, list[Action]] = {}
-        for row in self.store.action_rows():
-            a = action_from_row(row)
-            by_session.setdefault(a.session, []).append(a)
-        for session, actions in by_session.items():
-            self._add(session, actions)
-        return [a for actions in by_session.values() for a in actions]
+        self._sessions: OrderedDict[str, tuple[list[Action], dict[str, int]]] = OrderedDict()
 
     def action(self, action_id: str) -> Action:
-        if action_id not in self._pos:
-            session = self.store.action(action_id).session
-            self._add(session, self.store.session_actions(session))
-        session, i = self._pos[action_id]
-        return self._by_session[session][i]
+        return self.store.action(action_id)
 
     def item(self, action_id: str) -> Item:
-        action = self.action(action_id)
-        session, i = self._pos[action_id]
-        before = self._by_session[session][max(0, i - self.context) : i]
-        return Item(action, tuple(before))
+        return self._item(self.action(action_id))
+
+    def items(self, ids: Iterable[str]) -> Iterator[Item]:
+        """The items of ``ids`` in order, their actions read a chunk at a time."""
+        for chunk in chunked(ids, self.CHUNK):
+            actions = self.store.actions_by_ids(chunk)
+            if self.context:
+                per_session = Counter(a.session for a in actions)
+                for session, n in per_session.items():
+                    if n >= self.WHOLE_SESSION and session not in self._sessions:
+                        self._hold(session)
+            for action in actions:
+                yield self._item(action)
+
+    def _hold(self, session: str) -> None:
+        actions = self.store.session_actions(session)
+        self._sessions[session] = (actions, {a.id: i for i, a in enumerate(actions)})
+        while len(self._sessions) > self.KEEP_SESSIONS:
+            self._sessions.popitem(last=False)
+
+    def _item(self, action: Action) -> Item:
+        held = self._sessions.get(action.session)
+        if held is None:
+            before = self.store.context(action, before=self.context) if self.context else []
+            return Item(action, tuple(before))
+        self._sessions.move_to_end(action.session)
+        actions, index = held
+        i = index[action.id]
+        return Item(action, tuple(actions[max(0, i - self.context) : i]))
+
+
+def chunked(values: Iterable[T], size: int) -> Iterator[list[T]]:
+    chunk: list[T] = []
+    for value in values:
+        chunk.append(value)
+        if len(chunk) >= size:
+            yield chunk
+            chunk = []
+    if chunk:
+        yield chunk
+
+
+class PrefetchedCache:
+    """A run's request cache with the replies of the next chunk of requests read ahead in
+    one query; any other request goes to the cache as usual."""
+
+    def __init__(self, store: Store, cache: Any):
+        self.store = store
+        self.cache = cache
+        self._ready: dict[str, Any] = {}
+
+    def prefetch(self, hashes: Iterable[str]) -> None:
+        self._ready.update(self.store.cached_replies(list(hashes)))
+
+    def get(self, request_hash: str) -> Any:
+        reply = self._ready.pop(request_hash, None)
+        return reply if reply is not None else self.cache.get(request_hash)
+
+    def put(self, record: Any) -> None:
+        self.cache.put(record)
+
+
+class TargetIds:
+    """The ids of the actions ``llm-label`` codes after validation, read from SQL a page at
+    a time: never all in memory. ``len()`` is one count query."""
+
+    PAGE = 2000
+
+    def __init__(self, store: Store, split: str, sample: str | None, types: list[str] | None):
+        self.store = store
+        self.split = split
+        self.sample = sample
+        self.types = types
+        self._len: int | None = None
+
+    def __len__(self) -> int:
+        if self._len is None:
+            self._len = self.store.count_targets(self.split, self.sample, self.types)
+        return self._len
+
+    def __iter__(self) -> Iterator[str]:
+        after: tuple[Any, ...] | None = None
+        while True:
+            page = self.store.target_page(self.split, self.sample, self.types, after, self.PAGE)
+            for row in page:
+                yield row[0]
+            if len(page) < self.PAGE:
+                return
+            after = tuple(page[-1][1:])
+
+    def every(self, step: int) -> list[str]:
+        """Every ``step``-th id in id order (ids are random, so a sample of the targets
+        spread over every session), read from an index without visiting the actions."""
+        ids = self.store.target_ids_unordered(self.split, self.sample, self.types)
+        return list(itertools.islice(ids, 0, None, step))
 
 
 # -- the labelling job ------------------------------------------------------------------
@@ -363,12 +454,15 @@ class LabelJob:
         self.fallback = self._format_fallback()
         self._saved_format: str | None = None
         self.run_id: int | None = None
-        self.heldout_ids = [
-            aid
-            for aid in self.split.heldout
-            if self.codebook.applies(self.sessions.action(aid).action_type)
-        ]
-        self._rest: list[str] | None = None
+        self.target_types = self._target_types()
+        self.heldout_ids = store.heldout_targets(self.split.name, self.target_types)
+        self._rest: TargetIds | None = None
+
+    def _target_types(self) -> list[str] | None:
+        """The action types the codebook applies to (None: every type in the file)."""
+        types = self.store.stored_action_types()
+        applicable = [t for t in types if self.codebook.applies(t)]
+        return None if len(applicable) == len(types) else applicable
 
     def _format_fallback(self) -> FormatFallback:
         forced = self.options.response_format
@@ -399,21 +493,12 @@ class LabelJob:
 
     # -- what to code ---------------------------------------------------------------
 
-    def rest_ids(self) -> list[str]:
-        """The target actions the codebook applies to, minus every item of the split."""
+    def rest_ids(self) -> TargetIds:
+        """The target actions the codebook applies to, minus every item of the split (ids
+        read from SQL in pages as they are iterated)."""
         if self._rest is None:
-            exclude = set(self.split.shots) | set(self.split.heldout)
-            if self.options.target == "all":
-                actions = self.sessions.preload_all()
-                ids = [a.id for a in actions]
-            else:
-                ids = self.store.sample_ids(self.options.target)
-            self._rest = [
-                aid
-                for aid in ids
-                if aid not in exclude
-                and self.codebook.applies(self.sessions.action(aid).action_type)
-            ]
+            sample = None if self.options.target == "all" else self.options.target
+            self._rest = TargetIds(self.store, self.split.name, sample, self.target_types)
         return self._rest
 
     def provenance(self) -> dict[str, Any]:
@@ -429,14 +514,19 @@ class LabelJob:
     # -- dry run --------------------------------------------------------------------
 
     def dry_run(self) -> DryRun:
-        """The exact messages of the first item, and an estimate for the whole run."""
-        ids = self.heldout_ids + ([] if self.options.validate_only else self.rest_ids())
-        if not ids:
+        """The exact messages of the first item, and an estimate for the whole run.
+
+        Up to :data:`ESTIMATE_ITEMS` items every item's prompt is measured; above, every
+        k-th item's (a systematic sample) and the total is scaled from their mean. Requests
+        already answered are counted only when the endpoint's cache holds replies to this
+        prompt, by hashing every request, a chunk at a time."""
+        rest: Sequence[str] | TargetIds = [] if self.options.validate_only else self.rest_ids()
+        n_items = len(self.heldout_ids) + len(rest)
+        if not n_items:
             raise UsageError("nothing to label: the split's held-out set and target are empty")
         runner = self._runner(client=None, cache=MemoryCache())
-        first = self.sessions.item(ids[0])
+        first = self.sessions.item(self.heldout_ids[0] if self.heldout_ids else next(iter(rest)))
         request = runner.first_request(first)
-        cache = self.store.llm_cache(None)
         prefix_tokens = estimate_message_tokens(self.builder.prefix)
         votes = self.options.votes
         reply_example = canonical_json(
@@ -445,19 +535,32 @@ class LabelJob:
                 for q in self.builder.questions(first)
             }
         )
-        requests = cached = tokens_in = 0
-        for aid in ids:
-            item = self.sessions.item(aid)
-            for v in range(votes):
-                if self.config is not None:
-                    req = runner._request(item, self.builder.messages(item), v)
-                    if cache.get(req.hash) is not None:
-                        cached += 1
-                        continue
-                requests += 1
-                tokens_in += prefix_tokens + estimate_message_tokens(
-                    [self.builder.messages(item)[-1]]
-                )
+        if self.config is not None:
+            self.store.llm_cache(None)  # brings in replies a full disk kept beside the file
+        check_cache = self.config is not None and self.store.prompt_has_replies(
+            self.builder.prompt_hash, self.options.model, self.endpoint_host
+        )
+        step = 1 if check_cache or n_items <= ESTIMATE_ITEMS else -(-n_items // ESTIMATE_ITEMS)
+        ids = itertools.chain(self.heldout_ids[::step], rest if step == 1 else rest.every(step))
+        measured = measured_tokens = cached = 0
+        for chunk in chunked(ids, Sessions.CHUNK):
+            items = list(self.sessions.items(chunk))
+            hashes: list[list[str]] = []
+            if check_cache:
+                hashes = [
+                    [runner._request(it, self.builder.messages(it), v).hash for v in range(votes)]
+                    for it in items
+                ]
+                found = self.store.cached_hashes([h for hs in hashes for h in hs])
+            for i, item in enumerate(items):
+                left = votes - (sum(h in found for h in hashes[i]) if check_cache else 0)
+                cached += votes - left
+                measured += left
+                measured_tokens += left * estimate_message_tokens([target_message(item)])
+        requests = n_items * votes - cached
+        if step > 1:  # scaled from the sample
+            measured_tokens = round(measured_tokens * requests / max(measured, 1))
+        tokens_in = requests * prefix_tokens + measured_tokens
         tokens_out = requests * estimate_tokens(reply_example)
         estimate = Estimate(
             requests, cached, tokens_in, tokens_out, self.options.price.cost(tokens_in, tokens_out)
@@ -468,7 +571,7 @@ class LabelJob:
             item_id=first.action.id,
             estimate=estimate,
             validate_items=len(self.heldout_ids),
-            label_items=len(ids) - len(self.heldout_ids),
+            label_items=n_items - len(self.heldout_ids),
         )
 
     # -- running --------------------------------------------------------------------
@@ -534,7 +637,8 @@ class LabelJob:
         assert self.config is not None and self.run_id is not None
         run_id = self.run_id
         client = LazyClient(self.config)  # built on the first request the cache cannot answer
-        runner = self._runner(client, self.store.llm_cache(run_id))
+        prefetch = PrefetchedCache(self.store, self.store.llm_cache(run_id))
+        runner = self._runner(client, prefetch)
         price = self.options.price
         progress = Progress(phase, len(ids))
         results: list[ItemResult] = []
@@ -573,7 +677,7 @@ class LabelJob:
 
         started = time.perf_counter()
         changes_before = len(self.fallback.changes)
-        items: Iterator[Item] = (self.sessions.item(aid) for aid in ids)
+        items = self._prefetched(self.sessions.items(ids), runner, prefetch)
         try:
             await runner.run(items, on_result, concurrency=self.options.concurrency)
         except BaseException:
@@ -606,6 +710,20 @@ class LabelJob:
             format_changes=tuple(self.fallback.changes[changes_before:]),
             timeouts=stats.timeouts,
         )
+
+    def _prefetched(
+        self, items: Iterator[Item], runner: Runner, cache: PrefetchedCache
+    ) -> Iterator[Item]:
+        """The items, the cached replies to each chunk's requests read in one query first
+        (a resumed run gets what it already paid for without a query per request)."""
+        votes = self.options.votes
+        for chunk in chunked(items, Sessions.CHUNK):
+            cache.prefetch(
+                runner._request(item, self.builder.messages(item), v).hash
+                for item in chunk
+                for v in range(votes)
+            )
+            yield from chunk
 
     def _record_stats(self, run: dict[str, Any], stats: CallStats) -> None:
         """Store the run's figures: ``run`` as it was before this phase plus ``stats``."""

@@ -151,27 +151,50 @@ def _chart_data(shares: pd.DataFrame, sizes: pd.Series, labels: Mapping[str, str
 # -- the sections -------------------------------------------------------------------------
 
 
-def _actions(store: Store, parts: dict[str, str] | None, part: str | None) -> pd.DataFrame:
-    frame = pd.DataFrame(
-        store.action_positions(),
-        columns=[
-            "action_id",
-            "session",
-            "condition",
-            "role",
-            "action_type",
-            "position",
-            "session_length",
-        ],
-    )
-    frame["condition"] = frame["condition"].fillna(NO_VALUE)
-    frame["role"] = frame["role"].fillna(NO_VALUE)
-    frame["progress_bin"] = (frame["position"] * N_BINS // frame["session_length"]).astype(int)
-    if parts is not None:
-        frame["split"] = frame["session"].map(parts).fillna(NO_VALUE)
-        if part and part != "all":
-            frame = frame[frame["split"] == part]
-    return frame
+FACT_COLUMNS = ["action_id", "session", "condition", "role", "action_type"]
+
+
+class Scope:
+    """The actions a report covers (every session, or one part of a session split),
+    without holding them: per-session counts from one ``GROUP BY`` in SQL, and a frame of
+    the actions a table needs (the labelled ones) when it asks for it."""
+
+    def __init__(self, store: Store, parts: dict[str, str] | None, part: str | None):
+        self.store = store
+        self.parts = parts
+        self.part = part if part in ("train", "test") else None
+        rows = store.session_type_counts()
+        if self.part is not None and parts is not None:
+            rows = [r for r in rows if parts.get(r["session"]) == self.part]
+        self.counts = rows
+        self.sessions = {r["session"] for r in rows}
+        self.n_actions = sum(r["n"] for r in rows)
+        self.has_roles = any(r["role"] is not None for r in rows)
+
+    @property
+    def empty(self) -> bool:
+        return self.n_actions == 0
+
+    def frame(self, ids: Collection[str], *, positions: bool = False) -> pd.DataFrame:
+        """The actions of ``ids`` in scope: session, condition, role, action type (and with
+        ``positions`` the progress bin of each in its session), split part when split."""
+        columns = FACT_COLUMNS + (["position", "session_length"] if positions else [])
+        frame = pd.DataFrame(self.store.action_facts(ids, positions=positions), columns=columns)
+        frame["condition"] = frame["condition"].fillna(NO_VALUE)
+        frame["role"] = frame["role"].fillna(NO_VALUE)
+        if positions:
+            frame["progress_bin"] = (
+                frame["position"] * N_BINS // frame["session_length"]
+            ).astype(int)
+        if self.parts is not None:
+            frame["split"] = frame["session"].map(self.parts).fillna(NO_VALUE)
+            if self.part is not None:
+                frame = frame[frame["split"] == self.part]
+        return frame
+
+    def action_ids(self) -> list[str]:
+        """Every action id in scope (only for one part of a split)."""
+        return self.store.action_ids_of_sessions(self.sessions)
 
 
 def _mean_sd(mean: float | None, sd: float | None) -> str:
@@ -181,9 +204,9 @@ def _mean_sd(mean: float | None, sd: float | None) -> str:
 
 
 def data_section(
-    store: Store, split: str | None, actions: pd.DataFrame, part: str | None = None
+    store: Store, split: str | None, scope: Scope, part: str | None = None
 ) -> Section:
-    rows = stats(store, split)
+    rows = stats(store, split, counts=scope.counts if scope.part is None else None)
     if part in ("train", "test"):
         rows = [r for r in rows if r["split"] == part]
     shown = [
@@ -206,7 +229,7 @@ def data_section(
         *(f"{m} per session" for m in MEASURES),
     ]
     text = [
-        f"{actions['session'].nunique()} sessions and {len(actions)} actions"
+        f"{len(scope.sessions)} sessions and {scope.n_actions} actions"
         + (f" in the {part} part of the split." if part in ("train", "test") else "."),
         "Per session: mean (SD, sample standard deviation). Role rows count that role's "
         "actions only.",
@@ -221,17 +244,18 @@ def data_section(
 def distribution_section(
     codebook: Codebook,
     source: LabelSource,
-    actions: pd.DataFrame,
+    scope: Scope,
     by: str,
     split: str | None,
     part: str | None = None,
 ) -> Section:
+    actions = scope.frame(source.labels["action_id"].unique())
     joined = source.labels.merge(actions, on="action_id", how="inner")
     section = Section(f"Codes: {codebook.title}", [source.describe()])
     if joined.empty:
         section.paragraphs.append("No labels on the actions in this report.")
         return section
-    groupings = [by] + [g for g in ("role",) if g != by and (actions["role"] != NO_VALUE).any()]
+    groupings = [by] + [g for g in ("role",) if g != by and scope.has_roles]
     if split and part not in ("train", "test"):  # one part: a by-split table says nothing
         groupings.append("split")
     for question in codebook.questions:
@@ -293,7 +317,7 @@ def mental_model_section(
     store: Store,
     codebook: Codebook,
     source: LabelSource,
-    actions: pd.DataFrame,
+    scope: Scope,
     coders: Sequence[str] | None,
 ) -> Section | None:
     available = store.coders(MENTAL_MODEL)
@@ -301,6 +325,8 @@ def mental_model_section(
         return None
     mm_coders = [c for c in coders or () if c in available] or None
     full = label_source(store, MENTAL_MODEL, mm_coders, required=False, per_action=True)
+    ids = full.labels["action_id"].unique()
+    actions = scope.frame(ids, positions=len(ids) > 0)  # positions: a pass over every action
     mm = full.restricted(actions["action_id"])
     section = Section("Mental model and grounding", [mm.describe()])
     if mm.labels.empty:
@@ -498,13 +524,11 @@ def agreement_rows(
             continue
         for q in book.questions:
             base = {"codebook": name, "question": q.id, "coders": ", ".join(humans)}
-            labels = store.label_rows(
-                name, coders=humans, question=q.id, answered_only=True, action_ids=action_ids
-            )
+            labels = store.question_answers(name, q.id, humans, action_ids)
             if not labels:
                 rows.append({**base, "note": "no answers"})
                 continue
-            frame = pd.DataFrame(labels)
+            frame = pd.DataFrame(labels, columns=["action_id", "coder", "value", "codes"])
             try:
                 if q.kind == "multi":
                     long = pd.DataFrame(
@@ -768,12 +792,12 @@ def build_report(
         ) from exc
     source = label_source(store, codebook, coders)
     parts = store.session_split_parts(split) if split else None
-    actions = _actions(store, parts, part)
+    actions = Scope(store, parts, part)
     if actions.empty:
         raise UsageError("no actions in this report", hint="check --split and --part")
     one_part = part in ("train", "test")
     if one_part:  # every table and chart: this part's sessions only
-        source = source.restricted(actions["action_id"])
+        source = source.restricted(actions.frame(source.labels["action_id"].unique())["action_id"])
     part_scope = f"the {part} part of split '{split}'" if one_part else ""
     sections = [
         data_section(store, split, actions, part),
@@ -784,7 +808,7 @@ def build_report(
         sections.append(mm)
     sections.append(
         agreement_section(
-            store, n_boot, set(actions["action_id"]) if one_part else None, scope=part_scope
+            store, n_boot, set(actions.action_ids()) if one_part else None, scope=part_scope
         )
     )
     sections.append(llm_section(store, part_scope))

@@ -103,10 +103,15 @@ def dataset_stats(
     return rows
 
 
-def stats(store: Store, split: str | None = None) -> list[dict[str, Any]]:
-    """The stats table of the project file (optionally per part of a stored session split)."""
+def stats(
+    store: Store, split: str | None = None, *, counts: Sequence[Mapping[str, Any]] | None = None
+) -> list[dict[str, Any]]:
+    """The stats table of the project file (optionally per part of a stored session split).
+
+    ``counts``: :meth:`~annotate.store.Store.session_type_counts` when the caller has them
+    (one ``GROUP BY`` over every action, not two)."""
     parts = store.session_split_parts(split) if split else None
-    rows = store.session_type_counts()
+    rows = store.session_type_counts() if counts is None else counts
     if not rows:
         raise UsageError("no actions yet", hint="run `annotate import PATH` first")
     return dataset_stats(session_counts(rows), parts)

@@ -12,12 +12,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from annotate.codebook import Answer, LoadedCodebook
+from annotate.codebook import Answer, LoadedCodebook, Question
 from annotate.coding import anchors
 from annotate.coding.session import (
     CODER_PATTERN,
     CodingSession,
     Item,
+    ItemActions,
     _time_of,
     format_offset,
 )
@@ -88,17 +89,15 @@ class SelfCodingSession(CodingSession):
         actions = self.self_queries.own_actions(self.participant, self.only_session)
         if not actions:
             raise NotFoundError(f"participant '{self.participant}' has no action to annotate")
-        items: list[Item] = []
-        by_id: dict[str, Item] = {}
-        skipped = 0
+        kept: list[tuple[str, tuple[Question, ...]]] = []
         for action in actions:
             qs = tuple(self.codebook.questions_for(action.action_type))
-            if not self.codebook.applies(action.action_type) or not qs:
-                skipped += 1
-                continue
-            item = Item(len(items), action, qs)
-            items.append(item)
-            by_id[action.id] = item
+            if self.codebook.applies(action.action_type) and qs:
+                kept.append((action.id, qs))
+        skipped = len(actions) - len(kept)
+        held = ItemActions(self.store, [aid for aid, _ in kept])
+        items = [Item(i, aid, qs, held) for i, (aid, qs) in enumerate(kept)]
+        by_id = {item.action_id: item for item in items}
         rows = self.store.label_rows(
             self.codebook.name, coders=[self.coder], action_ids=list(by_id)
         )

@@ -13,10 +13,12 @@ no, toggle a reason, "other").
 
 from __future__ import annotations
 
+import json
 import re
 import statistics
 import time
-from collections.abc import Callable
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Literal
@@ -159,11 +161,40 @@ def command_keys(codebook: Codebook) -> dict[str, str]:
 # -- state ----------------------------------------------------------------------------------
 
 
-@dataclass
+class ItemActions:
+    """The actions of a session's items, read from the store a page at a time.
+
+    A coder sees one item (and its context) at a time, so a sample of 100k items keeps only
+    its ids in memory and the few pages around where the coder is."""
+
+    PAGE = 64
+    PAGES_KEPT = 8
+
+    def __init__(self, store: Store, ids: Sequence[str]):
+        self.store = store
+        self.ids = ids
+        self._pages: OrderedDict[int, list[Action]] = OrderedDict()
+
+    def __getitem__(self, position: int) -> Action:
+        page, offset = divmod(position, self.PAGE)
+        actions = self._pages.get(page)
+        if actions is None:
+            start = page * self.PAGE
+            actions = self.store.actions_by_ids(self.ids[start : start + self.PAGE])
+            self._pages[page] = actions
+            while len(self._pages) > self.PAGES_KEPT:
+                self._pages.popitem(last=False)
+        else:
+            self._pages.move_to_end(page)
+        return actions[offset]
+
+
+@dataclass(slots=True, eq=False)
 class Item:
     position: int
-    action: Action
+    action_id: str
     questions: tuple[Question, ...]
+    actions: ItemActions = field(repr=False)
     answers: dict[str, Answer] = field(default_factory=dict)
     flagged: bool = False
     skipped: bool = False
@@ -171,8 +202,19 @@ class Item:
     seconds: float = 0.0
 
     @property
+    def action(self) -> Action:
+        """The action (read from the store with its page of items when first needed)."""
+        return self.actions[self.position]
+
+    @property
     def coded(self) -> bool:
-        return all(q.id in self.answers for q in self.questions)
+        answers = self.answers  # a plain loop: counted over every item of 100k at each render
+        if not answers:
+            return False
+        for q in self.questions:  # noqa: SIM110
+            if q.id not in answers:
+                return False
+        return True
 
     @property
     def todo(self) -> bool:
@@ -420,30 +462,38 @@ class CodingSession:
         )
 
     def _load_items(self) -> tuple[list[Item], int]:
-        ids = self.store.sample_ids(self.sample)
-        actions = self.store.actions_by_ids(ids)
-        items: list[Item] = []
-        by_id: dict[str, Item] = {}
-        skipped = 0
-        for action in actions:
-            qs = tuple(self.codebook.questions_for(action.action_type))
-            if not self.codebook.applies(action.action_type) or not qs:
-                skipped += 1
-                continue
-            item = Item(len(items), action, qs)
-            items.append(item)
-            by_id[action.id] = item
-        rows = self.store.label_rows(self.codebook.name, coders=[self.coder], action_ids=ids)
-        for r in rows:  # blind: only this coder's rows are ever read
-            item = by_id.get(r["action_id"])
+        """The sample's items (ids, and action types where the questions depend on them)
+        and this coder's progress on them, by SQL; the actions themselves are read lazily
+        (:class:`ItemActions`)."""
+        questions = {
+            kind: tuple(self.codebook.questions_for(kind)) if self.codebook.applies(kind) else ()
+            for kind in self.store.stored_action_types()
+        }
+        kept: list[tuple[str, tuple[Question, ...]]]
+        uniform = {tuple(q.id for q in qs) for qs in questions.values()}
+        if len(uniform) == 1 and () not in uniform:  # every action an item, same questions
+            qs = next(iter(questions.values()))
+            kept = [(aid, qs) for aid in self.queries.sample_item_ids(self.sample)]
+            skipped = 0
+        else:
+            rows = self.queries.sample_item_types(self.sample)
+            kept = [(aid, questions[kind]) for aid, kind in rows if questions.get(kind)]
+            skipped = len(rows) - len(kept)
+        actions = ItemActions(self.store, [aid for aid, _ in kept])
+        items = [Item(i, aid, qs, actions) for i, (aid, qs) in enumerate(kept)]
+        by_id = {item.action_id: item for item in items}
+        rows = self.queries.coder_progress(self.codebook.name, self.coder)
+        for aid, question, value, codes, other_text, flagged, skip, note, seconds in rows:
+            item = by_id.get(aid)  # an item of this sample (the rows are this coder's only)
             if item is None:
                 continue
-            if r["value"] is not None or r["codes"]:
-                item.answers[r["question"]] = Answer(r["value"], r["codes"], r["other_text"])
-            item.flagged = item.flagged or bool(r["flagged"])
-            item.skipped = item.skipped or bool(r["skipped"])
-            item.note = item.note or r["note"]
-            item.seconds += r["seconds"] or 0.0
+            parsed = tuple(json.loads(codes)) if codes else ()
+            if value is not None or parsed:
+                item.answers[question] = Answer(value, parsed, other_text)
+            item.flagged = item.flagged or bool(flagged)
+            item.skipped = item.skipped or bool(skip)
+            item.note = item.note or note
+            item.seconds += seconds or 0.0
         return items, skipped
 
     # -- where we are -----------------------------------------------------------------
@@ -462,11 +512,14 @@ class CodingSession:
 
     def resume_index(self) -> int:
         """The first item not yet coded (nor skipped); else the first skipped; else 0."""
-        for predicate in (lambda it: it.todo, lambda it: not it.coded):
-            for item in self.items:
-                if predicate(item):
+        first_skipped = None
+        for item in self.items:
+            if not item.coded:
+                if not item.skipped:
                     return item.position
-        return 0
+                if first_skipped is None:
+                    first_skipped = item.position
+        return first_skipped or 0
 
     def counts(self) -> Counts:
         coded = skipped = flagged = 0
@@ -634,14 +687,14 @@ class CodingSession:
         revisited = item.coded  # a review of an item coded before: keep going in order
         seconds = self._lap()
         self.store.save_answer(
-            item.action.id, self.codebook, q.id, self.coder, answer, seconds=seconds
+            item.action_id, self.codebook, q.id, self.coder, answer, seconds=seconds
         )
         was_skipped = item.skipped
         item.answers[q.id] = answer
         item.seconds += seconds
         if was_skipped:  # an answered item is no longer skipped
             self.store.set_skipped(
-                item.action.id, self.codebook, self.coder, [x.id for x in item.questions], False
+                item.action_id, self.codebook, self.coder, [x.id for x in item.questions], False
             )
             item.skipped = False
         self.undo_stack.append(_Undo("answer", self.index, self.q_index, previous, was_skipped))
@@ -697,7 +750,7 @@ class CodingSession:
             return
         item = self.item
         self.store.add_item_seconds(
-            item.action.id, self.codebook, self.coder, self.question.id, spent
+            item.action_id, self.codebook, self.coder, self.question.id, spent
         )
         item.seconds += spent
 
@@ -760,7 +813,7 @@ class CodingSession:
             return Feedback("info", "This item is coded; nothing to skip.")
         ids = [q.id for q in item.questions]
         with self.store.transaction():  # the skip and its time: one commit
-            self.store.set_skipped(item.action.id, self.codebook, self.coder, ids, True)
+            self.store.set_skipped(item.action_id, self.codebook, self.coder, ids, True)
             self._leave()
         was = item.skipped
         item.skipped = True
@@ -771,7 +824,7 @@ class CodingSession:
         item = self.item
         flagged = not item.flagged
         self.store.set_flag(
-            item.action.id, self.codebook, self.coder, [q.id for q in item.questions], flagged
+            item.action_id, self.codebook, self.coder, [q.id for q in item.questions], flagged
         )
         item.flagged = flagged
         return Feedback("info", "Flagged for discussion." if flagged else "Flag removed.")
@@ -780,7 +833,7 @@ class CodingSession:
         item = self.item
         note = text.strip() or None
         self.store.set_note(
-            item.action.id, self.codebook, self.coder, [q.id for q in item.questions], note
+            item.action_id, self.codebook, self.coder, [q.id for q in item.questions], note
         )
         item.note = note
         return Feedback("info", "Note saved." if note else "Note removed.")
@@ -796,7 +849,7 @@ class CodingSession:
         ids = [q.id for q in item.questions]
         if entry.kind == "skip":
             self.store.set_skipped(
-                item.action.id, self.codebook, self.coder, ids, entry.was_skipped
+                item.action_id, self.codebook, self.coder, ids, entry.was_skipped
             )
             item.skipped = entry.was_skipped
             self.undo_stack.pop()
@@ -806,14 +859,14 @@ class CodingSession:
         q = item.questions[entry.question]
         if entry.previous is None:
             self.store.clear_answer(
-                item.action.id, self.codebook.name, q.id, self.coder, keep_time=True
+                item.action_id, self.codebook.name, q.id, self.coder, keep_time=True
             )
             item.answers.pop(q.id, None)
         else:
-            self.store.save_answer(item.action.id, self.codebook, q.id, self.coder, entry.previous)
+            self.store.save_answer(item.action_id, self.codebook, q.id, self.coder, entry.previous)
             item.answers[q.id] = entry.previous
         if entry.was_skipped:
-            self.store.set_skipped(item.action.id, self.codebook, self.coder, ids, True)
+            self.store.set_skipped(item.action_id, self.codebook, self.coder, ids, True)
             item.skipped = True
         self.undo_stack.pop()
         self._leave()

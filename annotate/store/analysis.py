@@ -5,7 +5,7 @@ another project file into this one (read through ``ATTACH DATABASE``).
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
@@ -136,7 +136,8 @@ class AnalysisMixin(StoreBase):
         ]
 
     def action_positions(self) -> list[dict[str, Any]]:
-        """Every action with its 0-based position in its session and the session's length."""
+        """Every action with its 0-based position in its session and the session's length
+        (the report reads only the labelled ones, with :meth:`action_facts`)."""
         return [
             dict(r)
             for r in self.conn.execute(
@@ -145,6 +146,35 @@ class AnalysisMixin(StoreBase):
                 "count(*) OVER (PARTITION BY session) AS session_length "
                 "FROM actions ORDER BY session, seq, id"
             )
+        ]
+
+    def action_facts(
+        self, ids: Iterable[str], *, positions: bool = False
+    ) -> list[tuple[Any, ...]]:
+        """Of these actions: id, session, condition, role, action type and, with
+        ``positions``, the 0-based position in its session and the session's length
+        (a window over every action, in SQL; only the rows of ``ids`` come back)."""
+        self.conn.execute("CREATE TEMP TABLE IF NOT EXISTS _facts_of (id TEXT PRIMARY KEY)")
+        self.conn.execute("DELETE FROM _facts_of")
+        self.conn.executemany("INSERT OR IGNORE INTO _facts_of VALUES (?)", ((i,) for i in ids))
+        if not positions:
+            return self.conn.execute(
+                "SELECT a.id, a.session, a.condition, a.role, a.action_type "
+                "FROM _facts_of w CROSS JOIN actions a ON a.id = w.id"
+            ).fetchall()
+        return self.conn.execute(
+            "SELECT p.* FROM (SELECT id, session, condition, role, action_type, "
+            "row_number() OVER (PARTITION BY session ORDER BY seq, id) - 1 AS position, "
+            "count(*) OVER (PARTITION BY session) AS session_length FROM actions) p "
+            "JOIN _facts_of w ON w.id = p.id ORDER BY p.session, p.position"
+        ).fetchall()
+
+    def action_ids_of_sessions(self, sessions: Iterable[str]) -> list[str]:
+        """The ids of every action of these sessions (by index on ``(session, seq)``)."""
+        return [
+            r[0]
+            for s in sorted(set(sessions))
+            for r in self.conn.execute("SELECT id FROM actions WHERE session = ?", (s,))
         ]
 
     def answered_labels(self, codebook: str, coders: Sequence[str]) -> list[dict[str, Any]]:
@@ -163,6 +193,38 @@ class AnalysisMixin(StoreBase):
             d["codes"] = tuple(json.loads(d["codes"])) if d["codes"] else ()
             rows.append(d)
         return rows
+
+    def question_answers(
+        self,
+        codebook: str,
+        question: str,
+        coders: Sequence[str],
+        action_ids: Iterable[str] | None = None,
+    ) -> list[tuple[str, str, str | None, tuple[str, ...]]]:
+        """(action id, coder, value, codes) of every answer of these coders to one
+        question (of ``action_ids`` only, when given): the columns agreement needs, not
+        the whole label rows."""
+        if not coders:
+            return []
+        marks = ",".join("?" * len(coders))
+        sql = (
+            "SELECT l.action_id, l.coder, l.value, l.codes FROM labels l "
+            f"WHERE l.codebook = ? AND l.question = ? AND l.coder IN ({marks}) "
+            "AND (l.value IS NOT NULL OR l.codes IS NOT NULL)"
+        )
+        if action_ids is not None:
+            self.conn.execute("CREATE TEMP TABLE IF NOT EXISTS _answers_of (id TEXT PRIMARY KEY)")
+            self.conn.execute("DELETE FROM _answers_of")
+            self.conn.executemany(
+                "INSERT OR IGNORE INTO _answers_of VALUES (?)", ((i,) for i in action_ids)
+            )
+            sql += " AND l.action_id IN (SELECT id FROM _answers_of)"
+        return [
+            (a, c, v, tuple(json.loads(codes)) if codes else ())
+            for a, c, v, codes in self.conn.execute(
+                sql + " ORDER BY l.action_id, l.coder", (codebook, question, *coders)
+            )
+        ]
 
     def label_counts_by_coder(self) -> list[dict[str, Any]]:
         """Answered labels and labelled actions per (codebook, coder)."""

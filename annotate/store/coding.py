@@ -52,6 +52,35 @@ class CodingQueries:
             self._session_start[session] = parse_time(row[0]) if row else None
         return self._session_start[session]
 
+    def sample_item_ids(self, sample: str) -> list[str]:
+        return [
+            r[0]
+            for r in self.store.conn.execute(
+                "SELECT action_id FROM sample_items WHERE sample = ? ORDER BY position", (sample,)
+            )
+        ]
+
+    def sample_item_types(self, sample: str) -> list[tuple[str, str]]:
+        """(action id, action type) of every item of the sample, in the sample's order: all
+        a coding session holds for its items (the actions themselves are read a page at a
+        time, see :class:`~annotate.coding.session.ItemActions`)."""
+        return self.store.conn.execute(
+            "SELECT s.action_id, a.action_type FROM sample_items s "
+            "JOIN actions a ON a.id = s.action_id WHERE s.sample = ? ORDER BY s.position",
+            (sample,),
+        ).fetchall()
+
+    def coder_progress(self, codebook: str, coder: str) -> list[tuple[Any, ...]]:
+        """This coder's label rows (and nobody else's: coding is blind): action id,
+        question, value, codes (JSON), other text, flagged, skipped, note, seconds. The
+        caller keeps the rows of its sample's items (a join on the sample costs a lookup
+        per row; the coder's rows are read in one index range)."""
+        return self.store.conn.execute(
+            "SELECT action_id, question, value, codes, other_text, flagged, skipped, note, "
+            "seconds FROM labels WHERE coder = ? AND codebook = ?",
+            (coder, codebook),
+        ).fetchall()
+
     def sample_exists(self, name: str) -> bool:
         return (
             self.store.conn.execute("SELECT 1 FROM samples WHERE name = ?", (name,)).fetchone()

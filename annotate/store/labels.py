@@ -288,25 +288,40 @@ class LabelsMixin(StoreBase):
     def coders(self, codebook: str | None = None) -> list[str]:
         """Coders with a label: an answer, skip, flag or note. A row that holds only the time
         spent looking at an item (a coder who browsed and quit) does not make a coder."""
+        in_book = " AND l.codebook = ?" if codebook else ""
+        return [
+            c
+            for c in self._distinct_coders(codebook)
+            if self.conn.execute(
+                "SELECT 1 FROM labels l WHERE l.coder = ?" + in_book + " AND (l.value IS NOT NULL "
+                "OR l.codes IS NOT NULL OR l.skipped OR l.flagged OR l.note IS NOT NULL) LIMIT 1",
+                (c, codebook) if codebook else (c,),
+            ).fetchone()
+        ]
+
+    def _distinct_coders(self, codebook: str | None = None) -> list[str]:
+        """Every coder with a row (of ``codebook``), sorted: one index seek per coder (a loose
+        index scan on ``labels(coder, codebook)`` or ``labels(codebook, coder)``), not a pass
+        over every label."""
+        book = " AND codebook = :book" if codebook else ""
         sql = (
-            "SELECT DISTINCT coder FROM labels WHERE (value IS NOT NULL OR codes IS NOT NULL "
-            "OR skipped OR flagged OR note IS NOT NULL)"
+            "WITH RECURSIVE c(coder) AS ("
+            f" SELECT min(coder) FROM labels WHERE 1{book}"
+            f" UNION ALL SELECT (SELECT min(coder) FROM labels WHERE coder > c.coder{book})"
+            " FROM c WHERE c.coder IS NOT NULL"
+            ") SELECT coder FROM c WHERE coder IS NOT NULL"
         )
-        params: tuple[Any, ...] = ()
-        if codebook:
-            sql += " AND codebook = ?"
-            params = (codebook,)
-        return [r[0] for r in self.conn.execute(sql + " ORDER BY coder", params)]
+        return [r[0] for r in self.conn.execute(sql, {"book": codebook})]
 
     def corpus_coders(self) -> list[str]:
         """Coders whose every label came with a corpus (``import --labels-as``)."""
         return [
-            r[0]
-            for r in self.conn.execute(
-                "SELECT coder FROM labels GROUP BY coder HAVING sum(source IS NOT ?) = 0 "
-                "ORDER BY coder",
-                (CORPUS_SOURCE,),
-            )
+            c
+            for c in self._distinct_coders()
+            if not self.conn.execute(
+                "SELECT 1 FROM labels WHERE coder = ? AND source IS NOT ? LIMIT 1",
+                (c, CORPUS_SOURCE),
+            ).fetchone()
         ]
 
     def labelled_codebooks(self) -> list[str]:

@@ -9,7 +9,7 @@ never part of anything stored here.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -142,6 +142,76 @@ class LLMStoreMixin(StoreBase):
             created_at=row["created_at"],
         )
 
+    # -- targets: the actions a run codes, paged by SQL ---------------------------------
+
+    def _target_sql(
+        self, split: str, sample: str | None, types: Sequence[str] | None, *, keys: bool = True
+    ) -> tuple[str, list[Any]]:
+        """The actions of the target (every action, or a sample's items) of these types,
+        minus every item of the split (an anti-join on its primary key): their ids, and with
+        ``keys`` the columns they are paged by."""
+        params: list[Any] = []
+        if sample is None:
+            sql = f"SELECT a.id{', a.session, a.seq' if keys else ''} FROM actions a WHERE 1"
+        else:
+            sql = (
+                f"SELECT a.id{', s.position' if keys else ''} FROM sample_items s "
+                "JOIN actions a ON a.id = s.action_id WHERE s.sample = ?"
+            )
+            params.append(sample)
+        if types is not None:
+            sql += f" AND a.action_type IN ({','.join('?' * len(types))})"
+            params += list(types)
+        sql += (
+            " AND NOT EXISTS (SELECT 1 FROM llm_split_items i WHERE i.split = ? "
+            "AND i.action_id = a.id)"
+        )
+        params.append(split)
+        return sql, params
+
+    def count_targets(self, split: str, sample: str | None, types: Sequence[str] | None) -> int:
+        sql, params = self._target_sql(split, sample, types, keys=False)
+        return self.conn.execute(f"SELECT count(*) FROM ({sql})", params).fetchone()[0]
+
+    def target_page(
+        self,
+        split: str,
+        sample: str | None,
+        types: Sequence[str] | None,
+        after: tuple[Any, ...] | None,
+        limit: int,
+    ) -> list[tuple[Any, ...]]:
+        """The next ``limit`` targets after the key ``after`` (keyset paging: each page is
+        one index range, however far in): rows of (id, *key), the key being (session, seq)
+        for every action, the position for a sample's items."""
+        sql, params = self._target_sql(split, sample, types)
+        if after is not None:
+            sql += " AND (a.session, a.seq) > (?, ?)" if sample is None else " AND s.position > ?"
+            params += list(after)
+        sql += " ORDER BY a.session, a.seq" if sample is None else " ORDER BY s.position"
+        return self.conn.execute(f"{sql} LIMIT ?", [*params, limit]).fetchall()
+
+    def target_ids_unordered(
+        self, split: str, sample: str | None, types: Sequence[str] | None
+    ) -> Iterator[str]:
+        """Every target id in whatever order reads fastest (a covering index of ids, not
+        the table): for a sample of the targets (``llm-label --dry-run``), not for coding."""
+        sql, params = self._target_sql(split, sample, types, keys=False)
+        for row in self.conn.execute(sql + " ORDER BY a.id", params):
+            yield row[0]
+
+    def heldout_targets(self, split: str, types: Sequence[str] | None) -> list[str]:
+        """The split's held-out items of these types, in the split's order."""
+        sql = (
+            "SELECT i.action_id FROM llm_split_items i JOIN actions a ON a.id = i.action_id "
+            "WHERE i.split = ? AND i.role = 'heldout'"
+        )
+        params: list[Any] = [split]
+        if types is not None:
+            sql += f" AND a.action_type IN ({','.join('?' * len(types))})"
+            params += list(types)
+        return [r[0] for r in self.conn.execute(sql + " ORDER BY i.position", params)]
+
     def split_items(self, name: str) -> list[dict[str, Any]]:
         return [
             dict(r)
@@ -247,6 +317,18 @@ class LLMStoreMixin(StoreBase):
 
     def llm_cache(self, run_id: int | None) -> StoreCache:
         return StoreCache(self, run_id)
+
+    def prompt_has_replies(self, prompt_hash: str, model: str, endpoint_host: str) -> bool:
+        """Whether any reply to a request with this prompt prefix is stored for this model
+        and endpoint (by index on ``llm_requests(prompt_hash)``)."""
+        return (
+            self.conn.execute(
+                "SELECT 1 FROM llm_requests WHERE prompt_hash = ? AND model = ? "
+                "AND endpoint_host = ? LIMIT 1",
+                (prompt_hash, model, endpoint_host),
+            ).fetchone()
+            is not None
+        )
 
     def cached_reply(self, request_hash: str) -> Reply | None:
         row = self.conn.execute(

@@ -370,6 +370,21 @@ def m010_scale_indexes(conn: sqlite3.Connection) -> None:
     )
 
 
+def m011_scale_indexes(conn: sqlite3.Connection) -> None:
+    """Indexes for the queries that must stay fast at corpus scale (1M actions, 300k labels):
+    the coders and the action types of a file found by a loose index scan instead of a pass
+    over every row, the actions of some types (``llm-label`` targets) read by index, and
+    whether the request cache holds replies to a prompt (``llm-label --dry-run``)."""
+    run_script(
+        conn,
+        """
+        CREATE INDEX labels_coder_codebook ON labels(coder, codebook);
+        CREATE INDEX actions_type ON actions(action_type);
+        CREATE INDEX llm_requests_prompt ON llm_requests(prompt_hash);
+        """,
+    )
+
+
 def m012_actions_by_participant(conn: sqlite3.Connection) -> None:
     """Self-annotation (``annotate code --self NAME``) reads one participant's actions."""
     conn.execute("CREATE INDEX IF NOT EXISTS actions_participant ON actions(participant)")
@@ -385,5 +400,6 @@ MIGRATIONS: list[tuple[int, Migration]] = [
     (7, m007_explicit_other),
     (8, m008_llm_batches),
     (10, m010_scale_indexes),
+    (11, m011_scale_indexes),
     (12, m012_actions_by_participant),
 ]

@@ -1,0 +1,153 @@
+"""The hot queries of `code` start-up, `llm-label` (targets, dry run, resume) and `report`
+use an index: each statement they run is captured and its `EXPLAIN QUERY PLAN` read.
+
+A full pass over `actions` or `labels` costs seconds at corpus scale (1M actions, 300k
+labels; see benchmarks/README.md, "Corpus scale: code, report, llm-label"), so a plan line
+`SCAN` of a big table fails the test, through an index or not, unless it walks an index in
+the order asked for and stops at a LIMIT (a page of targets), or is one of the passes the
+caller means (:data:`MEANT_SCANS`).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+
+import pytest
+
+from annotate.analysis.report import Scope
+from annotate.codebook import find_codebook
+from annotate.coding.session import CodingSession, resolve_codebook
+from annotate.store import Store
+from llm_coder.workflow import JobOptions, LabelJob
+from tests.test_analysis_support import demo_with_gold
+
+BIG_TABLES = ("actions", "labels", "llm_requests", "sample_items", "llm_items")
+MEANT_SCANS = (
+    "GROUP BY session, condition, role, action_type",  # report: actions per session and type
+    "SELECT count(*) FROM (SELECT a.id FROM actions a",  # llm-label: how many targets (ids)
+    "ORDER BY a.id",  # llm-label --dry-run: every k-th target id, for the estimate
+)
+
+
+@pytest.fixture
+def project(cli, db_path, tmp_path):
+    demo_with_gold(cli, db_path, tmp_path)
+    assert cli("sample", "--n", "40", "--seed", "1", "--name", "main").exit_code == 0
+    assert cli("split", "--codebook", "traum", "--shots", "4").exit_code == 0
+    return db_path
+
+
+@contextmanager
+def captured(store: Store) -> Iterator[list[str]]:
+    statements: list[str] = []
+    store.conn.set_trace_callback(statements.append)
+    try:
+        yield statements
+    finally:
+        store.conn.set_trace_callback(None)
+
+
+def plan(store: Store, sql: str) -> list[str]:
+    return [r[3] for r in store.conn.execute("EXPLAIN QUERY PLAN " + sql)]
+
+
+def unindexed(store: Store, statements: list[str]) -> list[tuple[str, str]]:
+    """(statement, plan line) of every full scan of a big table."""
+    bad = []
+    for sql in dict.fromkeys(statements):
+        if not sql.lstrip().upper().startswith(("SELECT", "WITH")):
+            continue
+        if any(meant in sql for meant in MEANT_SCANS):
+            continue
+        for line in plan(store, sql):
+            m = re.match(r"SCAN (\w+)( AS \w+)?(.*)$", line)
+            if not m:
+                continue
+            table = sql_table(sql, m.group(1))
+            paged = "LIMIT" in sql and "INDEX" in m.group(3)
+            if table in BIG_TABLES and not paged:
+                bad.append((sql, line))
+    return bad
+
+
+def sql_table(sql: str, name: str) -> str:
+    """The table behind an alias (``FROM actions a`` -> ``actions``)."""
+    m = re.search(rf"\b(?:FROM|JOIN)\s+(\w+)\s+(?:AS\s+)?{name}\b", sql)
+    return name if name in BIG_TABLES or not m else m.group(1)
+
+
+def run_hot_paths(store: Store, calls: list[Callable[[], object]]) -> list[str]:
+    with captured(store) as statements:
+        for call in calls:
+            call()
+    assert statements, "nothing was captured"
+    return statements
+
+
+def test_code_start_up_uses_indexes(project) -> None:
+    with Store(project) as store:
+        loaded = resolve_codebook(store, "traum")
+        statements = run_hot_paths(
+            store,
+            [
+                lambda: CodingSession(store, loaded, "ana").context_rows(),
+                lambda: CodingSession(store, loaded, "newbie", new_coder=True).context_rows(),
+                lambda: store.coders(),
+                lambda: store.corpus_coders(),
+            ],
+        )
+        assert any("labels" in s and "coder" in s for s in statements)
+        assert unindexed(store, statements) == []
+
+
+def test_llm_label_targets_and_dry_run_use_indexes(project) -> None:
+    with Store(project) as store:
+        options = JobOptions(model="m", split="traum", target="main")
+        loaded = find_codebook("traum")
+
+        def walk(target: str) -> None:
+            job = LabelJob(store, loaded, JobOptions(model="m", split="traum", target=target), None)
+            ids = list(job.rest_ids())
+            assert len(ids) == len(job.rest_ids())
+            list(job.sessions.items(ids))
+            job.dry_run()
+
+        statements = run_hot_paths(
+            store,
+            [
+                lambda: walk("all"),
+                lambda: walk("main"),
+                lambda: store.prompt_has_replies("p", "m", "e"),
+                lambda: LabelJob(store, loaded, options, None).rest_ids().every(3),
+            ],
+        )
+        assert any("llm_split_items" in s for s in statements)
+        assert unindexed(store, statements) == []
+
+
+def test_report_queries_use_indexes(project) -> None:
+    with Store(project) as store:
+        ids = [r[0] for r in store.conn.execute("SELECT id FROM actions LIMIT 20")]
+        statements = run_hot_paths(
+            store,
+            [
+                lambda: Scope(store, None, None).frame(ids),
+                lambda: store.question_answers("traum", "act", ["ana", "ben", "caro"]),
+                lambda: store.question_answers("traum", "act", ["ana", "ben"], ids),
+            ],
+        )
+        assert any(MEANT_SCANS[0] in s for s in statements)  # the one meant pass
+        assert unindexed(store, statements) == []
+
+
+def test_a_full_scan_is_caught(project) -> None:
+    """The check itself: a query that reads every label, or every entry of an index of
+    them, is reported."""
+    with Store(project) as store:
+        sql = "SELECT count(*) FROM labels WHERE note IS NOT NULL"
+        assert unindexed(store, [sql]) == [(sql, "SCAN labels")]
+        sql = "SELECT DISTINCT l.coder FROM labels l"
+        [(_, line)] = unindexed(store, [sql])
+        assert line.startswith("SCAN l USING COVERING INDEX")
