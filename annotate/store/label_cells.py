@@ -27,7 +27,8 @@ CONTENT_SQL = (
     "l.other_text, l.codebook_hash)"
 )
 """A label's content as compact JSON, the text :func:`label_content` makes in Python (its
-digest is what `agree --run` compares)."""
+digest is what `agree --run` compares). ``json(codes)`` keeps the stored text's escapes:
+codes are ``[A-Za-z0-9_-]`` (the codebook schema), so their JSON has none."""
 
 
 def label_content(row: dict[str, Any]) -> str:
