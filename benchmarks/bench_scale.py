@@ -436,8 +436,9 @@ def measure_child(argv: list[str], ready: str | None, out: str | None) -> None:
             return
     else:
         seconds = _until_ready(argv, re.compile(ready.encode()))
-    peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
-    print(json.dumps({"seconds": seconds, "peak_mb": peak}))
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = usage.ru_utime + usage.ru_stime
+    print(json.dumps({"seconds": seconds, "peak_mb": usage.ru_maxrss / 1024, "cpu": cpu}))
 
 
 def _until_ready(argv: list[str], ready: re.Pattern[bytes]) -> float:
@@ -511,6 +512,7 @@ def run(argv: list[str], cwd: Path | None = None) -> None:
 class Row:
     command: str
     seconds: float | None
+    cpu: float | None
     peak_mb: float | None
     goal: str
     met: bool | None
@@ -591,7 +593,7 @@ class Bench:
         elif peer:
             peer_text = f"{peer_name} FAILED"
         goal.append(f"< {goal_mb:g} MB")
-        row = Row(command, secs, mb, ", ".join(goal), ok, peer_text, note)
+        row = Row(command, secs, result.get("cpu"), mb, ", ".join(goal), ok, peer_text, note)
         self.rows.append(row)
         print(
             f"  {command}: {secs:.2f} s, {mb:.0f} MB {'met' if ok else 'NOT met'} {peer_text}",
@@ -889,14 +891,22 @@ def print_table(b: Bench, load: tuple[float, float]) -> None:
         f"{b.shape.n_llm:,} LLM labels; {time.strftime('%Y-%m-%d')}, {os.cpu_count()} cores, "
         f"load average {load[0]:.1f} before / {load[1]:.1f} after\n"
     )
-    print("| command | seconds | peak MB | goal | met? | peer |")
-    print("|---|---:|---:|---|---|---|")
+    print("| command | seconds | CPU s | peak MB | goal | met? | peer |")
+    print("|---|---:|---:|---:|---|---|---|")
     for r in b.rows:
         if r.seconds is None:
-            print(f"| {r.command} | | | | | {r.note} |")
+            print(f"| {r.command} | | | | | | {r.note} |")
             continue
         met = "yes" if r.met else "**no**"
-        print(f"| {r.command} | {r.seconds:.2f} | {r.peak_mb:.0f} | {r.goal} | {met} | {r.peer} |")
+        cpu = f"{r.cpu:.2f}" if r.cpu is not None else ""
+        print(
+            f"| {r.command} | {r.seconds:.2f} | {cpu} | {r.peak_mb:.0f} | {r.goal} | {met} "
+            f"| {r.peer} |"
+        )
+    print(
+        "\nseconds: wall time of the new process, start-up included; CPU s: its user + system "
+        "time (on a shared machine the wall time also holds the time it waited for a core)."
+    )
 
 
 def main() -> int:
@@ -934,7 +944,7 @@ def main() -> int:
             try:
                 CASES[name](b)
             except Exception as exc:  # one case failing is a finding; the others still run
-                b.rows.append(Row(name, None, None, "", None, note=f"FAILED: {exc}"[:300]))
+                b.rows.append(Row(name, None, None, None, "", None, note=f"FAILED: {exc}"[:300]))
                 print(f"  {name}: FAILED {exc}", flush=True)
         print_table(b, (load_before, os.getloadavg()[0]))
     return 0

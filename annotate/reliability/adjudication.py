@@ -195,6 +195,20 @@ class GoldPlan:
         return [c for c in self.to_decide if not c.decided]
 
 
+CELL_COLUMNS = (
+    "action_id",
+    "coder",
+    "value",
+    "codes",
+    "other_text",
+    "note",
+    "meta",
+    "flagged",
+    "skipped",
+)
+"""What a case needs of each coder's label (a smaller row per label at corpus scale)."""
+
+
 def _note(row: dict[str, Any]) -> str | None:
     return row.get("note") or (row.get("meta") or {}).get("note") or None
 
@@ -226,7 +240,9 @@ def plan_gold(store: Store, selection: Selection) -> GoldPlan:
     too_few = 0
     with store.read_snapshot():
         for q in selection.questions:
-            rows = store.label_rows(cb.name, coders=coders, sample=sample, question=q.id)
+            rows = store.label_rows(
+                cb.name, coders=coders, sample=sample, question=q.id, columns=CELL_COLUMNS
+            )
             golds = {
                 r["action_id"]: r
                 for r in store.label_rows(

@@ -16,7 +16,6 @@ import hashlib
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from operator import itemgetter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -733,10 +732,7 @@ def run_agreement(
                 categories=tuple(categories),
             )
         )
-    ids = np.array(read.label_ids, dtype=np.int64)
-    order = np.argsort(ids, kind="stable")
-    label_ids = ids[order].tolist()
-    digests = list(itemgetter(*order.tolist())(read.digests)) if len(ids) > 1 else read.digests
+    label_ids = read.label_ids
     hashes = read.codebook_hashes
     sel = selection
     settings = {"ci": ci, "n_boot": n_boot, "seed": seed, "ci_method": ci_method}
@@ -771,7 +767,7 @@ def run_agreement(
             settings=settings,
             results=payload,
             annotate_version=__version__,
-            aligned_digests=digests,
+            aligned_digests=read.digests,
         )
         stored_before = store.same_agreement_run(record)
         run_id = stored_before or store.save_agreement_run(record)

@@ -93,21 +93,19 @@ class QuestionData:
 
 @dataclass
 class LabelsRead:
-    """What a run read, for its provenance: the label ids with the digest of each, the
-    SHA-256 of all their content in (item, question, coder) order, and the codebook
-    versions they were made under."""
+    """What a run read, for its provenance: the label ids with the digest of each (the
+    first 8 bytes of its SHA-256 as an unsigned integer: ``f"{d:016x}"`` is
+    :func:`label_digest`), sorted by id, the SHA-256 of all their content in (item,
+    question, coder) order, and the codebook versions they were made under."""
 
-    label_ids: list[int] = field(default_factory=list)
-    digests: list[str] = field(default_factory=list)
-    labels_hash: str = ""
-    codebook_hashes: tuple[str, ...] = ()
+    label_ids: np.ndarray
+    digests: np.ndarray
+    labels_hash: str
+    codebook_hashes: tuple[str, ...]
 
     @property
     def n_labels(self) -> int:
         return len(self.label_ids)
-
-    def digest_of(self) -> dict[int, str]:
-        return dict(zip(self.label_ids, self.digests, strict=True))
 
 
 @dataclass
@@ -133,7 +131,8 @@ def read_questions(store: Store, selection: Selection) -> tuple[list[QuestionDat
     )
     counts, versions = store.answer_counts(scope)
     names = tuple(counts)
-    read = LabelsRead(codebook_hashes=tuple(versions))
+    id_parts: list[np.ndarray] = []
+    digest_parts: list[np.ndarray] = []
     cells = [_Cells() for _ in questions]
     item_index: dict[str, int] = {}  # action id -> number (no sample: ids in sorted order)
     with_codes = any(q.kind != "single" for q in questions)
@@ -146,11 +145,17 @@ def read_questions(store: Store, selection: Selection) -> tuple[list[QuestionDat
         if scope.sample is None:
             item = np.array([item_index.setdefault(a, len(item_index)) for a in columns[at]])
             at += 1
-        read.label_ids.extend(columns[1])
+        id_parts.append(np.array(columns[1], dtype=np.int64))
         encoded = columns[2] if columns[2][0] is not None else _contents(rows, at)
         total.update((b"" if first else b",") + b",".join(encoded))
         first = False
-        read.digests.extend([hashlib.sha256(b).hexdigest()[:16] for b in encoded])
+        digest_parts.append(
+            np.fromiter(
+                (int.from_bytes(hashlib.sha256(b).digest()[:8]) for b in encoded),
+                dtype=np.uint64,
+                count=len(encoded),
+            )
+        )
         for k, c in enumerate(cells):
             mine = q == k
             c.items.append(item[mine])
@@ -161,7 +166,10 @@ def read_questions(store: Store, selection: Selection) -> tuple[list[QuestionDat
                 if raw is not None:
                     cells[q[n]].sets.append((int(item[n]), int(coder[n]), raw))
     total.update(b"]")
-    read.labels_hash = total.hexdigest()
+    label_ids = np.concatenate(id_parts) if id_parts else np.empty(0, dtype=np.int64)
+    digests = np.concatenate(digest_parts) if digest_parts else np.empty(0, dtype=np.uint64)
+    order = np.argsort(label_ids, kind="stable")
+    read = LabelsRead(label_ids[order], digests[order], total.hexdigest(), tuple(versions))
     ids = selection.action_ids
     id_of = ids if ids is not None else list(item_index)
     if scope.sample is not None and not store.sample_positions_dense(scope.sample):

@@ -41,8 +41,17 @@ class AgreementRunRecord:
     annotate_version: str
     label_digests: Mapping[int, str] | None = None
     """Label id -> digest of its content when the run read it (to tell later which changed)."""
-    aligned_digests: Sequence[str] | None = None
-    """The same digests as a list in the order of ``label_ids`` (no mapping to build)."""
+    aligned_digests: Any = None
+    """The same digests in the order of ``label_ids``, as a NumPy array of the first 8
+    bytes of each digest (``label_ids`` a NumPy array too): no Python object per label."""
+
+
+def _aligned(label_ids: Any, digests: Any, chunk: int = 1 << 16) -> Iterator[tuple[int, str]]:
+    """(label id, hex digest) pairs from NumPy arrays, a chunk of Python objects at a time."""
+    for start in range(0, len(label_ids), chunk):
+        ids = label_ids[start : start + chunk].tolist()
+        found = digests[start : start + chunk].tolist()
+        yield from zip(ids, (f"{d:016x}" for d in found), strict=True)
 
 
 class AgreementRunsMixin(StoreBase):
@@ -186,8 +195,8 @@ class AgreementRunsMixin(StoreBase):
             )
             run_id = int(cur.lastrowid or 0)
             if run.aligned_digests is not None:
-                pairs: Iterable[tuple[int, str | None]] = zip(
-                    run.label_ids, run.aligned_digests, strict=True
+                pairs: Iterable[tuple[int, str | None]] = _aligned(
+                    run.label_ids, run.aligned_digests
                 )
             else:
                 digests = run.label_digests or {}
@@ -218,7 +227,7 @@ class AgreementRunsMixin(StoreBase):
                 run.annotate_version,
             ),
         ).fetchall()
-        wanted = sorted(run.label_ids) if rows else []
+        wanted = sorted(int(i) for i in run.label_ids) if rows else []
         for (run_id,) in rows:
             ids = self.conn.execute(
                 "SELECT label_id FROM agreement_run_labels WHERE run_id = ? ORDER BY label_id",

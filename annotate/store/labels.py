@@ -269,10 +269,14 @@ class LabelsMixin(StoreBase):
         question: str | None = None,
         answered_only: bool = False,
         sample: str | None = None,
+        columns: Sequence[str] = LABEL_COLUMNS,
     ) -> list[dict[str, Any]]:
         """Label rows as dicts (codes as a tuple, meta as a dict); ``sample`` keeps the
-        items of that sample (read in SQL; ``action_ids`` copies ids to a temp table)."""
-        sql = f"SELECT {', '.join(LABEL_COLUMNS)} FROM labels WHERE codebook = ?"
+        items of that sample (read in SQL; ``action_ids`` copies ids to a temp table);
+        ``columns`` (of :data:`LABEL_COLUMNS`) keeps the dicts small at corpus scale."""
+        unknown = set(columns) - set(LABEL_COLUMNS)
+        assert not unknown, unknown
+        sql = f"SELECT {', '.join(columns)} FROM labels WHERE codebook = ?"
         params: list[Any] = [codebook]
         if coders:
             sql += f" AND coder IN ({','.join('?' * len(coders))})"
@@ -295,9 +299,11 @@ class LabelsMixin(StoreBase):
         rows = []
         for r in self.conn.execute(sql + " ORDER BY action_id, question, coder", params):
             d = dict(r)
-            d["codes"] = tuple(json.loads(d["codes"])) if d["codes"] else ()
-            meta = d["meta"]
-            d["meta"] = json.loads(meta) if meta and meta != "{}" else {}
+            if "codes" in d:
+                d["codes"] = tuple(json.loads(d["codes"])) if d["codes"] else ()
+            if "meta" in d:
+                meta = d["meta"]
+                d["meta"] = json.loads(meta) if meta and meta != "{}" else {}
             rows.append(d)
         return rows
 
