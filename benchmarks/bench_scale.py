@@ -687,6 +687,9 @@ def case_adjudicate(b: Bench, shape: Shape | None = None) -> None:
 
 def case_agree_1m(b: Bench) -> None:
     case_agree(b, AGREE_1M)
+
+
+def case_adjudicate_1m(b: Bench) -> None:
     case_adjudicate(b, AGREE_1M)
 
 
@@ -874,6 +877,7 @@ CASES: dict[str, Callable[[Bench], None]] = {
     "agree": case_agree,
     "adjudicate": case_adjudicate,
     "agree-1m": case_agree_1m,
+    "adjudicate-1m": case_adjudicate_1m,
     "sample": case_sample,
     "status": case_status,
     "code": case_code,
@@ -934,7 +938,7 @@ def main() -> int:
         for s in (QUICK, FULL, AGREE_1M):
             print(cached_project(s))
         return 0
-    names = args.only or [n for n in CASES if not (args.quick and n == "agree-1m")]
+    names = args.only or [n for n in CASES if not (args.quick and n.endswith("-1m"))]
     SCALE_DIR.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="bench-", dir=SCALE_DIR) as tmp:
         b = Bench(shape, Path(tmp))
