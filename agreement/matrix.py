@@ -20,15 +20,16 @@ from __future__ import annotations
 
 import functools
 import re
+import sys
 import unicodedata
 from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-import pandas as pd
 
 from agreement._core import MISSING, ratings_per_item
+from agreement._lazy import is_pandas, pd
 from agreement.results import ConfusionMatrix
 
 LONG_COLUMNS = ("item", "coder", "value")
@@ -62,8 +63,13 @@ def _code_dtype(n_values: int) -> np.dtype:
     return np.dtype(np.int64)
 
 
+def _is_pd_na(value: Any) -> bool:
+    pandas = sys.modules.get("pandas")
+    return pandas is not None and value is pandas.NA
+
+
 def _is_missing(value: Any) -> bool:
-    if value is None or value is pd.NA:
+    if value is None or _is_pd_na(value):
         return True
     return isinstance(value, (float, np.floating)) and bool(np.isnan(value))
 
@@ -254,7 +260,7 @@ class LabelMatrix:
         object.__setattr__(self, "codes", view)
         object.__setattr__(self, "categories", tuple(self.categories))
         object.__setattr__(self, "coders", tuple(self.coders))
-        if not isinstance(self.items, pd.Index):
+        if not is_pandas(self.items, "Index"):
             object.__setattr__(self, "items", pd.Index(self.items))
 
     @property

@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-import pandas as pd
+
+from agreement._lazy import is_pandas, pd
 
 
 def to_jsonable(value: Any) -> Any:
@@ -29,7 +30,7 @@ def to_jsonable(value: Any) -> Any:
         return {str(k): to_jsonable(v) for k, v in value.items()}
     if isinstance(value, (set, frozenset)):
         return sorted(to_jsonable(v) for v in value)
-    if isinstance(value, (tuple, list, pd.Index, np.ndarray)):
+    if isinstance(value, (tuple, list, np.ndarray)) or is_pandas(value, "Index"):
         return [to_jsonable(v) for v in value]
     if isinstance(value, np.generic):
         value = value.item()

@@ -56,11 +56,25 @@ class CoderAnswer:
 def fits(answer: Answer, question: Question) -> bool:
     """Whether the codebook version's question allows ``answer``: an "other" given under a
     version that offered Other does not fit one that no longer does."""
+    key = (id(question), answer)
+    known = _FITS.get(key)
+    if known is not None and known[0] is question:
+        return known[1]
     try:
         answer.check(question)
     except CodebookError:
-        return False
-    return True
+        result = False
+    else:
+        result = True
+    if len(_FITS) > 4096:
+        _FITS.clear()
+    _FITS[key] = (question, result)
+    return result
+
+
+_FITS: dict[tuple[int, Answer], tuple[Question, bool]] = {}
+"""Answers already checked against a question object (the question is kept, so its id is
+not reused): adjudicating 100k items checks a handful of distinct answers."""
 
 
 def _key(answer: Answer) -> tuple[str | None, frozenset[str]]:
@@ -173,21 +187,44 @@ class GoldPlan:
         return [c for c in self.to_decide if not c.decided]
 
 
+CELL_COLUMNS = (
+    "action_id",
+    "coder",
+    "value",
+    "codes",
+    "other_text",
+    "note",
+    "meta",
+    "flagged",
+    "skipped",
+)
+"""What a case needs of each coder's label (a smaller row per label at corpus scale)."""
+
+
 def _note(row: dict[str, Any]) -> str | None:
     return row.get("note") or (row.get("meta") or {}).get("note") or None
 
 
-def _answer(row: dict[str, Any]) -> Answer | None:
+def _answer(
+    row: dict[str, Any], made: dict[tuple[Any, ...], Answer] | None = None
+) -> Answer | None:
+    """The row's answer; ``made`` keeps one object per distinct answer (a corpus has few)."""
     if row["value"] is None and not row["codes"]:
         return None
-    return Answer(row["value"], tuple(row["codes"]), row["other_text"])
+    key = (row["value"], tuple(row["codes"]), row["other_text"])
+    if made is None:
+        return Answer(*key)
+    found = made.get(key)
+    if found is None:
+        found = made[key] = Answer(*key)
+    return found
 
 
 def plan_gold(store: Store, selection: Selection) -> GoldPlan:
     """Read the labels and gold of the selection and sort every item into a plan."""
     cb = selection.codebook
     coders = selection.coders
-    ids = list(selection.action_ids) if selection.action_ids is not None else None
+    sample = selection.sample if selection.action_ids is not None else None
     majority: list[Case] = []
     to_decide: list[Case] = []
     kept: list[Case] = []
@@ -195,17 +232,21 @@ def plan_gold(store: Store, selection: Selection) -> GoldPlan:
     too_few = 0
     with store.read_snapshot():
         for q in selection.questions:
-            rows = store.label_rows(cb.name, coders=coders, action_ids=ids, question=q.id)
+            rows = store.label_rows(
+                cb.name, coders=coders, sample=sample, question=q.id, columns=CELL_COLUMNS
+            )
             golds = {
                 r["action_id"]: r
                 for r in store.label_rows(
-                    cb.name, coders=[GOLD_CODER], action_ids=ids, question=q.id
+                    cb.name, coders=[GOLD_CODER], sample=sample, question=q.id
                 )
                 if _answer(r) is not None
             }
+            made: dict[tuple[Any, ...], Answer] = {}
             by_item: dict[str, dict[str, dict[str, Any]]] = {}
             for r in rows:
                 by_item.setdefault(r["action_id"], {})[r["coder"]] = r
+            ids = selection.action_ids
             order = [i for i in ids if i in by_item] if ids is not None else sorted(by_item)
             wanted: list[tuple[str, tuple[CoderAnswer, ...]]] = []
             for item in order:
@@ -213,7 +254,7 @@ def plan_gold(store: Store, selection: Selection) -> GoldPlan:
                 answers = tuple(
                     CoderAnswer(
                         c,
-                        _answer(cells[c]) if c in cells else None,
+                        _answer(cells[c], made) if c in cells else None,
                         _note(cells[c]) if c in cells else None,
                         bool(cells[c]["flagged"]) if c in cells else False,
                         bool(cells[c]["skipped"]) if c in cells else False,

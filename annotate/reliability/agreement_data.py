@@ -1,7 +1,7 @@
 """From the project file to agreement figures: what `annotate agree` measures and keeps.
 
 :func:`select` resolves the codebook, sample, coders and questions (with the defaults the
-CLI documents); :func:`question_data` reads one question's labels into an item x coder
+CLI documents); :func:`read_questions` reads the questions' labels into item x coder
 matrix; :func:`run_agreement` computes every figure with :mod:`agreement` (which stays pure:
 no I/O) and stores the run with the ids and a hash of the exact labels it used.
 
@@ -19,11 +19,14 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from annotate import __version__
 from annotate.codebook import NO, OTHER, YES, Codebook, Question, find_codebook
 from annotate.coding.answers import codes_text
 from annotate.errors import AnnotateError, CodebookError, NotFoundError, UsageError
 from annotate.models import describe
+from annotate.reliability.question_labels import QuestionData, read_questions
 from annotate.store.agreement_runs import GOLD_CODER, AgreementRunRecord
 
 if TYPE_CHECKING:
@@ -125,7 +128,7 @@ class Candidate:
 def _candidate(
     store: Store,
     name: str,
-    action_ids: Sequence[str] | None,
+    sample: str | None,
     coders: Sequence[str] | None,
     question: str | None,
 ) -> Candidate:
@@ -133,7 +136,7 @@ def _candidate(
         cb = _codebook_version(store, name)
         if question not in {q.id for q in cb.questions}:
             return Candidate(name, (), 0, f"no question {question}")
-    available = store.coders_with_answers(name, action_ids, question)
+    available = store.coders_with_answers(name, None, question, sample=sample)
     if coders:
         absent = [c for c in coders if c not in available]
         if absent:
@@ -142,7 +145,9 @@ def _candidate(
         chosen = tuple(coders)
     else:
         chosen = tuple(c for c in available if is_human(c))
-    shared = store.shared_items(name, chosen, action_ids, question) if len(chosen) > 1 else 0
+    shared = (
+        store.shared_items(name, chosen, None, question, sample=sample) if len(chosen) > 1 else 0
+    )
     return Candidate(name, chosen, shared)
 
 
@@ -164,7 +169,7 @@ def _choose_codebook(
     if len(counts) == 1:  # nothing to choose: the checks that follow say what is missing
         only = next(iter(counts))
         return only, f"codebook {only} (the only one with labels)"
-    found = [_candidate(store, n, action_ids, coders, question) for n in counts]
+    found = [_candidate(store, n, sample, coders, question) for n in counts]
     ok = [c for c in found if c.qualifies(min_coders)]
     enough = f"{min_coders} or more coders on shared items"
     if len(ok) == 1:
@@ -273,7 +278,7 @@ def select(
         notes.insert(0, why)
     cb = _resolve_codebook(store, codebook, counts)
     where = f"codebook '{cb.name}'" + (f" in sample '{sample}'" if sample else "")
-    available = store.coders_with_answers(cb.name, action_ids)
+    available = store.coders_with_answers(cb.name, sample=sample)
     if coders:
         named = list(dict.fromkeys(coders))
         unknown = [c for c in named if c not in available]
@@ -326,35 +331,6 @@ def _coded_questions(questions: tuple[Question, ...], notes: list[str]) -> tuple
 # -- one question's labels --------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class QuestionData:
-    """One question's answers by the selected coders, as item x coder tables."""
-
-    question: Question
-    coders: tuple[str, ...]
-    items: tuple[str, ...]
-    """Items answered by at least one selected coder, in sample (else id) order."""
-    values: tuple[tuple[str | None, ...], ...]
-    """``values[i][j]``: coder j's code for item i (``yes``/``no`` for yes/no questions)."""
-    sets: tuple[tuple[frozenset[str] | None, ...], ...]
-    """The chosen set (multi) or the reasons of a ``no``; None when there is none."""
-    texts: tuple[tuple[str | None, ...], ...]
-    """Each answer as read by a person (with Other's text)."""
-    rows: tuple[dict[str, Any], ...]
-    """The label rows used (answered, by the selected coders)."""
-    label_ids: tuple[int, ...]
-    skipped: dict[str, tuple[str, ...]]
-    """Item -> coders who skipped it."""
-    not_coded: tuple[tuple[str, str], ...]
-    """Sample items no selected coder answered, with the reason."""
-    label_digests: dict[int, str] = field(default_factory=dict)
-    """Label id -> :func:`label_digest` of the label as read."""
-
-    @property
-    def kind(self) -> str:
-        return self.question.kind
-
-
 def _content(r: dict[str, Any]) -> tuple[Any, ...]:
     return (
         r["action_id"],
@@ -382,73 +358,6 @@ def label_digest(row: dict[str, Any]) -> str:
     """A short SHA-256 of one label's content, to tell later whether that label changed."""
     text = json.dumps(_content(row), ensure_ascii=False, separators=(",", ":"))
     return hashlib.sha256(text.encode()).hexdigest()[:16]
-
-
-def question_data(store: Store, selection: Selection, question: Question) -> QuestionData:
-    cb = selection.codebook
-    coders = selection.coders
-    ids = list(selection.action_ids) if selection.action_ids is not None else None
-    rows = store.label_rows(cb.name, coders=coders, action_ids=ids, question=question.id)
-    by_id = store.label_ids(cb.name, question.id, coders, ids)
-    answered = [r for r in rows if r["value"] is not None or r["codes"]]
-    skipped: dict[str, list[str]] = {}
-    for r in rows:
-        if r["skipped"] and r["value"] is None and not r["codes"]:
-            skipped.setdefault(r["action_id"], []).append(r["coder"])
-    cell: dict[tuple[str, str], dict[str, Any]] = {
-        (r["action_id"], r["coder"]): r for r in answered
-    }
-    rated = {r["action_id"] for r in answered}
-    order = [i for i in ids if i in rated] if ids is not None else sorted(rated)
-    column = {c: j for j, c in enumerate(coders)}
-    values: list[tuple[str | None, ...]] = []
-    sets: list[tuple[frozenset[str] | None, ...]] = []
-    texts: list[tuple[str | None, ...]] = []
-    for item in order:
-        v: list[str | None] = [None] * len(coders)
-        s: list[frozenset[str] | None] = [None] * len(coders)
-        t: list[str | None] = [None] * len(coders)
-        for coder, j in column.items():
-            r = cell.get((item, coder))
-            if r is None:
-                continue
-            v[j] = r["value"]
-            if question.kind == "multi" or (question.kind == "yes_no_reasons" and r["value"] == NO):
-                s[j] = frozenset(r["codes"])
-            t[j] = codes_text(r["value"], r["codes"], r["other_text"])
-        values.append(tuple(v))
-        sets.append(tuple(s))
-        texts.append(tuple(t))
-    not_coded: list[tuple[str, str]] = []
-    if ids is not None:
-        missing = [i for i in ids if i not in rated]
-        if missing:
-            actions = {a.id: a for a in store.actions_by_ids(missing)}
-            for i in missing:
-                action = actions[i]
-                if not question.applies(action.action_type) or not cb.applies(action.action_type):
-                    reason = f"The question does not apply to {action.action_type} actions."
-                elif skipped.get(i):
-                    who = ", ".join(repr(c) for c in skipped[i])
-                    reason = f"Skipped by {who}; answered by no coder."
-                else:
-                    reason = "Answered by no coder yet."
-                not_coded.append((i, reason))
-    digests = {by_id[(r["action_id"], r["coder"])]: label_digest(r) for r in answered}
-    label_ids = tuple(sorted(digests))
-    return QuestionData(
-        question=question,
-        coders=coders,
-        items=tuple(order),
-        values=tuple(values),
-        sets=tuple(sets),
-        texts=tuple(texts),
-        rows=tuple(answered),
-        label_ids=label_ids,
-        skipped={k: tuple(v) for k, v in skipped.items()},
-        not_coded=tuple(not_coded),
-        label_digests=digests,
-    )
 
 
 # -- the categories that enter the figures ------------------------------------------------------
@@ -504,14 +413,14 @@ def undeclared_other(declared: Sequence[str], used: Sequence[str]) -> tuple[str,
 
 def value_categories(data: QuestionData) -> Categories:
     declared = tuple(data.question.codes)
-    used = [v for row in data.values for v in row if v is not None]
-    extra = undeclared_other(declared, used)
-    return Categories("value", declared, extra, used.count(OTHER) if extra else 0)
+    counts = data.value_counts()
+    extra = undeclared_other(declared, list(counts))
+    return Categories("value", declared, extra, counts.get(OTHER, 0) if extra else 0)
 
 
 def set_categories(data: QuestionData) -> Categories:
     declared = tuple(data.question.set_codes)
-    used = [c for row in data.sets for s in row if s is not None for c in s]
+    used = [c for s in data.sets.values() for c in s]
     extra = undeclared_other(declared, used)
     part = "reasons" if data.kind == "yes_no_reasons" else "codes"
     return Categories(part, declared, extra, used.count(OTHER) if extra else 0)
@@ -532,18 +441,30 @@ def categories_line(q: dict[str, Any]) -> str | None:
 
 
 def value_matrix(data: QuestionData) -> LabelMatrix:
-    """The codes (yes/no for yes/no questions) as an :class:`agreement.LabelMatrix`."""
-    from agreement import from_wide
+    """The codes (yes/no for yes/no questions) as an :class:`agreement.LabelMatrix`, made
+    from the integer table as it is (no label is looked at one by one)."""
+    from agreement.matrix import (
+        MISSING,
+        _category_names,
+        _code_dtype,
+        _resolve_categories,
+        _trusted,
+        label_name,
+    )
 
+    categories = _category_names(value_categories(data).codes)
     try:
-        return from_wide(
-            [list(row) for row in data.values] or _empty(data),
-            coders=data.coders,
-            items=list(data.items),
-            categories=list(value_categories(data).codes),
-        )
+        named = [label_name(n) for n in data.names]
+        used = {named[k] for k in np.unique(data.codes[data.codes >= 0]).tolist()}
+        resolved = _resolve_categories(used, categories)
     except ValueError as exc:
         raise _outside(data.question, exc) from None
+    position = {name: i for i, name in enumerate(resolved)}
+    dtype = _code_dtype(len(resolved))
+    lookup = np.array([position.get(n, MISSING) for n in named] + [MISSING], dtype=dtype)
+    codes = lookup[data.codes] if data.codes.size else np.empty(data.codes.shape, dtype=dtype)
+    items = np.array(data.items, dtype=object)
+    return _trusted(codes, resolved, tuple(data.coders), items)
 
 
 def set_matrix(data: QuestionData) -> SetLabelMatrix:
@@ -554,11 +475,7 @@ def set_matrix(data: QuestionData) -> SetLabelMatrix:
     """
     from agreement import sets_from_wide
 
-    rows = [
-        (item, list(s))
-        for item, s in zip(data.items, data.sets, strict=True)
-        if any(x is not None for x in s)
-    ]
+    rows = [(data.items[i], list(data.set_row(i))) for i in sorted({i for i, _ in data.sets})]
     try:
         return sets_from_wide(
             [s for _, s in rows] or _empty(data),
@@ -571,8 +488,6 @@ def set_matrix(data: QuestionData) -> SetLabelMatrix:
 
 
 def _empty(data: QuestionData) -> Any:
-    import numpy as np
-
     return np.empty((0, len(data.coders)), dtype=object)
 
 
@@ -698,7 +613,7 @@ def _left_out(data: QuestionData, report: Any, part: str) -> list[LeftOut]:
     for x in report.items_left_out:
         item = str(x.item)
         if part == "reasons":
-            row = data.values[row_of[item]]
+            row = data.value_row(row_of[item])
             out.append(LeftOut(item, part, _not_no(row, data, item, x.missing_coders)))
             continue
         reason = x.reason
@@ -724,21 +639,26 @@ def _reasons_worded(report: MultiSelectReport) -> MultiSelectReport:
 
 def _differing(data: QuestionData) -> list[int]:
     """Rows where the coders who answered did not all give the same answer."""
-    out: list[int] = []
-    for i, (values, sets) in enumerate(zip(data.values, data.sets, strict=True)):
-        answers = {(v, s) for v, s in zip(values, sets, strict=True) if v is not None or s}
-        if len(answers) > 1:
-            out.append(i)
-    return out
+    return data.differing()
 
 
 def _disagreements(
-    store: Store, data: QuestionData, differing: list[int]
+    store: Store, data: QuestionData, differing: list[int], codebook: str
 ) -> tuple[Disagreement, ...]:
     if not differing:
         return ()
     ids = [data.items[i] for i in differing]
     actions = {a.id: a for a in store.actions_by_ids(ids)}
+    texts = {
+        (r["action_id"], r["coder"]): codes_text(r["value"], r["codes"], r["other_text"])
+        for r in store.label_rows(
+            codebook,
+            coders=data.coders,
+            action_ids=ids,
+            question=data.question.id,
+            answered_only=True,
+        )
+    }
     out = []
     for i in differing:
         a = actions[data.items[i]]
@@ -748,7 +668,7 @@ def _disagreements(
                 a.session,
                 a.seq,
                 describe(a),
-                dict(zip(data.coders, data.texts[i], strict=True)),
+                {c: texts.get((a.id, c)) for c in data.coders},
             )
         )
     return tuple(out)
@@ -787,7 +707,7 @@ def run_agreement(
     from agreement import agreement_report, multi_select_report
 
     with store.read_snapshot():
-        datas = [question_data(store, selection, q) for q in selection.questions]
+        datas, read = read_questions(store, selection)
     results: list[QuestionResult] = []
     for data in datas:
         q = data.question
@@ -829,13 +749,11 @@ def run_agreement(
                 categories=tuple(categories),
             )
         )
-    rows = [r for d in datas for r in d.rows]
-    digests = {i: h for d in datas for i, h in d.label_digests.items()}
-    label_ids = sorted(digests)
-    hashes = tuple(sorted({r["codebook_hash"] for r in rows}))
+    label_ids = read.label_ids
+    hashes = read.codebook_hashes
     sel = selection
     settings = {"ci": ci, "n_boot": n_boot, "seed": seed, "ci_method": ci_method}
-    digest = labels_hash(rows)
+    digest = read.labels_hash
     inputs = {
         "codebook": sel.codebook.name,
         "codebook_hash": sel.codebook.version_hash,
@@ -845,7 +763,7 @@ def run_agreement(
         "sample_hash": _sample_hash(sel.action_ids),
         "coders": list(sel.coders),
         "questions": [q.id for q in sel.questions],
-        "n_labels": len(rows),
+        "n_labels": read.n_labels,
         "labels_sha256": digest,
         "settings": settings,
         "annotate_version": __version__,
@@ -866,7 +784,7 @@ def run_agreement(
             settings=settings,
             results=payload,
             annotate_version=__version__,
-            label_digests=digests,
+            aligned_digests=read.digests,
         )
         stored_before = store.same_agreement_run(record)
         run_id = stored_before or store.save_agreement_run(record)
@@ -874,7 +792,7 @@ def run_agreement(
         selection=sel,
         settings=settings,
         questions=tuple(results),
-        n_labels=len(rows),
+        n_labels=read.n_labels,
         labels_hash=digest,
         label_codebook_hashes=hashes,
         run_id=run_id,
@@ -934,8 +852,11 @@ class DisagreementList:
 
 def list_disagreements(store: Store, selection: Selection) -> DisagreementList:
     with store.read_snapshot():
-        datas = [question_data(store, selection, q) for q in selection.questions]
-    found = tuple((d.question, _disagreements(store, d, _differing(d))) for d in datas)
+        datas, _ = read_questions(store, selection)
+        found = tuple(
+            (d.question, _disagreements(store, d, _differing(d), selection.codebook.name))
+            for d in datas
+        )
     return DisagreementList(selection, found)
 
 
@@ -998,7 +919,9 @@ def _labels_now(store: Store, run: dict[str, Any]) -> tuple[set[int] | None, lis
             notes.append(f"the items of sample '{run['sample']}' changed")
     ids: set[int] = set()
     for question in run["questions"]:
-        found = store.label_ids(run["codebook"], question, run["coders"], action_ids)
+        found = store.label_ids(
+            run["codebook"], question, run["coders"], sample=run["sample"]
+        )
         ids.update(found.values())
     return ids, notes
 

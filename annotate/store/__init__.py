@@ -11,6 +11,7 @@ from annotate.store.analysis import AnalysisMixin
 from annotate.store.base import DEFAULT_DB, StoreBase, default_db_path
 from annotate.store.codebooks import CodebooksMixin
 from annotate.store.exports import ExportMixin
+from annotate.store.label_cells import LabelCellsMixin
 from annotate.store.labels import CORPUS_SOURCE, LabelsMixin, LabelWrite
 from annotate.store.llm import LLMStoreMixin
 from annotate.store.llm_batches import LLMBatchesMixin
@@ -22,6 +23,7 @@ class Store(
     CodebooksMixin,
     SamplesMixin,
     LabelsMixin,
+    LabelCellsMixin,
     LLMStoreMixin,
     LLMBatchesMixin,
     AnalysisMixin,

@@ -9,7 +9,7 @@ can be traced back to the labels it came from (and one can tell which labels cha
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -41,6 +41,17 @@ class AgreementRunRecord:
     annotate_version: str
     label_digests: Mapping[int, str] | None = None
     """Label id -> digest of its content when the run read it (to tell later which changed)."""
+    aligned_digests: Any = None
+    """The same digests in the order of ``label_ids``, as a NumPy array of the first 8
+    bytes of each digest (``label_ids`` a NumPy array too): no Python object per label."""
+
+
+def _aligned(label_ids: Any, digests: Any, chunk: int = 1 << 16) -> Iterator[tuple[int, str]]:
+    """(label id, hex digest) pairs from NumPy arrays, a chunk of Python objects at a time."""
+    for start in range(0, len(label_ids), chunk):
+        ids = label_ids[start : start + chunk].tolist()
+        found = digests[start : start + chunk].tolist()
+        yield from zip(ids, (f"{d:016x}" for d in found), strict=True)
 
 
 class AgreementRunsMixin(StoreBase):
@@ -60,21 +71,26 @@ class AgreementRunsMixin(StoreBase):
             self._in_transaction = False
             self.conn.execute("COMMIT")
 
-    def _agree_items(self, action_ids: Sequence[str]) -> str:
-        """Fill a temp table with ``action_ids``; return a SQL condition on ``action_id``."""
+    def _agree_items(self, action_ids: Sequence[str] | None, sample: str | None) -> str:
+        """A SQL condition on ``action_id``: the named sample's items (read where they are),
+        else ``action_ids`` (copied into a temp table), else none."""
+        if sample is not None:
+            return " AND action_id IN (SELECT action_id FROM sample_items WHERE sample = ?)"
+        if action_ids is None:
+            return ""
         self.conn.execute("CREATE TEMP TABLE IF NOT EXISTS _agree_items (id TEXT PRIMARY KEY)")
         self.conn.execute("DELETE FROM _agree_items")
         self.conn.executemany(
             "INSERT OR IGNORE INTO _agree_items VALUES (?)", ((i,) for i in action_ids)
         )
-        return "action_id IN (SELECT id FROM _agree_items)"
+        return " AND action_id IN (SELECT id FROM _agree_items)"
 
     def answered_label_counts(self) -> dict[str, int]:
         """Answered labels per codebook (any coder)."""
         return {
             r[0]: r[1]
             for r in self.conn.execute(
-                "SELECT codebook, count(*) FROM labels "
+                "SELECT codebook, count(*) FROM labels INDEXED BY labels_answered "
                 "WHERE value IS NOT NULL OR codes IS NOT NULL GROUP BY codebook ORDER BY codebook"
             )
         }
@@ -88,19 +104,21 @@ class AgreementRunsMixin(StoreBase):
         codebook: str,
         action_ids: Sequence[str] | None = None,
         question: str | None = None,
+        *,
+        sample: str | None = None,
     ) -> dict[str, int]:
-        """Coder -> answered labels of ``codebook`` (on ``action_ids``, of ``question``
-        when given)."""
+        """Coder -> answered labels of ``codebook`` (on the items of ``sample`` or
+        ``action_ids``, of ``question`` when given)."""
         sql = (
-            "SELECT coder, count(*) FROM labels WHERE codebook = ? "
+            "SELECT coder, count(*) FROM labels INDEXED BY labels_answered WHERE codebook = ? "
             "AND (value IS NOT NULL OR codes IS NOT NULL)"
         )
         params: tuple[str, ...] = (codebook,)
         if question is not None:
             sql += " AND question = ?"
             params += (question,)
-        if action_ids is not None:
-            sql += " AND " + self._agree_items(action_ids)
+        sql += self._agree_items(action_ids, sample)
+        params += (sample,) if sample is not None else ()
         return {
             r[0]: r[1] for r in self.conn.execute(sql + " GROUP BY coder ORDER BY coder", params)
         }
@@ -111,19 +129,21 @@ class AgreementRunsMixin(StoreBase):
         coders: Sequence[str],
         action_ids: Sequence[str] | None = None,
         question: str | None = None,
+        *,
+        sample: str | None = None,
     ) -> int:
         """Items of ``codebook`` answered by two or more of ``coders``."""
         marks = ",".join("?" * len(coders))
         sql = (
-            f"SELECT action_id FROM labels WHERE codebook = ? AND coder IN ({marks}) "
-            "AND (value IS NOT NULL OR codes IS NOT NULL)"
+            f"SELECT action_id FROM labels INDEXED BY labels_answered WHERE codebook = ? "
+            f"AND coder IN ({marks}) AND (value IS NOT NULL OR codes IS NOT NULL)"
         )
         params: tuple[str, ...] = (codebook, *coders)
         if question is not None:
             sql += " AND question = ?"
             params += (question,)
-        if action_ids is not None:
-            sql += " AND " + self._agree_items(action_ids)
+        sql += self._agree_items(action_ids, sample)
+        params += (sample,) if sample is not None else ()
         sql += " GROUP BY action_id HAVING count(DISTINCT coder) >= 2"
         return self.conn.execute(f"SELECT count(*) FROM ({sql})", params).fetchone()[0]
 
@@ -133,16 +153,19 @@ class AgreementRunsMixin(StoreBase):
         question: str,
         coders: Sequence[str],
         action_ids: Sequence[str] | None = None,
+        *,
+        sample: str | None = None,
     ) -> dict[tuple[str, str], int]:
         """(action id, coder) -> label id of the answered labels of one question."""
         marks = ",".join("?" * len(coders))
         sql = (
-            f"SELECT action_id, coder, id FROM labels WHERE codebook = ? AND question = ? "
-            f"AND coder IN ({marks}) AND (value IS NOT NULL OR codes IS NOT NULL)"
+            "SELECT action_id, coder, id FROM labels INDEXED BY labels_answered "
+            f"WHERE codebook = ? AND question = ? AND coder IN ({marks}) "
+            "AND (value IS NOT NULL OR codes IS NOT NULL)"
         )
-        if action_ids is not None:
-            sql += " AND " + self._agree_items(action_ids)
-        return {(r[0], r[1]): r[2] for r in self.conn.execute(sql, (codebook, question, *coders))}
+        sql += self._agree_items(action_ids, sample)
+        params = (codebook, question, *coders) + ((sample,) if sample is not None else ())
+        return {(r[0], r[1]): r[2] for r in self.conn.execute(sql, params)}
 
     # -- runs ---------------------------------------------------------------------------
 
@@ -171,11 +194,17 @@ class AgreementRunsMixin(StoreBase):
                 ),
             )
             run_id = int(cur.lastrowid or 0)
-            digests = run.label_digests or {}
+            if run.aligned_digests is not None:
+                pairs: Iterable[tuple[int, str | None]] = _aligned(
+                    run.label_ids, run.aligned_digests
+                )
+            else:
+                digests = run.label_digests or {}
+                pairs = ((i, digests.get(i)) for i in run.label_ids)
             conn.executemany(
                 "INSERT OR IGNORE INTO agreement_run_labels (run_id, label_id, digest) "
                 "VALUES (?, ?, ?)",
-                ((run_id, i, digests.get(i)) for i in run.label_ids),
+                ((run_id, i, d) for i, d in pairs),
             )
         return run_id
 
@@ -198,7 +227,7 @@ class AgreementRunsMixin(StoreBase):
                 run.annotate_version,
             ),
         ).fetchall()
-        wanted = sorted(run.label_ids)
+        wanted = sorted(int(i) for i in run.label_ids) if rows else []
         for (run_id,) in rows:
             ids = self.conn.execute(
                 "SELECT label_id FROM agreement_run_labels WHERE run_id = ? ORDER BY label_id",

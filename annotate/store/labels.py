@@ -54,6 +54,54 @@ def _codes_json(answer: Answer) -> str | None:
     return json.dumps(sorted(answer.codes)) if answer.codes else None
 
 
+def _upsert_sql(provenance: bool) -> str:
+    refresh = (
+        "OR labels.source IS NOT excluded.source OR labels.meta IS NOT excluded.meta "
+        "OR labels.codebook_hash IS NOT excluded.codebook_hash"
+        if provenance
+        else ""
+    )
+    return (
+        "INSERT INTO labels (action_id, codebook, codebook_hash, question, coder, value, "
+        "codes, other_text, skipped, seconds, source, meta, note, created_at, updated_at) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?) "
+        "ON CONFLICT (action_id, codebook, question, coder) DO UPDATE SET "
+        "codebook_hash = excluded.codebook_hash, value = excluded.value, "
+        "codes = excluded.codes, other_text = excluded.other_text, skipped = 0, "
+        "seconds = coalesce(labels.seconds, 0) + coalesce(excluded.seconds, 0), "
+        "source = excluded.source, meta = excluded.meta, "
+        "note = coalesce(excluded.note, labels.note), "
+        "created_at = CASE WHEN labels.value IS NULL AND labels.codes IS NULL "
+        "  THEN excluded.created_at ELSE labels.created_at END, "
+        "updated_at = excluded.updated_at "
+        "WHERE labels.value IS NOT excluded.value OR labels.codes IS NOT excluded.codes "
+        "OR labels.other_text IS NOT excluded.other_text OR labels.skipped = 1 "
+        "OR excluded.seconds IS NOT NULL "
+        f"OR (excluded.note IS NOT NULL AND labels.note IS NOT excluded.note) {refresh}"
+    )
+
+
+def _upsert_params(
+    codebook: Codebook, w: LabelWrite, seconds: float | None, stamp: str
+) -> tuple[Any, ...]:
+    return (
+        w.action_id,
+        codebook.name,
+        codebook.version_hash,
+        w.question,
+        w.coder,
+        w.answer.value,
+        _codes_json(w.answer),
+        w.answer.other_text,
+        seconds,
+        w.source,
+        dumps(w.meta or {}),
+        w.note,
+        stamp,
+        stamp,
+    )
+
+
 class LabelsMixin(StoreBase):
     def save_answer(
         self,
@@ -87,58 +135,25 @@ class LabelsMixin(StoreBase):
         meta and codebook hash are brought up to date too (gold made again, an LLM run that
         gave the same answer as an earlier run).
         """
+        checked: set[tuple[Any, ...]] = set()  # the same answer to the same question: once
         for w in writes:
-            w.answer.check(codebook.question(w.question))
+            key = (w.question, w.answer)
+            if key not in checked:
+                w.answer.check(codebook.question(w.question))
+                checked.add(key)
+        stamp = now()
         with self.transaction() as conn:
             before = conn.total_changes
-            for w in writes:
-                self._upsert(codebook, w, None, provenance=provenance)
+            conn.executemany(
+                _upsert_sql(provenance),
+                (_upsert_params(codebook, w, None, stamp) for w in writes),
+            )
             return conn.total_changes - before
 
     def _upsert(
         self, codebook: Codebook, w: LabelWrite, seconds: float | None, *, provenance: bool = False
     ) -> None:
-        stamp = now()
-        refresh = (
-            "OR labels.source IS NOT excluded.source OR labels.meta IS NOT excluded.meta "
-            "OR labels.codebook_hash IS NOT excluded.codebook_hash"
-            if provenance
-            else ""
-        )
-        self.conn.execute(
-            "INSERT INTO labels (action_id, codebook, codebook_hash, question, coder, value, "
-            "codes, other_text, skipped, seconds, source, meta, note, created_at, updated_at) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?) "
-            "ON CONFLICT (action_id, codebook, question, coder) DO UPDATE SET "
-            "codebook_hash = excluded.codebook_hash, value = excluded.value, "
-            "codes = excluded.codes, other_text = excluded.other_text, skipped = 0, "
-            "seconds = coalesce(labels.seconds, 0) + coalesce(excluded.seconds, 0), "
-            "source = excluded.source, meta = excluded.meta, "
-            "note = coalesce(excluded.note, labels.note), "
-            "created_at = CASE WHEN labels.value IS NULL AND labels.codes IS NULL "
-            "  THEN excluded.created_at ELSE labels.created_at END, "
-            "updated_at = excluded.updated_at "
-            "WHERE labels.value IS NOT excluded.value OR labels.codes IS NOT excluded.codes "
-            "OR labels.other_text IS NOT excluded.other_text OR labels.skipped = 1 "
-            "OR excluded.seconds IS NOT NULL "
-            f"OR (excluded.note IS NOT NULL AND labels.note IS NOT excluded.note) {refresh}",
-            (
-                w.action_id,
-                codebook.name,
-                codebook.version_hash,
-                w.question,
-                w.coder,
-                w.answer.value,
-                _codes_json(w.answer),
-                w.answer.other_text,
-                seconds,
-                w.source,
-                dumps(w.meta or {}),
-                w.note,
-                stamp,
-                stamp,
-            ),
-        )
+        self.conn.execute(_upsert_sql(provenance), _upsert_params(codebook, w, seconds, now()))
 
     def clear_answer(
         self,
@@ -253,8 +268,15 @@ class LabelsMixin(StoreBase):
         action_ids: Sequence[str] | None = None,
         question: str | None = None,
         answered_only: bool = False,
+        sample: str | None = None,
+        columns: Sequence[str] = LABEL_COLUMNS,
     ) -> list[dict[str, Any]]:
-        sql = f"SELECT {', '.join(LABEL_COLUMNS)} FROM labels WHERE codebook = ?"
+        """Label rows as dicts (codes as a tuple, meta as a dict); ``sample`` keeps the
+        items of that sample (read in SQL; ``action_ids`` copies ids to a temp table);
+        ``columns`` (of :data:`LABEL_COLUMNS`) keeps the dicts small at corpus scale."""
+        unknown = set(columns) - set(LABEL_COLUMNS)
+        assert not unknown, unknown
+        sql = f"SELECT {', '.join(columns)} FROM labels WHERE codebook = ?"
         params: list[Any] = [codebook]
         if coders:
             sql += f" AND coder IN ({','.join('?' * len(coders))})"
@@ -271,11 +293,17 @@ class LabelsMixin(StoreBase):
                 "INSERT OR IGNORE INTO _wanted VALUES (?)", ((i,) for i in action_ids)
             )
             sql += " AND action_id IN (SELECT id FROM _wanted)"
+        if sample is not None:
+            sql += " AND action_id IN (SELECT action_id FROM sample_items WHERE sample = ?)"
+            params.append(sample)
         rows = []
         for r in self.conn.execute(sql + " ORDER BY action_id, question, coder", params):
             d = dict(r)
-            d["codes"] = tuple(json.loads(d["codes"])) if d["codes"] else ()
-            d["meta"] = json.loads(d["meta"] or "{}")
+            if "codes" in d:
+                d["codes"] = tuple(json.loads(d["codes"])) if d["codes"] else ()
+            if "meta" in d:
+                meta = d["meta"]
+                d["meta"] = json.loads(meta) if meta and meta != "{}" else {}
             rows.append(d)
         return rows
 

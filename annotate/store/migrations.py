@@ -355,6 +355,22 @@ def m008_llm_batches(conn: sqlite3.Connection) -> None:
     )
 
 
+def m009_label_indexes(conn: sqlite3.Connection) -> None:
+    """Indexes for reading labels at corpus scale (`agree`, `adjudicate`, `status`): every
+    answered label of a codebook in item order with its whole answer, so that counting and
+    the statistics read this index alone, in order, and never the table; the few skipped
+    labels; a sample's items by action id with their position."""
+    run_script(
+        conn,
+        """
+        CREATE INDEX labels_answered ON labels(codebook, action_id, question, coder, value,
+            codes, other_text, codebook_hash) WHERE value IS NOT NULL OR codes IS NOT NULL;
+        CREATE INDEX labels_skipped ON labels(codebook, action_id) WHERE skipped;
+        CREATE INDEX sample_items_action ON sample_items(sample, action_id, position)
+        """,
+    )
+
+
 def m010_scale_indexes(conn: sqlite3.Connection) -> None:
     """Indexes for `status` at corpus scale (a million actions): the actions by condition
     and session (the overview counts this index alone), and each coder's labels of a
@@ -399,6 +415,7 @@ MIGRATIONS: list[tuple[int, Migration]] = [
     (6, m006_llm_endpoint_formats),
     (7, m007_explicit_other),
     (8, m008_llm_batches),
+    (9, m009_label_indexes),
     (10, m010_scale_indexes),
     (11, m011_scale_indexes),
     (12, m012_actions_by_participant),
