@@ -1,14 +1,16 @@
 """Codebooks: YAML files validated by pydantic, identified by name and content hash.
 
-A codebook has one or more questions. Each question is one of three kinds:
+A codebook has one or more questions. Each question is one of four kinds:
 
 - ``single``: exactly one option (or "Other" with free text, when declared);
 - ``multi``: one or more options (a set);
 - ``yes_no_reasons``: ``yes`` or ``no``; a ``no`` takes one or more reasons, which are
-  the question's options (Q4 of the mental-model survey).
+  the question's options (Q4 of the mental-model survey);
+- ``text``: free text (a rationale), at least ``min_chars`` long when set; no options.
 
 Answers are stored as :class:`Answer`: ``value`` holds the single code (or ``yes``/``no``),
-``codes`` the selected set for ``multi`` and the reasons for ``yes_no_reasons``.
+``codes`` the selected set for ``multi`` and the reasons for ``yes_no_reasons``; a ``text``
+answer is its text in ``value``.
 
 "Other" is opt-in: a question offers it only with ``allow_other: true``, and an "Other"
 answer always carries free text. (Before schema 7 an omitted ``allow_other`` meant true;
@@ -32,6 +34,8 @@ from pydantic import (
     ConfigDict,
     Field,
     ValidationError,
+    ValidationInfo,
+    field_validator,
     model_validator,
 )
 
@@ -86,8 +90,9 @@ class Option(_Strict):
 class Question(_Strict):
     id: str = Field(min_length=1, pattern=r"^[A-Za-z0-9_\-]+$")
     prompt: str = Field(min_length=1)
-    kind: Literal["single", "multi", "yes_no_reasons"] = "single"
-    options: list[Option] = Field(min_length=1)
+    kind: Literal["single", "multi", "yes_no_reasons", "text"] = "single"
+    min_chars: int | None = None
+    options: list[Option]
     allow_other: bool = False
     """Offer "Other" (with free text). Opt-in: the codes are the options unless declared."""
     other_key: ShortcutKey = "o"
@@ -98,6 +103,34 @@ class Question(_Strict):
     """Level of measurement of a single-choice question: the options' order gives the
     ordinal ranks; interval and ratio read the codes as numbers. Krippendorff's alpha uses
     it, and pairwise weighted kappas are added when it is not nominal."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _text_has_no_options(cls, data: object) -> object:
+        if isinstance(data, dict) and data.get("kind") == "text":
+            data = {"options": [], **data}
+        return data
+
+    @field_validator("options")
+    @classmethod
+    def _options_fit_kind(cls, options: list[Option], info: ValidationInfo) -> list[Option]:
+        if info.data.get("kind") == "text":
+            if options:
+                raise ValueError("a text question has no options")
+        elif not options:
+            raise ValueError("at least one option is needed (only a text question has none)")
+        return options
+
+    @model_validator(mode="after")
+    def _text_fits(self) -> Question:
+        if self.kind != "text":
+            if self.min_chars is not None:
+                raise ValueError(f"min_chars needs kind text (got {self.kind})")
+        elif self.allow_other:
+            raise ValueError("a text question has no Other; remove allow_other")
+        elif self.min_chars is not None and self.min_chars < 1:
+            raise ValueError("min_chars must be at least 1")
+        return self
 
     @model_validator(mode="after")
     def _level_fits(self) -> Question:
@@ -158,6 +191,8 @@ class Codebook(_Strict):
         for q in data["questions"]:  # nominal is the default: older hashes stay the same
             if q.get("level") == "nominal":
                 del q["level"]
+            if q.get("min_chars") is None:  # likewise: only a text question may set it
+                q.pop("min_chars", None)
         canonical = json.dumps(data, sort_keys=True)
         return hashlib.sha256(canonical.encode()).hexdigest()[:12]
 
@@ -194,6 +229,18 @@ class Answer:
 
     def check(self, question: Question) -> None:
         """Raise :class:`CodebookError` if this answer is not allowed by ``question``."""
+        if question.kind == "text":
+            text = (self.value or "").strip()
+            if not text:
+                raise CodebookError(f"question {question.id}: no text given")
+            if question.min_chars and len(text) < question.min_chars:
+                raise CodebookError(
+                    f"question {question.id}: {len(text)} characters, at least "
+                    f"{question.min_chars} needed"
+                )
+            if self.codes or self.other_text:
+                raise CodebookError(f"question {question.id}: a text answer is its text only")
+            return
         if question.kind == "multi":
             if self.value is not None:
                 raise CodebookError(f"question {question.id}: a multi-select answer has no value")
