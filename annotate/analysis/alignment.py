@@ -94,20 +94,20 @@ def partner_alignment(
     """Partner alignment on ``codebook``'s coded questions (over ``sessions`` only, when
     given)."""
     questions = tuple(q.id for q in codebook.questions if q.kind != "text")
-    by_type = store.alignment_by_action_type(codebook.name, questions, sessions)
-    by_decile = store.alignment_by_progress(codebook.name, questions, N_DECILES, sessions)
-    by_code: list[dict[str, Any]] = []
-    if act is not None:
-        by_code = store.alignment_by_code(
-            codebook.name, questions, act.codebook.name, act.question.id, act.coders, sessions
-        )
+    counts = store.partner_alignment_counts(
+        codebook.name,
+        questions,
+        bins=N_DECILES,
+        sessions=sessions,
+        act=None if act is None else (act.codebook.name, act.question.id, act.coders),
+    )
     return PartnerAlignment(
         codebook,
         questions,
-        _counts(by_type),
-        _counts(by_decile, lambda g: decile_label(int(g))),
-        _counts(by_code),
-        act if by_code else None,
+        _counts(counts.by_type),
+        _counts(counts.by_progress, lambda g: decile_label(int(g))),
+        _counts(counts.by_code),
+        act if counts.by_code else None,
     )
 
 

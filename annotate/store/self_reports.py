@@ -11,27 +11,62 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from annotate.store.base import StoreBase
 
 SELF_PREFIX = "self:"
 
-_REPORTS = (
-    "reports AS ("
-    " SELECT l.action_id, l.question, count(*) AS reporters,"
-    " count(DISTINCT coalesce(l.value, l.codes)) AS answers"
-    " FROM labels l"
+_KEY = "coalesce(l.value, l.codes)"
+_FILL = (
+    # per action and question with two or more reports: are they all the same answer?
+    "INSERT INTO _alignment (action_id, question, aligned)"
+    f" SELECT l.action_id, l.question, min({_KEY}) = max({_KEY}) FROM labels l"
     " WHERE l.codebook = :codebook AND l.coder GLOB 'self:*'"
     " AND (l.value IS NOT NULL OR l.codes IS NOT NULL)"
-    " AND l.question IN (SELECT value FROM json_each(:questions))"
-    " {sessions}"
-    " GROUP BY l.action_id, l.question HAVING count(*) >= 2)"
+    " AND l.question IN (SELECT value FROM json_each(:questions)) {sessions}"
+    " GROUP BY l.action_id, l.question HAVING count(*) >= 2"
 )
 _IN_SESSIONS = (
     "AND l.action_id IN (SELECT id FROM actions WHERE session IN "
     "(SELECT value FROM json_each(:sessions)))"
 )
+_BY_TYPE = (
+    "SELECT r.question, a.action_type AS grp, count(*) AS actions, sum(r.aligned) AS aligned"
+    " FROM _alignment r JOIN actions a ON a.id = r.action_id"
+    " GROUP BY r.question, a.action_type ORDER BY r.question, a.action_type"
+)
+_BY_PROGRESS = (
+    # all the actions of the sessions in play, in order; each one's rows by primary key
+    "SELECT r.question, p.grp, count(*) AS actions, sum(r.aligned) AS aligned FROM ("
+    " SELECT id, (row_number() OVER (PARTITION BY session ORDER BY seq, id) - 1) * :bins"
+    " / count(*) OVER (PARTITION BY session) AS grp FROM actions WHERE session IN ("
+    " SELECT DISTINCT a.session FROM _alignment r JOIN actions a ON a.id = r.action_id)) p"
+    " CROSS JOIN _alignment r ON r.action_id = p.id"
+    " GROUP BY r.question, p.grp ORDER BY r.question, p.grp"
+)
+_BY_CODE = (
+    # each action's act once: the first of the coders in order who answered it
+    "WITH act AS (SELECT action_id, (SELECT l.value FROM labels l"
+    " JOIN json_each(:coders) p ON p.value = l.coder"
+    " WHERE l.action_id = r.action_id AND l.codebook = :act_codebook"
+    " AND l.question = :act_question AND l.value IS NOT NULL ORDER BY p.key LIMIT 1) AS grp"
+    " FROM (SELECT DISTINCT action_id FROM _alignment) r)"
+    " SELECT r.question, act.grp, count(*) AS actions, sum(r.aligned) AS aligned"
+    " FROM act CROSS JOIN _alignment r ON r.action_id = act.action_id"
+    " WHERE act.grp IS NOT NULL GROUP BY r.question, act.grp ORDER BY r.question, act.grp"
+)
+
+
+@dataclass(frozen=True)
+class AlignmentCounts:
+    """Rows ``{question, grp, actions, aligned}``: the actions with two or more
+    self-reports on the question in each group, and how many of them agree."""
+
+    by_type: list[dict[str, Any]]
+    by_progress: list[dict[str, Any]]
+    by_code: list[dict[str, Any]]
 
 
 def self_coder(participant: str) -> str:
@@ -85,86 +120,44 @@ class SelfReportsMixin(StoreBase):
         )
         return [r[0] for r in self.conn.execute(sql)]
 
-    def _alignment(
-        self, select: str, codebook: str, questions: Sequence[str], sessions: Any, **more: Any
-    ) -> list[dict[str, Any]]:
-        reports = _REPORTS.format(sessions=_IN_SESSIONS if sessions is not None else "")
-        params = {
-            "codebook": codebook,
-            "questions": json.dumps(list(questions)),
-            "sessions": json.dumps(sorted(sessions)) if sessions is not None else None,
-            **more,
-        }
-        return [dict(r) for r in self.conn.execute(f"WITH {reports}{select}", params)]
-
-    def alignment_by_action_type(
-        self, codebook: str, questions: Sequence[str], sessions: Iterable[str] | None = None
-    ) -> list[dict[str, Any]]:
-        """Per question and action type: ``actions`` with two or more self-reports on the
-        question and how many of them are ``aligned``."""
-        return self._alignment(
-            " SELECT r.question, a.action_type AS grp, count(*) AS actions,"
-            " sum(r.answers = 1) AS aligned"
-            " FROM reports r JOIN actions a ON a.id = r.action_id"
-            " GROUP BY r.question, a.action_type ORDER BY r.question, a.action_type",
-            codebook,
-            questions,
-            None if sessions is None else list(sessions),
-        )
-
-    def alignment_by_code(
+    def partner_alignment_counts(
         self,
         codebook: str,
         questions: Sequence[str],
-        act_codebook: str,
-        act_question: str,
-        act_coders: Sequence[str],
-        sessions: Iterable[str] | None = None,
-    ) -> list[dict[str, Any]]:
-        """As :meth:`alignment_by_action_type`, grouped by each action's code on
-        ``act_codebook`` ``act_question``: the first of ``act_coders`` who answered it."""
-        return self._alignment(
-            ", prio AS (SELECT value AS coder, key AS rank FROM json_each(:coders)),"
-            " act AS (SELECT action_id, value FROM ("
-            "  SELECT l.action_id, l.value,"
-            "  row_number() OVER (PARTITION BY l.action_id ORDER BY p.rank) AS rn"
-            "  FROM labels l JOIN prio p ON p.coder = l.coder"
-            "  WHERE l.codebook = :act_codebook AND l.question = :act_question"
-            "  AND l.value IS NOT NULL"
-            "  AND l.action_id IN (SELECT action_id FROM reports)) WHERE rn = 1)"
-            " SELECT r.question, act.value AS grp, count(*) AS actions,"
-            " sum(r.answers = 1) AS aligned"
-            " FROM reports r JOIN act ON act.action_id = r.action_id"
-            " GROUP BY r.question, act.value ORDER BY r.question, act.value",
-            codebook,
-            questions,
-            None if sessions is None else list(sessions),
-            coders=json.dumps(list(act_coders)),
-            act_codebook=act_codebook,
-            act_question=act_question,
-        )
-
-    def alignment_by_progress(
-        self,
-        codebook: str,
-        questions: Sequence[str],
+        *,
         bins: int,
         sessions: Iterable[str] | None = None,
-    ) -> list[dict[str, Any]]:
-        """As :meth:`alignment_by_action_type`, grouped by the action's place in its
-        session: bin floor(bins * position / session length), position 0 .. length - 1
-        over all the session's actions (in ``seq`` order)."""
-        return self._alignment(
-            ", pos AS (SELECT id,"
-            " (row_number() OVER (PARTITION BY session ORDER BY seq, id) - 1) * :bins"
-            " / count(*) OVER (PARTITION BY session) AS grp"
-            " FROM actions WHERE session IN (SELECT a.session FROM reports r"
-            " JOIN actions a ON a.id = r.action_id))"
-            " SELECT r.question, pos.grp, count(*) AS actions, sum(r.answers = 1) AS aligned"
-            " FROM reports r JOIN pos ON pos.id = r.action_id"
-            " GROUP BY r.question, pos.grp ORDER BY r.question, pos.grp",
-            codebook,
-            questions,
-            None if sessions is None else list(sessions),
-            bins=int(bins),
+        act: tuple[str, str, Sequence[str]] | None = None,
+    ) -> AlignmentCounts:
+        """Partner alignment on ``questions`` by action type, by progress bin (floor(bins *
+        position / session length), position 0 .. length - 1 over all the session's
+        actions in ``seq`` order) and, with ``act`` = (codebook, question, coders), by each
+        action's code there (the first of the coders who answered it). Over ``sessions``
+        only, when given.
+
+        The per-action comparison is done once, into a temporary table the three
+        groupings read by primary key."""
+        conn = self.conn
+        conn.execute(
+            "CREATE TEMP TABLE IF NOT EXISTS _alignment (action_id TEXT, question TEXT, "
+            "aligned INTEGER, PRIMARY KEY (action_id, question)) WITHOUT ROWID"
         )
+        try:
+            conn.execute(
+                _FILL.format(sessions=_IN_SESSIONS if sessions is not None else ""),
+                {
+                    "codebook": codebook,
+                    "questions": json.dumps(list(questions)),
+                    "sessions": json.dumps(sorted(sessions)) if sessions is not None else None,
+                },
+            )
+            by_type = [dict(r) for r in conn.execute(_BY_TYPE)]
+            by_progress = [dict(r) for r in conn.execute(_BY_PROGRESS, {"bins": int(bins)})]
+            by_code: list[dict[str, Any]] = []
+            if act is not None:
+                params = {"act_codebook": act[0], "act_question": act[1]}
+                params["coders"] = json.dumps(list(act[2]))
+                by_code = [dict(r) for r in conn.execute(_BY_CODE, params)]
+        finally:
+            conn.execute("DELETE FROM _alignment")
+        return AlignmentCounts(by_type, by_progress, by_code)
