@@ -85,7 +85,13 @@ def _bars(chart: Chart):  # type: ignore[no-untyped-def]
     ax.grid(axis="x", color="0.8", linewidth=0.6)
     ax.set_axisbelow(True)
     if n_ser > 1 or data.columns.name:  # a grouping: its names carry each group's n
-        ax.legend(title=data.columns.name, frameon=True, edgecolor="0.5", fontsize=8)
+        # bars labelled with their n in every series leave no room inside: legend outside
+        outside = (
+            {"loc": "upper left", "bbox_to_anchor": (1.01, 1.0)}
+            if n_ser > 1 and chart.n is not None
+            else {}
+        )
+        ax.legend(title=data.columns.name, frameon=True, edgecolor="0.5", fontsize=8, **outside)
     return fig, ax
 
 

@@ -203,7 +203,7 @@ def _value_codes(question: Question) -> list[str]:
 
 
 @dataclass
-class Report:
+class ProbeReply:
     """One line, read and mapped; the action is resolved against the store later."""
 
     line: int
@@ -237,7 +237,7 @@ def _words(value: Any, key: str) -> list[str]:
     return [] if text in (None, "") else [text]
 
 
-def _read(path: Path, line: int, obj: dict[str, Any], mapping: Mapping) -> Report:
+def _read(path: Path, line: int, obj: dict[str, Any], mapping: Mapping) -> ProbeReply:
     where = f"{path}:{line}"
     unknown = [k for k in obj if k not in KEYS]
     if unknown:
@@ -285,7 +285,7 @@ def _read(path: Path, line: int, obj: dict[str, Any], mapping: Mapping) -> Repor
         action_id or "", probe.question.id, self_coder(participant), answer, SOURCE, meta
     )
     place = (session, seq) if session is not None and seq is not None else None
-    return Report(line, action_id, place, participant, write)
+    return ProbeReply(line, action_id, place, participant, write)
 
 
 def _answer(
@@ -342,7 +342,7 @@ def _answer(
 # -- the import -----------------------------------------------------------------------------
 
 
-def _resolve(path: Path, store: Store, reports: list[Report]) -> None:
+def _resolve(path: Path, store: Store, reports: list[ProbeReply]) -> None:
     """Give every report its action id, and check the action, its session's participants
     and the codebook's reach; raises naming the line."""
     places = store.action_ids_at(r.place for r in reports if r.place is not None)
@@ -365,7 +365,7 @@ def _resolve(path: Path, store: Store, reports: list[Report]) -> None:
         r.write = replace(r.write, action_id=str(r.action_id))
 
 
-def _check_actions(path: Path, store: Store, codebook: Codebook, reports: list[Report]) -> None:
+def _check_actions(path: Path, store: Store, codebook: Codebook, reports: list[ProbeReply]) -> None:
     actions = store.action_sessions(str(r.action_id) for r in reports)
     people = store.session_participants(s for s, _ in actions.values())
     for r in reports:
@@ -418,7 +418,7 @@ def import_self_reports(
     _resolve(path, store, reports)
     _check_actions(path, store, cb, reports)
     writes: dict[int, LabelWrite] = {}
-    first: dict[tuple[str, str, str], Report] = {}
+    first: dict[tuple[str, str, str], ProbeReply] = {}
     for r in reports:
         w = r.write
         key = (w.action_id, w.question, w.coder)
