@@ -23,6 +23,8 @@ demo: $(BIN)/.installed
 	$(BIN)/annotate import-labels data/demo_self_reports.jsonl --codebook mental_model --mapping data/demo_self_report_mapping.yaml --db $(DEMO_DB)
 	$(BIN)/annotate report --codebook traum --out demo_report --db $(DEMO_DB)
 	$(BIN)/annotate status --db $(DEMO_DB)
+	$(BIN)/annotate import data/demo_self/log --db $(DEMO_DB)
+	@echo "Annotate your own actions (README, self-annotation): annotate code --codebook mental_model_self --self Rosa --db $(DEMO_DB) --media-prefix s3://demo-bucket/annotation/=data/demo_self/screens"
 
 test: $(BIN)/.installed
 	$(BIN)/ruff check .

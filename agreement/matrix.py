@@ -720,7 +720,12 @@ def sets_from_wide(
         n_coders = table.shape[1]
     else:
         rows = [list(r) for r in table]
-        n_coders = len(rows[0]) if rows else 0
+        if rows:
+            n_coders = len(rows[0])
+        elif np.ndim(table) == 2:  # no item: the coders are the columns of an empty array
+            n_coders = np.shape(table)[1]
+        else:
+            n_coders = len(coders) if coders is not None else 0
         if any(len(r) != n_coders for r in rows):
             raise ValueError("Every row of a wide answer table must have one cell per coder.")
         default_coders = [f"coder{j + 1}" for j in range(n_coders)]

@@ -115,6 +115,11 @@ class AgreementReport(ResultMixin):
     pairwise_weighted : tuple of CohenKappa
         Weighted Cohen's kappa of every pair when ``level`` is not nominal: linear weights
         at the ordinal level, quadratic at the interval and ratio levels.
+    fleiss_generalized : FleissGeneralized or None
+        Gwet's (2014) generalized Fleiss' kappa for missing ratings, beside the
+        complete-case ``fleiss``: agreement over every item with two or more ratings,
+        category shares over every rated item, with Gwet's SE and t interval (None only in
+        reports built before it existed).
     """
 
     n_items: int

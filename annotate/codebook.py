@@ -6,11 +6,11 @@ A codebook has one or more questions. Each question is one of four kinds:
 - ``multi``: one or more options (a set);
 - ``yes_no_reasons``: ``yes`` or ``no``; a ``no`` takes one or more reasons, which are
   the question's options (Q4 of the mental-model survey);
-- ``text``: free text (a rationale), at least ``min_chars`` long when set; no options.
+- ``text``: free text (a rationale), no options; ``min_chars`` asks for at least that many
+  characters. Stored as the label's ``value``; agreement skips it.
 
 Answers are stored as :class:`Answer`: ``value`` holds the single code (or ``yes``/``no``),
-``codes`` the selected set for ``multi`` and the reasons for ``yes_no_reasons``; a ``text``
-answer is its text in ``value``.
+``codes`` the selected set for ``multi`` and the reasons for ``yes_no_reasons``.
 
 "Other" is opt-in: a question offers it only with ``allow_other: true``, and an "Other"
 answer always carries free text. (Before schema 7 an omitted ``allow_other`` meant true;
@@ -38,6 +38,7 @@ from pydantic import (
     field_validator,
     model_validator,
 )
+from pydantic_core import PydanticCustomError
 
 from annotate.codebook_yaml import check_size, load_yaml
 from annotate.errors import CodebookError
@@ -91,8 +92,9 @@ class Question(_Strict):
     id: str = Field(min_length=1, pattern=r"^[A-Za-z0-9_\-]+$")
     prompt: str = Field(min_length=1)
     kind: Literal["single", "multi", "yes_no_reasons", "text"] = "single"
-    min_chars: int | None = None
-    options: list[Option]
+    options: list[Option] = Field(default=None, validate_default=True)  # type: ignore[assignment]
+    min_chars: int | None = Field(default=None, ge=1)
+    """A ``text`` question: the fewest characters an answer may have (spaces round it aside)."""
     allow_other: bool = False
     """Offer "Other" (with free text). Opt-in: the codes are the options unless declared."""
     other_key: ShortcutKey = "o"
@@ -104,32 +106,27 @@ class Question(_Strict):
     ordinal ranks; interval and ratio read the codes as numbers. Krippendorff's alpha uses
     it, and pairwise weighted kappas are added when it is not nominal."""
 
-    @model_validator(mode="before")
+    @field_validator("options", mode="before")
     @classmethod
-    def _text_has_no_options(cls, data: object) -> object:
-        if isinstance(data, dict) and data.get("kind") == "text":
-            data = {"options": [], **data}
-        return data
-
-    @field_validator("options")
-    @classmethod
-    def _options_fit_kind(cls, options: list[Option], info: ValidationInfo) -> list[Option]:
-        if info.data.get("kind") == "text":
-            if options:
-                raise ValueError("a text question has no options")
-        elif not options:
-            raise ValueError("at least one option is needed (only a text question has none)")
-        return options
+    def _options_for_kind(cls, value: object, info: ValidationInfo) -> object:
+        """Options are required except by a free-text question, which has none."""
+        kind = info.data.get("kind")
+        if kind == "text":
+            if value:
+                raise ValueError("a text question has no options (remove them or change kind)")
+            return []
+        if value is None:
+            raise PydanticCustomError("missing", "Field required")
+        if isinstance(value, list) and not value:
+            raise ValueError(f"a {kind or 'choice'} question needs at least one option")
+        return value
 
     @model_validator(mode="after")
     def _text_fits(self) -> Question:
-        if self.kind != "text":
-            if self.min_chars is not None:
-                raise ValueError(f"min_chars needs kind text (got {self.kind})")
-        elif self.allow_other:
-            raise ValueError("a text question has no Other; remove allow_other")
-        elif self.min_chars is not None and self.min_chars < 1:
-            raise ValueError("min_chars must be at least 1")
+        if self.kind == "text" and self.allow_other:
+            raise ValueError("a text question has no 'other' (remove allow_other)")
+        if self.kind != "text" and self.min_chars is not None:
+            raise ValueError("min_chars is for text questions (kind: text)")
         return self
 
     @model_validator(mode="after")
@@ -159,14 +156,14 @@ class Question(_Strict):
         """Every code an answer's ``value`` may hold, "Other" if declared (none for multi)."""
         if self.kind == "yes_no_reasons":
             return [YES, NO]
-        if self.kind == "multi":
+        if self.kind in ("multi", "text"):
             return []
         return [o.code for o in self.options] + ([OTHER] if self.allow_other else [])
 
     @property
     def set_codes(self) -> list[str]:
         """Every code an answer's ``codes`` set may hold (multi and reasons)."""
-        if self.kind == "single":
+        if self.kind in ("single", "text"):
             return []
         return [o.code for o in self.options] + ([OTHER] if self.allow_other else [])
 
@@ -188,10 +185,10 @@ class Codebook(_Strict):
     @cached_property  # the model is frozen; save_answers asks once per label
     def version_hash(self) -> str:
         data = self.model_dump(mode="json")
-        for q in data["questions"]:  # nominal is the default: older hashes stay the same
+        for q in data["questions"]:  # the defaults: older hashes stay the same
             if q.get("level") == "nominal":
                 del q["level"]
-            if q.get("min_chars") is None:  # likewise: only a text question may set it
+            if q.get("min_chars") is None:
                 q.pop("min_chars", None)
         canonical = json.dumps(data, sort_keys=True)
         return hashlib.sha256(canonical.encode()).hexdigest()[:12]
@@ -230,16 +227,7 @@ class Answer:
     def check(self, question: Question) -> None:
         """Raise :class:`CodebookError` if this answer is not allowed by ``question``."""
         if question.kind == "text":
-            text = (self.value or "").strip()
-            if not text:
-                raise CodebookError(f"question {question.id}: no text given")
-            if question.min_chars and len(text) < question.min_chars:
-                raise CodebookError(
-                    f"question {question.id}: {len(text)} characters, at least "
-                    f"{question.min_chars} needed"
-                )
-            if self.codes or self.other_text:
-                raise CodebookError(f"question {question.id}: a text answer is its text only")
+            self._check_text(question)
             return
         if question.kind == "multi":
             if self.value is not None:
@@ -268,6 +256,18 @@ class Answer:
         uses_other = self.value == OTHER or OTHER in self.codes
         if uses_other and not (self.other_text or "").strip():
             raise CodebookError(f"question {question.id}: 'other' needs a free-text description")
+
+    def _check_text(self, question: Question) -> None:
+        text = (self.value or "").strip()
+        if self.codes or self.other_text is not None:
+            raise CodebookError(f"question {question.id}: a text answer is the text alone")
+        if not text:
+            raise CodebookError(f"question {question.id}: no text given")
+        if question.min_chars is not None and len(text) < question.min_chars:
+            raise CodebookError(
+                f"question {question.id}: write at least {question.min_chars} characters "
+                f"({len(text)} so far)"
+            )
 
 
 @dataclass

@@ -851,6 +851,9 @@ def main(argv: list[str] | None = None) -> None:
     print(f"wrote {total} actions in {len(counts)} sessions to {args.out / 'demo'}")
     for name, n in counts.items():
         print(f"  {name}: {n} actions")
+    from make_demo_self import write as write_self  # the self-annotation demo, beside it
+
+    print(f"wrote {write_self(args.out)} actions to {args.out / 'demo_self'} (self-annotation)")
 
 
 if __name__ == "__main__":

@@ -72,6 +72,8 @@ def _answer_format(q: Question) -> str:
         if q.allow_other
         else "}"
     )
+    if q.kind == "text":
+        return f'"{q.id}": {{"text": "<free text>"}}'
     if q.kind == "single":
         return f'"{q.id}": {{"code": "<one code>"{other}'
     if q.kind == "multi":
@@ -96,6 +98,8 @@ def render_codebook(codebook: Codebook) -> str:
             "single": "choose exactly one code",
             "multi": "choose one or more codes",
             "yes_no_reasons": "answer yes or no; after no, choose one or more reasons",
+            "text": "answer in your own words"
+            + (f", at least {q.min_chars} characters" if q.min_chars else ""),
         }[q.kind]
         scope = f" (only for {', '.join(q.applies_to)} actions)" if q.applies_to else ""
         lines = [f"Question {q.id}{scope}: {q.prompt.strip()} ({kind})"]
@@ -113,9 +117,12 @@ def render_codebook(codebook: Codebook) -> str:
             lines.append("- other: none of the above; describe it briefly in other_text.")
         parts.append("\n".join(lines))
     fmt = ",\n  ".join(_answer_format(q) for q in codebook.questions)
+    codes_only = "using only the codes listed above"
+    if any(q.kind == "text" for q in codebook.questions):
+        codes_only += " (free text where a question asks for it)"
     parts.append(
         "Reply with one JSON object and nothing else, with a key for every question that "
-        "applies to the action, using only the codes listed above:\n{\n  " + fmt + "\n}"
+        f"applies to the action, {codes_only}:\n{{\n  " + fmt + "\n}"
     )
     return "\n\n".join(parts)
 

@@ -28,7 +28,9 @@ _NULLABLE_TEXT = {"type": ["string", "null"]}
 
 def question_schema(q: Question) -> dict[str, Any]:
     props: dict[str, Any]
-    if q.kind == "single":
+    if q.kind == "text":
+        props = {"text": {"type": "string"}}
+    elif q.kind == "single":
         props = {"code": {"type": "string", "enum": list(q.codes)}}
     elif q.kind == "multi":
         props = {"codes": {"type": "array", "items": {"type": "string", "enum": list(q.set_codes)}}}
@@ -72,6 +74,8 @@ def response_format(mode: FormatMode, schema: dict[str, Any]) -> dict[str, Any] 
 
 def answer_to_json(q: Question, answer: Answer) -> dict[str, Any]:
     """The reply format for one answer (used for the few-shot examples)."""
+    if q.kind == "text":
+        return {"text": answer.value}
     if q.kind == "single":
         out: dict[str, Any] = {"code": answer.value}
     elif q.kind == "multi":
@@ -120,6 +124,13 @@ def _parse_one(q: Question, raw: Any) -> Answer:
     other = raw.get("other_text")
     if other is not None and not isinstance(other, str):
         raise CodebookError(f"question {q.id}: other_text must be a string or null")
+    if q.kind == "text":
+        text = raw.get("text")
+        if not isinstance(text, str):
+            raise CodebookError(f"question {q.id}: the text must be a string")
+        answer = Answer(text.strip())
+        answer.check(q)
+        return answer
     if q.kind == "single":
         value, codes = raw.get("code"), ()
     elif q.kind == "multi":

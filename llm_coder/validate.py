@@ -214,6 +214,7 @@ def build_report(
     questions = tuple(
         question_report(q, item_ids, gold, llm, humans, llm_name=llm_name, gold_name=gold_name)
         for q in codebook.questions
+        if q.kind != "text"  # free text (a rationale) has no codes to agree on
     )
     return ValidationReport(llm_name, gold_name, len(item_ids), questions)
 

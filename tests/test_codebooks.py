@@ -553,3 +553,9 @@ def test_make_demo_regenerates_identical_files(tmp_path: Path) -> None:
         assert (tmp_path / "demo" / name).read_bytes() == (DATA / "demo" / name).read_bytes()
     for name in ("demo_labels.csv", "demo_self_reports.jsonl", "demo_self_report_mapping.yaml"):
         assert (tmp_path / name).read_bytes() == (DATA / name).read_bytes()
+    # the self-annotation demo (log, checkpoints, screenshots) too
+    committed_self = sorted(p.relative_to(DATA) for p in (DATA / "demo_self").rglob("*.*"))
+    generated_self = sorted(p.relative_to(tmp_path) for p in (tmp_path / "demo_self").rglob("*.*"))
+    assert generated_self == committed_self and len(committed_self) == 19
+    for rel in committed_self:
+        assert (tmp_path / rel).read_bytes() == (DATA / rel).read_bytes(), rel

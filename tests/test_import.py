@@ -32,7 +32,10 @@ def test_platform_export_merges_participants_in_time_order(cli, db_path, shared)
     assert types == {"message", "draw", "reset"}
     draw = next(a for a in acts if a.action_type == "draw")
     assert draw.meta["source_type"] == "map_draw_stop"
-    assert "screenshot" not in draw.meta
+    # the screenshot and page snapshot references are kept (annotate/media.py finds them)
+    assert draw.meta["screenshot"].startswith("s3://human-agent-collab-bucket/annotation/")
+    assert draw.meta["screenshot"].endswith(f"{draw.id}_screenshot.jpg")
+    assert draw.meta["html_snapshot"].endswith(f"{draw.id}_html_snapshot.html")
 
 
 def test_import_twice_adds_nothing(cli, db_path, shared) -> None:

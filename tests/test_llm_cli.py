@@ -127,6 +127,16 @@ def test_split_without_gold_says_what_to_run_first(cli, maptask):
     assert "only 80 gold items for codebook 'hcrc_moves' in sample 'main'" in r.stderr
 
 
+@pytest.mark.parametrize("seed", ["-1", str(2**63)])
+def test_split_refuses_a_seed_sqlite_cannot_store_in_one_line(cli, maptask, seed):
+    r = cli("split", "--codebook", "hcrc_moves", "--gold", "hcrc", "--sample", "main",
+            "--name", "x", "--seed", seed)  # fmt: skip
+    assert r.exit_code == 1 and "Traceback" not in r.output
+    assert r.stderr.splitlines() == [
+        f"error: --seed must be a whole number from 0 to {2**63 - 1}, not {seed}"
+    ]
+
+
 # -- configuration and dry run ----------------------------------------------------------
 
 

@@ -216,7 +216,7 @@ def test_text_question_needs_its_minimum(project, cli, db_path):
     write_jsonl(project / "short.jsonl", [short])
     result = import_reports(cli, project, reports="short.jsonl")
     assert result.exit_code == 1
-    assert "short.jsonl:1: question R: 2 characters, at least 3 needed" in result.stderr
+    assert "short.jsonl:1: question R: write at least 3 characters (2 so far)" in result.stderr
 
 
 def test_session_and_seq_must_name_the_same_action_as_action_id(project, cli):

@@ -36,11 +36,16 @@ def write_lock_held(db: Path, seconds: float) -> Iterator[subprocess.Popen]:
         holder.wait()
 
 
-def annotate(*args: str, wait: str | None = None) -> subprocess.CompletedProcess:
+def annotate_env(wait: str | None = None) -> dict[str, str]:
     env = {**os.environ, "PYTHONPATH": os.environ.get("PYTHONPATH", str(REPO))}
     env.pop("ANNOTATE_LOCK_WAIT", None)
     if wait is not None:
         env["ANNOTATE_LOCK_WAIT"] = wait
+    return env
+
+
+def annotate(*args: str, wait: str | None = None) -> subprocess.CompletedProcess:
+    env = annotate_env(wait)
     return subprocess.run(
         [sys.executable, "-m", "annotate", *args], capture_output=True, text=True, env=env
     )
@@ -74,11 +79,23 @@ def test_agree_during_a_long_import_waits_to_store_its_run(tmp_path: Path) -> No
     assert annotate("import", str(DEMO), "--db", str(db)).returncode == 0
     labels = str(REPO / "data" / "demo_labels.csv")
     assert annotate("import-labels", labels, "--codebook", "traum", "--db", str(db)).returncode == 0
-    with write_lock_held(db, 3) as holder:
-        r = annotate("agree", "--codebook", "traum", "--db", str(db))
-    assert r.returncode == 0, r.stderr
-    assert f"another annotate process is writing (PID {holder.pid}:" in r.stderr
-    assert "run 1 stored" in r.stdout
+    # The lock is held until agree says it waits (however slow its start-up under load),
+    # then released: agree must go on and store its run.
+    with write_lock_held(db, 120) as holder:
+        agree = subprocess.Popen(
+            [sys.executable, "-m", "annotate", "agree", "--codebook", "traum", "--db", str(db)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=annotate_env(),
+        )
+        assert agree.stderr is not None
+        lines = iter(agree.stderr.readline, "")
+        waiting = next((line for line in lines if "is writing" in line), "")
+    out, err = agree.communicate(timeout=300)
+    assert f"another annotate process is writing (PID {holder.pid}:" in waiting, err
+    assert agree.returncode == 0, err
+    assert "run 1 stored" in out
 
 
 def test_past_the_wait_limit_it_stops_in_one_line_with_nothing_written(project: Path) -> None:

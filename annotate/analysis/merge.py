@@ -147,8 +147,7 @@ def _theirs_newer(row: Mapping[str, Any]) -> bool:
 
 def decide(row: Mapping[str, Any], prefer: Prefer) -> Decision:
     """What to do with the answer of a label held by both files."""
-    answer = ("value", "codes", "other_text")
-    if all(row[f"our_{k}"] == row[f"their_{k}"] for k in answer):
+    if not row["answer_differs"]:  # a row for its note or flag
         return Decision.ignore
     ours = _answered(row["our_value"], row["our_codes"])
     theirs = _answered(row["their_value"], row["their_codes"])
@@ -194,11 +193,8 @@ def _conflict(row: Mapping[str, Any], decision: Decision, what: str) -> Conflict
 
 
 def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
     with path.open("rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
+        return hashlib.file_digest(fh, "sha256").hexdigest()
 
 
 def check_other(store: Store, other: Path) -> None:

@@ -3,10 +3,13 @@
 The coding screen (the item's questions above the options) and the adjudication screen
 (every coder's answer) both show an answer as ``Working toward a shared understanding``,
 ``No: Different understanding of the task goal + Other (map glitch)``, never as ``t2`` or
-``no: n1+other``.
+``no: n1+other``. Reports, logs and errors write an answer by its codes, one way
+(:func:`codes_text`).
 """
 
 from __future__ import annotations
+
+from collections.abc import Iterable
 
 from annotate.codebook import NO, OTHER, YES, Answer, Question
 
@@ -31,3 +34,20 @@ def answer_label(question: Question, answer: Answer) -> str:
         joined = " + ".join(codes)
         parts = [f"{parts[0]}: {joined}"] if parts else [joined]
     return parts[0] if parts else "-"
+
+
+def codes_text(value: str | None, codes: Iterable[str] = (), other_text: str | None = None) -> str:
+    """An answer by its codes, as every report writes it: ``Initiate``, ``other (greeting)``,
+    ``no: n1+n3`` ("" when there is no answer)."""
+    text = value or ""
+    joined = "+".join(codes)
+    if joined:
+        text = (text + ": " if text else "") + joined
+    if other_text:
+        text += f" ({other_text})"
+    return text
+
+
+def answer_text(answer: Answer) -> str:
+    """:func:`codes_text` of an :class:`Answer`."""
+    return codes_text(answer.value, answer.codes, answer.other_text)

@@ -8,7 +8,6 @@ from typing import Any
 
 import numpy as np
 
-from annotate.coding.seeds import check_seed
 from annotate.errors import UsageError
 
 
@@ -36,7 +35,6 @@ def draw_sample(
     """
     if n <= 0:
         raise UsageError("--n must be at least 1")
-    check_seed(seed)
     if n > len(rows):
         raise UsageError(
             f"--n {n} is more than the {len(rows)} actions that match",

@@ -355,7 +355,7 @@ class CodingSession:
         self.lookahead = lookahead
         self.clock = clock
         self.sample = self._sample_name(sample)
-        self.is_new_coder = check_coder(store, self.codebook.name, coder, new_coder=new_coder)
+        self.is_new_coder = self._check_coder(new_coder)
         if loaded.text:
             store.register_codebook(loaded)
         self.version_warning = self._version_warning()
@@ -400,6 +400,9 @@ class CodingSession:
             f"no sample named '{name}'",
             hint=(f"samples: {', '.join(others)}" if others else f"draw one first: `{make}`"),
         )
+
+    def _check_coder(self, new_coder: bool) -> bool:
+        return check_coder(self.store, self.codebook.name, self.coder, new_coder=new_coder)
 
     def _version_warning(self) -> str | None:
         current = self.codebook.version_hash
@@ -524,6 +527,8 @@ class CodingSession:
         return choices[min(self.highlight, len(choices) - 1)]
 
     def move_highlight(self, delta: int) -> None:
+        if not self.choices():  # a free-text question
+            return
         self.highlight = (self.highlight + delta) % len(self.choices())
 
     # -- answering --------------------------------------------------------------------
@@ -596,6 +601,10 @@ class CodingSession:
     def cancel(self) -> None:
         """Escape: drop the reasons being put together (nothing was stored yet)."""
         self.toggles = None
+
+    def answer_text(self, text: str) -> Feedback | None:
+        """The answer to a free-text question (kind ``text``), e.g. a rationale."""
+        return self._store(Answer(text.strip()))
 
     def answer_other(self, text: str) -> Feedback | None:
         """The free text of an "other" answer (after a ``need_text`` feedback).

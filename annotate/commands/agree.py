@@ -123,9 +123,10 @@ def agree_command(
 ) -> None:
     """Inter-coder agreement per question, with intervals and the items left out.
 
-    Fleiss' kappa with a bootstrap CI and the Landis & Koch band, Krippendorff's alpha,
-    Gwet's AC1, percent agreement, per-category and pairwise Cohen's kappas, and the items
-    left out with the reason.
+    Fleiss' kappa with a bootstrap CI and the Landis & Koch band; beside it Gwet's
+    generalized Fleiss' kappa for missing ratings (every item, with Gwet's SE and interval);
+    Krippendorff's alpha, Gwet's AC1 (with its SE and interval), percent agreement,
+    per-category and pairwise Cohen's kappas, and the items left out with the reason.
 
     Yes/no questions with reasons (mental_model Q4) also get the reasons' MASI alpha and a
     kappa per reason. Every run is stored with the ids and a hash of the exact labels used;

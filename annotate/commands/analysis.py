@@ -18,8 +18,8 @@ from annotate.commands.common import (
     open_store,
     split_list,
 )
-from annotate.commands.stats_table import stats_columns, stats_table, stats_wide
 from annotate.render.rows import Col, OutputFormat, print_rows, to_json
+from annotate.render.stats import stats_columns, stats_table, stats_wide
 
 if TYPE_CHECKING:
     from annotate.analysis.session_split import SessionSplitResult

@@ -3,11 +3,22 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 from typing import Annotated
 
 import typer
 
+from annotate.commands.code_self import (
+    CheckpointsOption,
+    MediaPrefixOption,
+    MediaRootOption,
+    SelfOption,
+    SessionOption,
+    code_self,
+)
 from annotate.commands.common import DEFAULT_DB_PATH, DbOption, console
+from annotate.errors import UsageError
+from annotate.media import MediaLocator
 
 
 def code_command(
@@ -15,16 +26,16 @@ def code_command(
         str, typer.Option(help="Codebook name (see `annotate codebooks list`) or YAML path.")
     ],
     coder: Annotated[
-        str,
+        str | None,
         typer.Option(
-            help="Your coder name. The same name resumes at your first item neither coded "
-            "nor skipped. A name the file has no labels from is refused with the list of "
-            "its coders, unless you pass --new-coder (or the file has no coder yet; a corpus "
-            "coding brought with `import --labels-as` does not count). 'gold' "
+            help="Your coder name (not with --self). The same name resumes at your first "
+            "item neither coded nor skipped. A name the file has no labels from is refused "
+            "with the list of its coders, unless you pass --new-coder (or the file has no "
+            "coder yet; a corpus coding brought with `import --labels-as` does not count). 'gold' "
             "and 'llm:...' are reserved, and a name that differs from an existing coder "
             "only in case is refused.",
         ),
-    ],
+    ] = None,
     sample: Annotated[
         str | None,
         typer.Option(help="Sample to code (default: 'main'; see `annotate samples`)."),
@@ -47,6 +58,11 @@ def code_command(
             "that a typo does not start a stranger).",
         ),
     ] = False,
+    self_: SelfOption = None,
+    session: SessionOption = None,
+    checkpoints: CheckpointsOption = None,
+    media_root: MediaRootOption = None,
+    media_prefix: MediaPrefixOption = None,
     db: DbOption = DEFAULT_DB_PATH,
 ) -> None:
     """Code a sample, one keypress per answer. Every answer is saved at once.
@@ -60,7 +76,26 @@ def code_command(
     A multi-question item moves on once all its questions are answered.
     Coding is blind: other coders' labels are never shown. Two coders can code the same
     file at the same time.
+
+    Self-annotation: --self NAME codes every action of participant NAME in time order (not
+    a sample), as the coder self:NAME, with their closest checkpoint answer as an anchor
+    (e.g. --codebook mental_model_self, which asks for the rationale first). Screenshots
+    named by the log are found with --media-root/--media-prefix; v shows them (in --web
+    they are shown beside the item).
     """
+    media = MediaLocator.from_options(media_root, media_prefix, Path(db))
+    if self_ is not None:
+        if coder is not None or sample is not None:
+            raise UsageError("--self codes your own actions: leave out --coder and --sample")
+        code_self(
+            db, codebook, self_, session=session, checkpoints=checkpoints, media=media,
+            context=context, lookahead=lookahead, web=web, port=port,
+        )  # fmt: skip
+        return
+    if session is not None or checkpoints is not None:
+        raise UsageError("--session and --checkpoints go with --self")
+    if coder is None:
+        raise UsageError("pass --coder NAME (or --self NAME to annotate your own actions)")
     from annotate.tui.app import (  # keeps textual off start-up
         check_port,
         make_app,
@@ -69,7 +104,14 @@ def code_command(
     )
 
     app = make_app(
-        db, codebook, coder, sample, context=context, lookahead=lookahead, new_coder=new_coder
+        db,
+        codebook,
+        coder,
+        sample,
+        context=context,
+        lookahead=lookahead,
+        new_coder=new_coder,
+        media=media,
     )
     session = app.session
     if web:
@@ -84,6 +126,7 @@ def code_command(
             context=context,
             lookahead=lookahead,
             new_coder=new_coder,
+            extra=media.options(),
         )
         console.print(
             f"Serving the coding app for {coder} on http://127.0.0.1:{port} (Ctrl+C to stop).",

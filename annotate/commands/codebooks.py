@@ -87,6 +87,10 @@ def show_command(
         if q.allow_other:
             rows.append({"key": q.other_key, "code": OTHER, "label": "Other (free text)"})
         console.print(f"\n{q.id} ({q.kind}): {q.prompt}", markup=False)
+        if q.kind == "text":
+            least = f", at least {q.min_chars} characters" if q.min_chars else ""
+            console.print(f"Free text{least} (agreement skips it).", markup=False)
+            continue
         columns = ["key", "code", Col("label", wrap=True), Col("definition", wrap=True)]
         if not any(r.get("definition") for r in rows):
             columns.pop()  # no option has a definition: no empty column

@@ -7,6 +7,7 @@ from typing import Annotated
 import typer
 
 from annotate.coding.sampling import draw_sample
+from annotate.coding.seeds import check_seed
 from annotate.commands.common import (
     DEFAULT_DB_PATH,
     DbOption,
@@ -40,6 +41,7 @@ def sample_command(
     db: DbOption = DEFAULT_DB_PATH,
 ) -> None:
     """Draw a reproducible random sample of actions and store it by name."""
+    check_seed(seed)
     columns = split_list(stratify)
     unknown = [c for c in columns if c not in STRATIFY_COLUMNS]
     if unknown:

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from annotate.codebook import Codebook
+from annotate.coding.answers import codes_text
 from annotate.errors import ImportFormatError
 from annotate.store import LabelWrite, Store
 from annotate.store.agreement_runs import GOLD_CODER
@@ -57,11 +58,8 @@ def _content(value: Any, codes: Any, other_text: Any) -> tuple[Any, ...]:
 
 
 def _shown(value: Any, codes: Any, other_text: Any, note: Any) -> str:
-    text = repr(value) if value is not None else "no value"
-    if codes:
-        text += " [" + ";".join(sorted(codes)) + "]"
-    if other_text:
-        text += f" ({other_text})"
+    answer = codes_text(value, sorted(codes or ()), other_text)
+    text = repr(answer) if answer else "no value"
     return text + (f" with note {note!r}" if note else "")
 
 

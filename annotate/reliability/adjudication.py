@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from annotate.codebook import NO, OTHER, Answer, Codebook, Question
+from annotate.coding.answers import answer_text
 from annotate.coding.choices import Choice, question_choices
 from annotate.errors import AnnotateError, CodebookError, UsageError
 from annotate.models import Action
@@ -50,15 +51,6 @@ class CoderAnswer:
         if self.answer is None:
             return "(skipped)" if self.skipped else "-"
         return answer_text(self.answer)
-
-
-def answer_text(answer: Answer) -> str:
-    text = answer.value or ""
-    if answer.codes:
-        text = (text + ": " if text else "") + "+".join(answer.codes)
-    if answer.other_text:
-        text += f" ({answer.other_text})"
-    return text
 
 
 def fits(answer: Answer, question: Question) -> bool:

@@ -14,13 +14,14 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from annotate import __version__
 from annotate.codebook import NO, OTHER, YES, Codebook, Question, find_codebook
+from annotate.coding.answers import codes_text
 from annotate.errors import AnnotateError, CodebookError, NotFoundError, UsageError
 from annotate.models import describe
 from annotate.store.agreement_runs import GOLD_CODER, AgreementRunRecord
@@ -72,9 +73,9 @@ def _no_labels() -> UsageError:
     )
 
 
-def _resolve_codebook(store: Store, name: str) -> Codebook:
-    """The codebook named by --codebook (a name or a YAML path), which must have labels."""
-    counts = store.answered_label_counts()
+def _resolve_codebook(store: Store, name: str, counts: Mapping[str, int]) -> Codebook:
+    """The codebook named by --codebook (a name or a YAML path), which must have labels
+    (``counts``: answered labels by codebook)."""
     if not counts:
         raise _no_labels()
     if name not in counts:
@@ -155,11 +156,11 @@ def _choose_codebook(
     question: str | None,
     min_coders: int,
     command: str,
+    counts: Mapping[str, int],
 ) -> tuple[str, str]:
     """The one labelled codebook (else the one with ``min_coders`` or more coders on shared
     items), and the note saying so; otherwise an error listing every codebook and the
     command to run."""
-    counts = store.answered_label_counts()
     if not counts:
         raise _no_labels()
     if len(counts) == 1:  # nothing to choose: the checks that follow say what is missing
@@ -265,13 +266,14 @@ def select(
         notes.append(f"sample {sample}")
     else:
         notes.append("every labelled item (there is no sample 'main')")
+    counts = store.answered_label_counts()  # once: a count over every label
     if codebook is None:
         wanted = list(dict.fromkeys(coders)) if coders else None
         codebook, why = _choose_codebook(
-            store, action_ids, sample, wanted, question, min_coders, command
+            store, action_ids, sample, wanted, question, min_coders, command, counts
         )
         notes.insert(0, why)
-    cb = _resolve_codebook(store, codebook)
+    cb = _resolve_codebook(store, codebook, counts)
     where = f"codebook '{cb.name}'" + (f" in sample '{sample}'" if sample else "")
     available = store.coders_with_answers(cb.name, action_ids)
     if coders:
@@ -305,20 +307,25 @@ def select(
             hint=hint,
         )
     questions = (cb.question(question),) if question else tuple(cb.questions)
+    questions = _coded_questions(questions, notes)
     return Selection(cb, sample, action_ids, chosen, questions, tuple(notes))
 
 
+def _coded_questions(questions: tuple[Question, ...], notes: list[str]) -> tuple[Question, ...]:
+    """Free-text questions (a rationale) have no codes to agree on: skipped, and said so."""
+    text = [q.id for q in questions if q.kind == "text"]
+    coded = tuple(q for q in questions if q.kind != "text")
+    if text and not coded:
+        raise UsageError(
+            f"question {', '.join(text)} is free text: agreement compares codes",
+            hint="choose a question with options (--question), or export the texts",
+        )
+    if text:
+        notes.append(f"free-text question {', '.join(text)} skipped (agreement compares codes)")
+    return coded
+
+
 # -- one question's labels --------------------------------------------------------------------
-
-
-def answer_text(value: str | None, codes: Sequence[str], other_text: str | None) -> str:
-    """A label as a person reads it: ``Initiate``, ``other (greeting)``, ``no: n1+n3``."""
-    text = value or ""
-    if codes:
-        text = (text + ": " if text else "") + "+".join(codes)
-    if other_text:
-        text += f" ({other_text})"
-    return text
 
 
 @dataclass(frozen=True)
@@ -410,7 +417,7 @@ def question_data(store: Store, selection: Selection, question: Question) -> Que
             v[j] = r["value"]
             if question.kind == "multi" or (question.kind == "yes_no_reasons" and r["value"] == NO):
                 s[j] = frozenset(r["codes"])
-            t[j] = answer_text(r["value"], r["codes"], r["other_text"])
+            t[j] = codes_text(r["value"], r["codes"], r["other_text"])
         values.append(tuple(v))
         sets.append(tuple(s))
         texts.append(tuple(t))

@@ -3,23 +3,26 @@ disagreement list and the stored runs (one source of rows for every format)."""
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from rich import box
-from rich.console import Group
+from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
 from annotate.reliability.agreement_data import categories_line
 from annotate.render.console import console, err_console
 from annotate.render.rows import OutputFormat, csv_text, markdown_table, to_json
+from annotate.render.tables import PER_COLUMN, Col, column_widths, vertical
 
 if TYPE_CHECKING:
     from annotate.reliability.agreement_data import DisagreementList
 
 ITEMS_SHOWN = 6
 ANSWER_WIDTH = 12  # the disagreement list wraps a longer answer (Other's text)
+PAD_EDGES = 1  # no padding at the table's two edges (pad_edge=False): one column's worth
 REFERENCES = (
     "Cicchetti, D. V., & Fleiss, J. L. (1977). Comparison of the null distributions of "
     "weighted kappa and the C ordinal statistic. Applied Psychological Measurement, 1(2), "
@@ -39,6 +42,7 @@ REFERENCES = (
     "Gwet, K. L. (2008). Computing inter-rater reliability and its variance in the presence "
     "of high agreement. British Journal of Mathematical and Statistical Psychology, 61(1), "
     "29-48.",
+    "Gwet, K. L. (2014). Handbook of inter-rater reliability (4th ed.). Advanced Analytics.",
     "Krippendorff, K. (2011). Computing Krippendorff's alpha-reliability. Departmental "
     "Papers (ASC), University of Pennsylvania.",
     "Landis, J. R., & Koch, G. G. (1977). The measurement of observer agreement for "
@@ -127,7 +131,7 @@ def summary_rows(q: dict[str, Any]) -> list[dict[str, Any]]:
     if v is not None:
         f = v["fleiss"]
         notes = [f["band"]] if f["band"] else []
-        notes.append(f"{_items(f['n_items'])}")
+        notes.append(_complete_case_items(v))
         ci = v["fleiss_ci"]
         if ci.get("low") is None and ci.get("undefined_reason"):
             notes.append("no CI: " + ci["undefined_reason"])
@@ -154,6 +158,9 @@ def summary_rows(q: dict[str, Any]) -> list[dict[str, Any]]:
                     else f["undefined_reason"] or "",
                 }
             )
+        generalized = v.get("fleiss_generalized")  # runs stored before it lack it
+        if generalized is not None:
+            rows.append(_generalized_row(generalized, f["n_items"]))
         a = v["alpha"]
         rows.append(
             {
@@ -178,8 +185,8 @@ def summary_rows(q: dict[str, Any]) -> list[dict[str, Any]]:
             {
                 "statistic": "Gwet's AC1",
                 "value": _num(g["ac1"]),
-                "ci": "",
-                "notes": g["undefined_reason"] or _items(g["n_items"]),
+                "ci": _ci(g["ci"]) if g.get("ci") else "",  # runs stored before: no CI
+                "notes": _gwet_notes(g["ac1"], g, _items(g["n_items"])),
             }
         )
         pa = v["percent_agreement"]
@@ -214,6 +221,50 @@ def summary_rows(q: dict[str, Any]) -> list[dict[str, Any]]:
             }
         )
     return rows
+
+
+def _complete_case_items(v: dict[str, Any]) -> str:
+    """The items complete-case Fleiss' kappa uses: "343 items", or "8 of 12 items (every
+    coder answered)" when some were left out."""
+    used, total = v["fleiss"]["n_items"], v["n_items"]
+    if used == total:
+        return _items(used)
+    return f"{used} of {_items(total)} (every coder answered)"
+
+
+def _gwet_notes(estimate: float | None, stat: dict[str, Any], scope: str) -> str:
+    """Notes of a figure with Gwet's (2014) SE: its band (kappa), SE and items, or why
+    not (runs stored before the SE was computed have none and say nothing of it)."""
+    if estimate is None:
+        return stat["undefined_reason"] or ""
+    se = stat.get("se")
+    interval = stat.get("ci") or {}
+    return (
+        _join(
+            stat.get("band"),
+            None if se is None else f"SE {_num(se)}",
+            scope,
+            None if se is not None or not interval else _with_ci(None, interval),
+        )
+        or ""
+    )
+
+
+def _generalized_row(g: dict[str, Any], complete_case: int) -> dict[str, Any]:
+    """Gwet's generalized Fleiss' kappa: every item, however many coders rated it."""
+    pairable, rated = g["n_items_pairable"], g["n_items"]
+    if rated == pairable == complete_case:
+        scope = f"the same {_items(rated)} (no rating missing)"
+    else:
+        scope = f"{_items(pairable)} with 2+ answers" + (
+            f" ({rated} rated)" if rated != pairable else ""
+        )
+    return {
+        "statistic": "  generalized (Gwet)",
+        "value": _num(g["kappa"]),
+        "ci": _ci(g["ci"]) if g["kappa"] is not None else "-",
+        "notes": _gwet_notes(g["kappa"], g, scope),
+    }
 
 
 def category_rows(q: dict[str, Any]) -> list[dict[str, Any]]:
@@ -269,6 +320,11 @@ def method_line(q: dict[str, Any]) -> str | None:
             f", {ci['n_boot']:,} resamples ({ci.get('n_valid') or 0:,} usable), seed {ci['seed']}"
         )
     line += "."
+    if v.get("fleiss_generalized") is not None:
+        line += (
+            " Generalized kappa and AC1 CIs: Gwet's (2014) SE, Student t with N - 1 df "
+            "(N: items rated)."
+        )
     level = v.get("level", "nominal")
     if level != "nominal":
         weights = (v.get("pairwise_weighted") or [{}])[0].get("weights")
@@ -357,9 +413,12 @@ def _left_out_lines(q: dict[str, Any], bullet: str = "  ", head: str = "") -> li
     sets = [x for x in q["left_out"] if x["part"] != "value"]
     if q["value"] is not None:
         if value:
+            others = "alpha, AC1 and percent agreement"
+            if q["value"].get("fleiss_generalized") is not None:
+                others = "the generalized kappa, " + others
             lines.append(
                 f"{head}Left out of Fleiss' kappa: {_items(len(value))} not answered by every "
-                "coder (alpha, AC1 and percent agreement use every item with two or more answers):"
+                f"coder ({others} use every item with two or more answers):"
             )
             lines += _grouped(value, bullet)
         else:
@@ -390,45 +449,57 @@ def _left_out_lines(q: dict[str, Any], bullet: str = "  ", head: str = "") -> li
 # -- table ----------------------------------------------------------------------------------------
 
 
-def _longest_word(rows: list[dict], key: str, cap: int = 14) -> int:
-    words = (w for r in rows for w in str(r.get(key, "")).split())
-    return min(max((len(w) for w in words), default=1), cap)
-
-
 def _table(
     title: str | None,
     columns: Sequence[tuple[str, str, str]],
     rows: list[dict],
     wrap: frozenset[str] = frozenset({"notes", "band"}),
     *,
-    share: bool = True,
     max_widths: dict[str, int] | None = None,
-) -> Any:
+) -> RenderableType:
     """columns: (key, header, justify); a notes column nobody needs is left out. The title
-    is a line of its own, so a narrow table does not squeeze it. Several ``wrap`` columns
-    share the width by ratio, unless not ``share``: then the widest wraps first."""
+    is a line of its own, so a narrow table does not squeeze it. The widths are
+    :func:`annotate.render.tables.column_widths`' (the ``wrap`` columns narrow, never below
+    their longest word); when the words do not fit, the rows are printed one after another
+    (:func:`annotate.render.tables.vertical`). ``max_widths``: a column's text is wrapped
+    at that width (or its longest word) before the widths are chosen."""
     columns = [
         c for c in columns if c[0] not in {"notes", "band"} or any(r.get(c[0]) for r in rows)
     ]
-    flexible = [c[0] for c in columns if c[0] in wrap] if share else []
-    table = Table(box=box.SIMPLE_HEAD, header_style="bold", pad_edge=False)
-    if len(flexible) > 1:  # share the width out by ratio (text twice a label's)
-        table.expand = True
-    for key, header, justify in columns:
-        table.add_column(
-            header,
-            justify=justify,  # type: ignore[arg-type]
-            overflow="fold",
-            no_wrap=key not in wrap,
-            ratio=(3 if key == "text" else 2) if len(flexible) > 1 and key in wrap else None,
-            min_width=_longest_word(rows, key) if key in wrap else None,
-            max_width=(max_widths or {}).get(key),
-        )
-    for row in rows:
-        table.add_row(*(Text(str(row.get(key, ""))) for key, _, _ in columns))
+    limits = max_widths or {}
+    texts = [
+        [_wrapped(str(r.get(key, "")), limits.get(key)) for key, _, _ in columns] for r in rows
+    ]
+    width = console.width
+    room = width - (PER_COLUMN * len(columns) - PAD_EDGES)
+    widths = column_widths(
+        [header for _, header, _ in columns], texts, [key in wrap for key, _, _ in columns], room
+    )
+    body: RenderableType
+    if widths is None:
+        cols = [Col(key, header, wrap=key in wrap) for key, header, _ in columns]
+        flush = [{k: str(v).strip() for k, v in r.items()} for r in rows]  # no indent here
+        body = vertical(flush, cols, width)
+    else:
+        body = Table(box=box.SIMPLE_HEAD, header_style="bold", pad_edge=False)
+        for (key, header, justify), w in zip(columns, widths, strict=True):
+            body.add_column(header, justify=justify, width=w, no_wrap=key not in wrap)  # type: ignore[arg-type]
+        for row in texts:
+            body.add_row(*map(Text, row))
     if not title:
-        return table
-    return Group(Text(title, style="bold"), table)
+        return body
+    return Group(Text(title, style="bold"), body)
+
+
+def _wrapped(text: str, limit: int | None) -> str:
+    """``text`` broken between words at ``limit`` (a longer word stays whole)."""
+    if limit is None or len(text) <= limit:
+        return text
+    return "\n".join(
+        part
+        for line in text.splitlines()
+        for part in textwrap.wrap(line, limit, break_long_words=False, break_on_hyphens=False)
+    )
 
 
 def render_table(results: dict[str, Any]) -> None:
@@ -543,6 +614,23 @@ def methods_sentence(results: dict[str, Any]) -> str:
     if len(n_items) == 1:
         items = str(n_items[0])
     coders = results["coders"]
+    # runs stored before Gwet's generalized kappa lack it: their sentence does not name it
+    gwet = any((q["value"] or {}).get("fleiss_generalized") is not None for q in qs)
+    generalized = (
+        "Gwet's generalized Fleiss' kappa for missing ratings (Gwet, 2014); " if gwet else ""
+    )
+    gwet_se = (
+        "The generalized kappa and AC1 have Gwet's (2014) linearization standard errors and "
+        "Student t intervals on N - 1 degrees of freedom, N being the items rated. "
+        if gwet
+        else ""
+    )
+    others = (
+        "the generalized kappa and the other figures use every item with two or more answers "
+        "(the generalized kappa's category shares, every rated item)."
+        if gwet
+        else "the other figures use every item with two or more answers."
+    )
     sentence = (
         f"Agreement among {len(coders)} coders on {items} items "
         f"({results['codebook']} codebook"
@@ -553,13 +641,11 @@ def methods_sentence(results: dict[str, Any]) -> str:
         "standard error under the null (Fleiss, Nee & Landis, 1979), given on at least 2k² "
         "items for k categories (Cicchetti & Fleiss, 1977); Krippendorff's alpha for "
         f"{_levels_words(qs)} data (Krippendorff, 2011); Gwet's AC1 (Gwet, 2008); percent "
-        "agreement; "
-        "per-category kappas (Fleiss, 1971); and Cohen's kappa for every pair of coders "
-        "(Cohen, 1960) with asymptotic confidence intervals (Fleiss, Cohen & Everitt, 1969) "
-        "clipped to kappa's range [-1, 1]. "
-        "Kappa values are described with the bands of Landis and Koch (1977). Fleiss' kappa "
-        "uses the items every coder answered; the other figures use every item with two or "
-        "more answers."
+        f"agreement; {generalized}per-category kappas (Fleiss, 1971); and Cohen's kappa for "
+        "every pair of coders (Cohen, 1960) with asymptotic confidence intervals (Fleiss, "
+        f"Cohen & Everitt, 1969) clipped to kappa's range [-1, 1]. {gwet_se}Kappa values are "
+        "described with the bands of Landis and Koch (1977). Fleiss' kappa uses the items "
+        f"every coder answered; {others}"
     )
     if any((q.get("level") or "nominal") != "nominal" for q in qs):
         sentence += (
@@ -679,6 +765,11 @@ def _adder(rows: list[dict[str, Any]], question: str) -> Any:
     return add
 
 
+def _t_note(t: float | None, n_rated: int) -> str | None:
+    """Gwet's test statistic, a t on N - 1 df (not the z of the ``z`` column)."""
+    return None if t is None else f"t = {t:.4f} on {n_rated - 1} df"
+
+
 def _csv_value(value: Any) -> Any:
     """Full precision in CSV: scripts read the numbers back."""
     return repr(value) if isinstance(value, float) else value
@@ -707,9 +798,26 @@ def csv_rows(results: dict[str, Any]) -> list[dict[str, Any]]:
                 if a:
                     add("value", "krippendorff_alpha", a["metric"], estimate=a["alpha"],
                         n_items=a["n_items"], note=a["undefined_reason"])  # fmt: skip
+            fg = v.get("fleiss_generalized")  # runs stored before it lack it
+            if fg is not None:  # Gwet's SE is the interval's: the ase column
+                add("value", "fleiss_kappa_generalized", estimate=fg["kappa"],
+                    ci_low=fg["ci"]["low"], ci_high=fg["ci"]["high"], ase=fg["se"],
+                    p_value=fg["p_value"], n_items=fg["n_items"], band=fg["band"],
+                    note=_join(_with_ci(fg["undefined_reason"], fg["ci"]),
+                               f"{fg['n_items_pairable']} with two or more ratings; uses "
+                               f"{fg['uses']}", _t_note(fg.get("t"), fg["n_items"])),
+                    ci_method=fg["ci"]["method"])  # fmt: skip
             g = v["ac1"]
-            add("value", "gwet_ac1", estimate=g["ac1"], n_items=g["n_items"],
-                note=g["undefined_reason"])  # fmt: skip
+            ac1_ci = g.get("ci") or {}
+            add("value", "gwet_ac1", estimate=g["ac1"], ci_low=ac1_ci.get("low"),
+                ci_high=ac1_ci.get("high"), ase=g.get("se"), p_value=g.get("p_value"),
+                n_items=g["n_items"],
+                note=_join(_with_ci(g["undefined_reason"], ac1_ci) if ac1_ci
+                           else g["undefined_reason"],
+                           f"SE over {_items(g['n_items_rated'])} rated (t on "
+                           f"{g['n_items_rated'] - 1} df)" if g.get("se") is not None
+                           else None),
+                ci_method=ac1_ci.get("method"))  # fmt: skip
             pa = v["percent_agreement"]
             add("value", "percent_agreement", estimate=pa["proportion"], n_items=pa["n_items"],
                 note=pa["undefined_reason"])  # fmt: skip
@@ -805,14 +913,8 @@ def render_disagreements(found: DisagreementList, fmt: OutputFormat) -> None:
         columns = [("n", "#", "right"), ("item", "Item", "left"), ("text", "Text", "left")]
         columns += [(c, c, "left") for c in coders]
         wrap = frozenset({"text", *coders})
-        widths = {c: _answer_width(rows, c) for c in coders}
-        console.print(_table(title, columns, rows, wrap, share=False, max_widths=widths))
-
-
-def _answer_width(rows: list[dict[str, Any]], coder: str) -> int:
-    """At most ANSWER_WIDTH (or the longest word): long answers wrap before the text."""
-    longest = max(len(str(r[coder])) for r in rows)
-    return max(len(coder), _longest_word(rows, coder), min(ANSWER_WIDTH, longest))
+        widths = {c: max(len(c), ANSWER_WIDTH) for c in coders}  # long answers wrap first
+        console.print(_table(title, columns, rows, wrap, max_widths=widths))
 
 
 # -- what the command prints around the figures ----------------------------------------------
@@ -864,14 +966,11 @@ def print_runs(rows: list[dict[str, Any]], fmt: OutputFormat) -> None:
                ("coders", "Coders", "left"), ("questions", "Questions", "left"),
                ("n_labels", "Labels", "right"), ("labels_hash", "sha256", "left")]  # fmt: skip
     if fmt is OutputFormat.table:
-        table = Table(box=box.SIMPLE_HEAD, header_style="bold", pad_edge=False)
-        for key, header, justify in columns:
-            table.add_column(header, justify=justify, no_wrap=key in {"id", "labels_hash"})  # type: ignore[arg-type]
-        for r in shown:
-            table.add_row(
-                *(Text(str(r[key] if r[key] is not None else "-")) for key, _, _ in columns)
-            )
-        console.print(Group(Text("Agreement runs (UTC)", style="bold"), table))
+        texts = [
+            {key: "-" if r[key] is None else str(r[key]) for key, _, _ in columns} for r in shown
+        ]
+        wrap = frozenset({"created_at", "codebook", "sample", "coders", "questions"})
+        console.print(_table("Agreement runs (UTC)", columns, texts, wrap))
     elif fmt is OutputFormat.markdown:
         console.print(_md(shown, [(k, h) for k, h, _ in columns]), markup=False, soft_wrap=True)
     else:

@@ -4,18 +4,17 @@ the dry run and the closing summary."""
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
 from rich.progress import Progress as RichProgress
-from rich.table import Table
 
 from annotate.render.console import console, err_console
-from annotate.render.rows import cell
+from annotate.render.tables import Col, cell, fit_rows
 from llm_coder.cost import Price, format_cost
 
 if TYPE_CHECKING:
-    from llm_coder.validate import ValidationReport
+    from llm_coder.validate import QuestionReport, ValidationReport
     from llm_coder.workflow import LabelJob, PhaseResult, Progress
 
 
@@ -35,6 +34,33 @@ def phase_counts(p: Progress) -> list[tuple[int, str]]:
     return [(p.cached, "cached"), (p.invalid, "invalid"), (p.failed, "failed")]
 
 
+def run_phase(job: LabelJob, phase: str, ids: list[str]) -> PhaseResult:
+    """Run one phase of ``job`` under a progress bar on stderr (tokens, cost, counts)."""
+    price = job.options.price
+    with progress_bar() as bar:
+        task = bar.add_task(phase, total=len(ids), tokens="")
+
+        def update(p: Progress) -> None:
+            parts = [f"{p.tokens_in:,}+{p.tokens_out:,} tokens"]
+            if price.known:
+                parts.append(format_cost(p.cost))
+            parts += [f"{n} {what}" for n, what in phase_counts(p) if n]
+            bar.update(task, completed=p.done, tokens=", ".join(parts))
+
+        return job.run_phase(phase, ids, update)
+
+
+def run_line(job: LabelJob, run_id: int) -> str:
+    """What a run is: coder, endpoint, split, prompt, codebook and response format."""
+    codebook = job.codebook
+    return (
+        f"run {run_id}: {job.coder} at {job.endpoint_host}, split '{job.split.name}' "
+        f"({len(job.shot_ids)} shots), prompt {job.builder.prompt_hash[:12]}, "
+        f"codebook {codebook.name} {codebook.version_hash}, "
+        f"response_format {job.fallback.mode}" + (" (forced)" if job.fallback.forced else "")
+    )
+
+
 def phase_line(job: LabelJob, result: PhaseResult) -> str:
     money = f", cost {format_cost(result.cost)}" if job.options.price.known else ""
     changes = "".join(f"\n  response_format {change}" for change in result.format_changes)
@@ -46,6 +72,46 @@ def phase_line(job: LabelJob, result: PhaseResult) -> str:
     )
 
 
+def validation_tables(q: QuestionReport) -> list[tuple[str, list[dict[str, Any]], list[Col]]]:
+    """One question's validation as (title, rows, columns): the measures, each label's
+    precision and recall, and the confusion matrix (rows gold, columns LLM)."""
+    humans = ", ".join(q.humans) or "none"
+    summary = [
+        {"measure": name, "value": value, "ci": _ci(ci), "n": n}
+        for name, value, ci, n in (
+            ("Fleiss' kappa, LLM + gold", q.fleiss, q.fleiss_ci, q.n_items),
+            ("Cohen's kappa, LLM vs gold", q.cohen, q.cohen_ci, q.n_items),
+            ("accuracy", q.accuracy, None, q.n_items),
+            (f"Fleiss' kappa, humans ({humans})", q.fleiss_humans, None, q.n_items_humans),
+            ("Fleiss' kappa, humans + LLM", q.fleiss_humans_llm, None, q.n_items_humans),
+        )
+    ]
+    per_label = [
+        {"label": s.label, "precision": s.precision, "recall": s.recall, "f1": s.f1,
+         "support": s.support, "predicted": s.predicted}
+        for s in q.per_label
+    ]  # fmt: skip
+    numbers = [str(i + 1) for i in range(len(q.confusion_labels))]
+    confusion = [
+        {"gold": f"{i + 1} {label}"}
+        | {n: str(c) if c else "." for n, c in zip(numbers, counts, strict=True)}
+        for i, (label, counts) in enumerate(zip(q.confusion_labels, q.confusion, strict=True))
+    ]
+    return [
+        (f"Question {q.question}", summary,
+         [Col("measure", wrap=True), Col("value"), Col("ci", "95% CI"), Col("n")]),
+        (f"Per label ({q.question})", per_label,
+         [Col("label"), Col("precision"), Col("recall"), Col("f1", "F1"),
+          Col("support", "gold n"), Col("predicted", "LLM n")]),
+        (f"Confusion ({q.question}): rows gold, columns LLM (numbered as the rows)", confusion,
+         [Col("gold"), *(Col(n, justify="right") for n in numbers)]),
+    ]  # fmt: skip
+
+
+def _ci(ci: tuple[float | None, float | None] | None) -> str:
+    return f"{cell(ci[0])} – {cell(ci[1])}" if ci and ci[0] is not None else "-"
+
+
 def render_validation(report: ValidationReport, min_kappa: float) -> None:
     console.print(
         f"Validation on {report.n_items} held-out items: LLM '{report.llm_coder}' vs gold "
@@ -54,47 +120,11 @@ def render_validation(report: ValidationReport, min_kappa: float) -> None:
         style="bold",
     )
     for q in report.questions:
-        summary = Table(title=f"Question {q.question}", title_justify="left")
-        for col in ("measure", "value", "95% CI", "n"):
-            summary.add_column(col)
-
-        humans = ", ".join(q.humans) or "none"
-        for name, value, ci, n in (
-            ("Fleiss' kappa, LLM + gold", q.fleiss, q.fleiss_ci, q.n_items),
-            ("Cohen's kappa, LLM vs gold", q.cohen, q.cohen_ci, q.n_items),
-            ("accuracy", q.accuracy, None, q.n_items),
-            (f"Fleiss' kappa, humans ({humans})", q.fleiss_humans, None, q.n_items_humans),
-            ("Fleiss' kappa, humans + LLM", q.fleiss_humans_llm, None, q.n_items_humans),
-        ):
-            ci_text = f"{cell(ci[0])} – {cell(ci[1])}" if ci and ci[0] is not None else "-"
-            summary.add_row(name, cell(value), ci_text, str(n))
-        console.print(summary)
-        if q.notes:
-            for note in q.notes:
-                console.print(f"  note: {note}", markup=False)
-        labels = Table(title=f"Per label ({q.question})", title_justify="left")
-        for col in ("label", "precision", "recall", "F1", "gold n", "LLM n"):
-            labels.add_column(col)
-        for s in q.per_label:
-            labels.add_row(
-                s.label,
-                cell(s.precision),
-                cell(s.recall),
-                cell(s.f1),
-                str(s.support),
-                str(s.predicted),
-            )
-        console.print(labels)
-        conf = Table(
-            title=f"Confusion ({q.question}): rows gold, columns LLM (numbered as the rows)",
-            title_justify="left",
-        )
-        conf.add_column("gold")
-        for i in range(len(q.confusion_labels)):
-            conf.add_column(str(i + 1), justify="right")
-        for i, (label, counts) in enumerate(zip(q.confusion_labels, q.confusion, strict=True)):
-            conf.add_row(f"{i + 1} {label}", *(str(c) if c else "." for c in counts))
-        console.print(conf)
+        for i, (title, rows, columns) in enumerate(validation_tables(q)):
+            console.print(fit_rows(rows, columns, console.width, title))
+            if i == 0:
+                for note in q.notes:
+                    console.print(f"  note: {note}", markup=False)
     verdict = "passes" if report.passes(min_kappa) else "is below"
     unanimous = report.unanimous_questions
     console.print(

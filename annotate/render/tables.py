@@ -14,7 +14,7 @@ import math
 import textwrap
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from rich import box
 from rich.cells import cell_len
@@ -37,6 +37,7 @@ class Col:
     short: str = ""  # the header when the full ones do not fit
     wrap: bool = False  # the text may wrap between words (prose); else it stays one line
     optional: bool = False  # may be left out when narrow; the output then says so
+    justify: Literal["left", "right"] = "left"  # in a terminal table
 
     @property
     def title(self) -> str:
@@ -115,8 +116,8 @@ def grid(
     if widths is None:
         return None
     table = Table(header_style="bold", box=box.HEAVY_HEAD)
-    for header, w in zip(headers, widths, strict=True):
-        table.add_column(Text(header), width=w, overflow="fold")
+    for col, header, w in zip(cols, headers, widths, strict=True):
+        table.add_column(Text(header), width=w, overflow="fold", justify=col.justify)
     for i, row in enumerate(cells):
         same_as_last = bool(group) and i > 0 and cells[i - 1][:group] == row[:group]
         last_of_group = bool(group) and i + 1 < len(cells) and cells[i + 1][:group] != row[:group]

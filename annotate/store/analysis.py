@@ -280,7 +280,8 @@ class AnalysisMixin(StoreBase):
 
     def differing_labels(self) -> list[dict[str, Any]]:
         """Labels on the same key in both files whose answers differ, or where theirs has a
-        note or a flag ours lacks: both rows' answer, note, flag and times."""
+        note or a flag ours lacks: both rows' answer, note, flag and times, and
+        ``answer_differs`` (the one place that decides whether the answers differ)."""
         return [
             dict(r)
             for r in self.conn.execute(
@@ -291,11 +292,12 @@ class AnalysisMixin(StoreBase):
                 "o.value AS their_value, o.codes AS their_codes, "
                 "o.other_text AS their_other_text, o.note AS their_note, "
                 "o.flagged AS their_flagged, o.updated_at AS their_updated_at, "
-                "o.codebook_hash AS their_codebook_hash "
+                "o.codebook_hash AS their_codebook_hash, "
+                "(o.value IS NOT m.value OR o.codes IS NOT m.codes "
+                "OR o.other_text IS NOT m.other_text) AS answer_differs "
                 f"FROM {MERGE_ALIAS}.labels o JOIN main.labels m ON m.action_id = o.action_id "
                 "AND m.codebook = o.codebook AND m.question = o.question AND m.coder = o.coder "
-                "WHERE o.value IS NOT m.value OR o.codes IS NOT m.codes "
-                "OR o.other_text IS NOT m.other_text "
+                "WHERE answer_differs "
                 "OR (coalesce(o.note, '') <> '' AND o.note IS NOT m.note) "
                 "OR o.flagged > m.flagged "
                 "ORDER BY o.codebook, o.coder, o.action_id, o.question"

@@ -355,6 +355,11 @@ def m008_llm_batches(conn: sqlite3.Connection) -> None:
     )
 
 
+def m012_actions_by_participant(conn: sqlite3.Connection) -> None:
+    """Self-annotation (``annotate code --self NAME``) reads one participant's actions."""
+    conn.execute("CREATE INDEX IF NOT EXISTS actions_participant ON actions(participant)")
+
+
 MIGRATIONS: list[tuple[int, Migration]] = [
     (1, m001_initial),
     (2, m002_llm),
@@ -364,4 +369,5 @@ MIGRATIONS: list[tuple[int, Migration]] = [
     (6, m006_llm_endpoint_formats),
     (7, m007_explicit_other),
     (8, m008_llm_batches),
+    (12, m012_actions_by_participant),
 ]

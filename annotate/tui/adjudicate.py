@@ -15,37 +15,27 @@ from rich.console import Group, RenderableType
 from rich.style import Style
 from rich.table import Table
 from rich.text import Text
-from textual import on
 from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
-from textual.containers import Vertical, VerticalScroll
+from textual.containers import VerticalScroll
 from textual.events import Key
-from textual.screen import ModalScreen, Screen
+from textual.screen import Screen
 from textual.timer import Timer
-from textual.widgets import Input, Label, Static
+from textual.widgets import Static
 
 from annotate.codebook import OTHER
 from annotate.coding.answers import answer_label
-from annotate.coding.session import COMMANDS, command_keys, question_choices
+from annotate.coding.session import COMMANDS, command_keys, format_offset, question_choices
 from annotate.models import Action, describe
 from annotate.reliability.adjudication import AdjudicationSession, Feedback, GoldPlan
 from annotate.render.terminal import for_display, shown_line
 from annotate.store import Store
-from annotate.tui.screens.help import DefinitionScreen, HelpScreen, sentence
+from annotate.tui.screens.help import DefinitionScreen, HelpScreen, key_table
+from annotate.tui.screens.prompt import TextPrompt
 from annotate.tui.widgets.keybar import KeyBar, key_label
 
 CONTEXT_BEFORE = 8
 CONTEXT_AFTER = 2
-
-
-def _offset(seconds: float | None) -> str:
-    if seconds is None:
-        return ""
-    if abs(seconds) < 0.5:
-        return "now"
-    sign = "-" if seconds < 0 else "+"
-    minutes, secs = divmod(round(abs(seconds)), 60)
-    return f"{sign}{minutes}:{secs:02d}"
 
 
 def context_tables(store: Store, action: Action) -> tuple[Table, Table]:
@@ -65,7 +55,7 @@ def context_tables(store: Store, action: Action) -> tuple[Table, Table]:
             colour = {"guide": "cyan", "follower": "yellow"}.get(a.role or "", "")
             style = "bold reverse" if item else ("dim" if a.seq > action.seq else "")
             grid.add_row(
-                Text(_offset(t), style="dim"),
+                Text(format_offset(t), style="dim"),
                 Text(shown_line((a.role or a.participant or "?").capitalize()), style=colour),
                 Text(for_display(describe(a)), style=style),
             )
@@ -75,41 +65,16 @@ def context_tables(store: Store, action: Action) -> tuple[Table, Table]:
     return table(before), table([a for a in around if a.seq > action.seq])
 
 
-class OtherPrompt(ModalScreen[str | None]):
-    """The text of an "Other" answer: Enter stores it, Escape stores nothing."""
-
-    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "cancel", "cancel")]
+class OtherPrompt(TextPrompt):
+    """The text of an "Other" answer: Enter stores it (never empty), Esc cancels."""
 
     def __init__(self, title: str) -> None:
-        super().__init__()
-        self.title_text = title
-
-    def compose(self) -> ComposeResult:
-        with Vertical(id="dialog"):
-            yield Label(self.title_text, id="prompt-title")
-            yield Input(placeholder="a short description", id="prompt-input")
-            yield Label("Enter: store · Esc: cancel", id="prompt-hint")
-
-    def on_key(self, event: Key) -> None:
-        """Text typed before the field has the focus still goes into it."""
-        field = self.query_one("#prompt-input", Input)
-        if not field.has_focus and event.is_printable and event.character:
-            event.stop()
-            field.focus()
-            field.insert_text_at_cursor(event.character)
-
-    @on(Input.Submitted)
-    def submit(self, event: Input.Submitted) -> None:
-        event.stop()
-        if not event.value.strip():
-            self.query_one("#prompt-hint", Label).update(
-                "A short description is needed (Esc: cancel)."
-            )
-            return
-        self.dismiss(event.value)
-
-    def action_cancel(self) -> None:
-        self.dismiss(None)
+        super().__init__(
+            title,
+            placeholder="a short description",
+            hint="Enter: store · Esc: cancel",
+            required=True,
+        )
 
 
 class ContextScroll(VerticalScroll, can_focus=False):
@@ -378,27 +343,22 @@ class AdjudicationScreen(Screen[None]):
         self.app.exit(self.session.decisions)
 
     def _keys_table(self) -> RenderableType:
-        table = Table(show_header=True, header_style="bold", box=None, padding=(0, 2), expand=True)
-        table.add_column("key", no_wrap=True)
-        table.add_column("does", ratio=1)
         q = self.session.case.question
-        for c in question_choices(q):
-            table.add_row(Text(c.key, style="bold"), f"{q.id}: {c.label} (stored as gold)")
-        table.add_row("", "")
-        rows = [
-            ("↑ ↓", "highlight an option"),
-            ("Enter", "choose the highlighted option; store the reasons put together"),
-            ("Space", "toggle the highlighted reason (or choose the highlighted option)"),
-            ("Esc", "drop the reasons being put together"),
-            ("PgUp PgDn", "scroll the context"),
-        ]
-        for keys, does in rows:
-            table.add_row(Text(keys, style="bold"), sentence(does))
-        for c in COMMANDS:
-            if c.id in SCREEN_COMMANDS:
-                table.add_row(Text(key_label(self.keys[c.id]), style="bold"), c.description)
-        table.add_row(Text("Ctrl+Q", style="bold"), "Quit from anywhere")
-        return table
+        return key_table(
+            ((c.key, f"{q.id}: {c.label} (stored as gold)") for c in question_choices(q)),
+            [
+                ("↑ ↓", "highlight an option"),
+                ("Enter", "choose the highlighted option; store the reasons put together"),
+                ("Space", "toggle the highlighted reason (or choose the highlighted option)"),
+                ("Esc", "drop the reasons being put together"),
+                ("PgUp PgDn", "scroll the context"),
+            ],
+            (
+                (key_label(self.keys[c.id]), c.description)
+                for c in COMMANDS
+                if c.id in SCREEN_COMMANDS
+            ),
+        )
 
     def action_scroll(self, direction: int) -> None:
         context = self.query_one("#context", ContextScroll)

@@ -8,24 +8,28 @@ prints as one line. The app then only pushes the coding screen.
 from __future__ import annotations
 
 import errno
+import logging
 import shlex
 import socket
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from textual.app import App
 
 from annotate.coding.session import COMMANDS, CodingSession, resolve_codebook
 from annotate.errors import UsageError
+from annotate.media import MediaLocator
 from annotate.store import Store
 from annotate.tui.screens.coding import BINDING_PREFIX, CodingScreen
+from annotate.tui.screens.screenshots import session_media
 
 
 class CodingApp(App[None]):
     CSS_PATH = "app.tcss"
     TITLE = "annotate"
     ENABLE_COMMAND_PALETTE = False
+    screen_class: type[CodingScreen] = CodingScreen
 
     def __init__(self, session: CodingSession, *, own_store: bool = True) -> None:
         super().__init__()
@@ -43,7 +47,7 @@ class CodingApp(App[None]):
         }
         if moved:
             self.set_keymap(moved)
-        self.push_screen(CodingScreen(self.session))
+        self.push_screen(self.screen_class(self.session))
 
     def on_unmount(self) -> None:
         self.close_session()
@@ -72,6 +76,7 @@ def make_app(
     lookahead: int = 0,
     clock: Callable[[], float] | None = None,
     new_coder: bool = False,
+    media: MediaLocator | None = None,
 ) -> CodingApp:
     """Open ``db`` and a coding session; raise a domain error if it cannot start."""
     store = Store(db, create=False)
@@ -91,7 +96,18 @@ def make_app(
     except BaseException:
         store.close()
         raise
+    attach_media(session, media)
     return CodingApp(session)
+
+
+def attach_media(session: CodingSession, media: MediaLocator | None) -> None:
+    """Give the session where its screenshots are; when it has any, load the image
+    renderer now: it asks the terminal about graphics once, before the app starts."""
+    session.media = media  # type: ignore[attr-defined]
+    if session_media(session) is not None:
+        # a terminal that does not answer its queries is normal: no traceback on screen
+        logging.getLogger("textual_image").setLevel(logging.CRITICAL)
+        import textual_image.widget  # noqa: F401
 
 
 def web_command(
@@ -103,8 +119,10 @@ def web_command(
     context: int,
     lookahead: int,
     new_coder: bool = False,
+    extra: Sequence[str] = (),
 ) -> str:
-    """The shell command textual-serve runs for each browser that connects."""
+    """The shell command textual-serve runs for each browser that connects (``extra``:
+    more options of ``annotate code``)."""
     argv = [
         sys.executable,
         "-m",
@@ -125,7 +143,7 @@ def web_command(
         argv += ["--sample", sample]
     if new_coder:
         argv.append("--new-coder")
-    return shlex.join(argv)
+    return shlex.join([*argv, *extra])
 
 
 def _port_error(port: int, exc: OSError) -> UsageError:

@@ -23,7 +23,7 @@ from annotate.io.importers.base import ImportOptions, Item, Problem
 from annotate.models import Action
 
 REQUIRED = ("action_id", "timestamp", "session_id", "participant_id", "action_type")
-SKIP_META = {"screenshot", "html_snapshot"}
+SKIP_META: set[str] = set()  # screenshot and html_snapshot are kept: see annotate/media.py
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,8 @@ from annotate.coding.session import COMMANDS, CodingSession, Feedback
 from annotate.errors import AnnotateError
 from annotate.tui.screens.help import DefinitionScreen, HelpScreen, keys_table
 from annotate.tui.screens.prompt import TextPrompt
+from annotate.tui.screens.rationale import TextAnswerPrompt, text_choice
+from annotate.tui.screens.screenshots import ScreenshotsMixin
 from annotate.tui.widgets.context import ContextView
 from annotate.tui.widgets.keybar import KeyBar, key_label
 from annotate.tui.widgets.question import QuestionPanel
@@ -23,7 +25,7 @@ from annotate.tui.widgets.status import StatusBar
 BINDING_PREFIX = "annotate."
 
 
-class CodingScreen(Screen[None]):
+class CodingScreen(ScreenshotsMixin, Screen[None]):
     """Status, context, question, keys. Option keys go to the session before any binding."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -45,12 +47,14 @@ class CodingScreen(Screen[None]):
         self.session = session
         self._shown: tuple[int, int] | None = None
         self._more = 0  # earlier turns asked for with PgUp (this item only)
+        self._text_asked: tuple[int, int] | None = None  # free text opened at once, once
 
     def compose(self) -> ComposeResult:
         yield StatusBar(self.session, id="status")
         yield ContextView(id="context")
         yield QuestionPanel(self.session, id="question")
         yield KeyBar(self._key_entries(), id="keys")
+        yield from self.compose_screenshots()
 
     def _key_entries(self) -> list[tuple[str, str, str]]:
         """Every key the screen binds for this codebook: (key shown, label, click action)."""
@@ -68,6 +72,7 @@ class CodingScreen(Screen[None]):
                 for q in self.session.question_keys
                 if q.bar_keys
             ),
+            *self.screenshot_key_entries(),
             (k["define"], "define", "screen.define"),
             (k["help"], "keys", "screen.help"),
             (k["quit"], "quit", "screen.quit"),
@@ -104,6 +109,13 @@ class CodingScreen(Screen[None]):
         context.border_title = self._context_title()
         self.query_one(StatusBar).refresh()
         self.query_one(QuestionPanel).show()
+        self.refresh_screenshot()
+        q = s.question
+        asked = (s.index, s.q_index)
+        if q.kind == "text" and q.id not in s.item.answers and self._text_asked != asked:
+            # a rationale is written first: its field opens as the item does
+            self._text_asked = (s.index, s.q_index)
+            self.call_after_refresh(self.action_write_text)
 
     def _context_title(self) -> str:
         s = self.session
@@ -117,6 +129,7 @@ class CodingScreen(Screen[None]):
             bits.append("⚑ flagged")
         if s.item.skipped:
             bits.append("skipped")
+        bits += self.screenshot_marks()
         return " · ".join(bits)
 
     # -- the one error boundary ---------------------------------------------------------
@@ -167,6 +180,9 @@ class CodingScreen(Screen[None]):
             event.stop()
             event.prevent_default()
             self.run_step(self.session.press, event.character)
+        elif self.screenshot_key(event):
+            event.stop()
+            event.prevent_default()
 
     def action_choose(self, key: str) -> None:
         """A click on a choice."""
@@ -196,10 +212,34 @@ class CodingScreen(Screen[None]):
         self.refresh_view()
 
     def action_enter(self) -> None:
+        if self.session.question.kind == "text":
+            self.action_write_text()
+            return
         self.run_step(self.session.choose_highlighted)
 
     def action_space(self) -> None:
+        if self.session.question.kind == "text":
+            self.action_write_text()
+            return
         self.run_step(self.session.toggle_highlighted)
+
+    def action_write_text(self) -> None:
+        """The field of a free-text question (a rationale), with the answer so far."""
+        s = self.session
+        q = s.question
+        if q.kind != "text" or self.app.screen is not self:
+            return
+        answer = s.item.answers.get(q.id)
+        self.app.push_screen(
+            TextAnswerPrompt(
+                q, f"{q.id}: {q.prompt}", value=answer.value or "" if answer else ""
+            ),
+            self._text_written,
+        )
+
+    def _text_written(self, text: str | None) -> None:
+        if text is not None:
+            self.run_step(self.session.answer_text, text)
 
     def action_cancel(self) -> None:
         self.session.cancel()
@@ -252,7 +292,8 @@ class CodingScreen(Screen[None]):
 
     def action_define(self) -> None:
         s = self.session
-        self.app.push_screen(DefinitionScreen(s.choices(), s.question, s.codebook, s.highlight))
+        choices = s.choices() or (text_choice(s.question),)  # a free-text question: no options
+        self.app.push_screen(DefinitionScreen(choices, s.question, s.codebook, s.highlight))
 
     def action_help(self) -> None:
         self.app.push_screen(HelpScreen(keys_table(self.session)))

@@ -3,6 +3,7 @@ codebook's instructions (?)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import ClassVar
 
 from rich.console import Group, RenderableType
@@ -21,20 +22,34 @@ from annotate.render.prose import reflow
 from annotate.tui.widgets.keybar import key_label
 
 
-def keys_table(session: CodingSession) -> RenderableType:
+def key_table(
+    options: Iterable[tuple[str, str]],
+    keys: Iterable[tuple[str, str]],
+    commands: Iterable[tuple[str, str]],
+) -> RenderableType:
+    """A screen's keys, as (key, what it does): the question's options, a blank row, the
+    screen's own keys (as sentences), its commands, then Ctrl+Q."""
     table = Table(show_header=True, header_style="bold", box=None, padding=(0, 2), expand=True)
     table.add_column("key", no_wrap=True)
     table.add_column("does", ratio=1)
-    q = session.question
-    for c in session.choices():
-        table.add_row(Text(c.key, style="bold"), f"{q.id}: {c.label}")
+    for key, does in options:
+        table.add_row(Text(key, style="bold"), does)
     table.add_row("", "")
-    for k in session.question_keys:
-        table.add_row(Text(k.keys, style="bold"), sentence(k.does))
-    for c in COMMANDS:
-        table.add_row(Text(key_label(session.keys[c.id]), style="bold"), c.description)
+    for key, does in keys:
+        table.add_row(Text(key, style="bold"), sentence(does))
+    for key, does in commands:
+        table.add_row(Text(key, style="bold"), does)
     table.add_row(Text("Ctrl+Q", style="bold"), "Quit from anywhere")
     return table
+
+
+def keys_table(session: CodingSession) -> RenderableType:
+    q = session.question
+    return key_table(
+        ((c.key, f"{q.id}: {c.label}") for c in session.choices()),
+        ((k.keys, k.does) for k in session.question_keys),
+        ((key_label(session.keys[c.id]), c.description) for c in COMMANDS),
+    )
 
 
 def sentence(text: str) -> str:

@@ -137,6 +137,8 @@ class Choices(Widget):
             hint = "  tick every option that applies, then Enter"
         prompt = wrap_words(shown_line(q.prompt), width)
         lines: list[Text] = [Text(line, style="bold") for line in prompt]
+        if q.kind == "text":
+            return self._free_text(lines, width)
         if hint and len(lines[-1]) + len(hint) <= width:
             lines[-1].append(hint, style="italic")
         elif hint:
@@ -170,6 +172,19 @@ class Choices(Widget):
             lines.append(
                 Text(f"✓ All {s.n} items are coded. ←/→ to review, q to quit.", style="bold green")
             )
+        return Text("\n", no_wrap=True, overflow="crop", end="").join(lines)
+
+    def _free_text(self, lines: list[Text], width: int) -> Text:
+        """A free-text question: the answer so far, and how to write it."""
+        s = self.session
+        self.highlight_line = None
+        answer = s.item.answers.get(s.question.id)
+        if answer is not None and answer.value:
+            for line in wrap_words(shown_line(answer.value[:2000]), width - 2)[:4]:
+                lines.append(Text.assemble(("● ", "bold green"), (line, "green")))
+        least = s.question.min_chars
+        hint = "Enter: write your answer" + (f" (at least {least} characters)" if least else "")
+        lines.append(Text(hint if answer is None else "Enter: change it", style="italic"))
         return Text("\n", no_wrap=True, overflow="crop", end="").join(lines)
 
     def get_content_height(self, container: Size, viewport: Size, width: int) -> int:

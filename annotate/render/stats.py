@@ -1,4 +1,4 @@
-"""The terminal layouts of `annotate stats`: one row per group and role when it fits, else
+"""`annotate stats` in a terminal: one row per group and role when it fits, else
 one row per measure with the roles side by side, else a block per row.
 
 The rows are those of annotate.analysis.stats (imported by the command, as it needs pandas).

@@ -1,0 +1,83 @@
+"""The answer to a free-text question (a rationale: "what was I trying to do").
+
+Enter stores the text once it has the question's ``min_chars`` characters (a counter says
+how many so far); Escape leaves the question unanswered. The field sits at the top, over the
+earliest turns, so that the item, the anchor line and the question stay in view.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Vertical
+from textual.screen import ModalScreen
+from textual.widgets import Input, Label
+
+from annotate.codebook import Question
+from annotate.coding.choices import Choice
+
+
+def text_choice(question: Question) -> Choice:
+    """What the definition screen (``?``) shows for a free-text question."""
+    least = f" (at least {question.min_chars} characters)" if question.min_chars else ""
+    return Choice(
+        "⏎",
+        question.id,
+        "Free text",
+        "value",
+        f"Press Enter and write the answer in your own words{least}, then Enter to save it.",
+    )
+
+
+class TextAnswerPrompt(ModalScreen[str | None]):
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "cancel", "cancel")]
+    DEFAULT_CSS = """
+    TextAnswerPrompt { align: center top; }
+    TextAnswerPrompt > #dialog {
+        width: 100%; height: auto; border: round $accent; padding: 0 1; background: $surface;
+    }
+    TextAnswerPrompt #text-title { text-style: bold; width: 1fr; }
+    TextAnswerPrompt #text-hint { color: $text-muted; }
+    """
+
+    def __init__(self, question: Question, title: str, *, value: str = "") -> None:
+        super().__init__()
+        self.question = question
+        self.title_text = title
+        self.value = value
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="dialog"):
+            yield Label(self.title_text, id="text-title")
+            yield Input(self.value, placeholder="in your own words", id="text-input")
+            yield Label(self._hint(self.value), id="text-hint")
+
+    def on_mount(self) -> None:
+        self.query_one("#text-input", Input).focus()
+
+    def _hint(self, text: str, *, short: bool = False) -> str:
+        least = self.question.min_chars or 1
+        n = len(text.strip())
+        count = f"{n} characters" + (f" (at least {least})" if least > 1 else "")
+        if short:
+            return f"Write at least {least} characters first ({n} so far) · Esc: cancel"
+        return f"{count} · Enter: save · Esc: cancel"
+
+    @on(Input.Changed)
+    def _count(self, event: Input.Changed) -> None:
+        self.query_one("#text-hint", Label).update(self._hint(event.value))
+
+    @on(Input.Submitted)
+    def submit(self, event: Input.Submitted) -> None:
+        event.stop()
+        text = event.value.strip()
+        if len(text) < (self.question.min_chars or 1):
+            self.query_one("#text-hint", Label).update(self._hint(text, short=True))
+            return
+        self.dismiss(text)
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)
