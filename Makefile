@@ -20,6 +20,7 @@ demo: $(BIN)/.installed
 	$(BIN)/annotate import-labels data/demo_labels.csv --codebook traum --db $(DEMO_DB)
 	$(BIN)/annotate agree --codebook traum --db $(DEMO_DB)
 	$(BIN)/annotate adjudicate --codebook traum --majority-only --db $(DEMO_DB)
+	$(BIN)/annotate import-labels data/demo_self_reports.jsonl --codebook mental_model --mapping data/demo_self_report_mapping.yaml --db $(DEMO_DB)
 	$(BIN)/annotate report --codebook traum --out demo_report --db $(DEMO_DB)
 	$(BIN)/annotate status --db $(DEMO_DB)
 	$(BIN)/annotate import data/demo_self/log --db $(DEMO_DB)

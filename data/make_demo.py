@@ -6,6 +6,9 @@ Writes, under ``--out DIR`` (default: the folder this script is in)::
     DIR/demo/<participant-id>.jsonl   one file per participant, in the collaboration
                                       platform's export format (+ ``role``, ``condition``)
     DIR/demo_labels.csv               Traum grounding-act labels by coders ana, ben, caro
+    DIR/demo_self_reports.jsonl       two sessions' per-action self-reports of both partners,
+                                      as an agent probed after every action logs them
+    DIR/demo_self_report_mapping.yaml how those probes map onto the mental_model codebook
 
 Everything is synthetic and deterministic: the same script always writes the same bytes.
 Only the standard library is used, so it runs with any Python >= 3.11::
@@ -687,6 +690,105 @@ def code_action(rng: random.Random, accuracy: float, ev: Event) -> tuple[str, st
 
 
 # ---------------------------------------------------------------------------------------------
+# Self-reports: both partners probed after every action (task state, partner intent, own
+# plan, same page), in the probe log's own words; the mapping YAML turns them into the
+# mental_model codebook's Q1-Q4 codes.
+
+SELF_REPORT_SESSIONS = ("demo-v1", "demo-h1")
+SELF_REPORT_MAPPING = """\
+# How the probe log's answers map onto the mental_model codebook (annotate import-labels
+# data/demo_self_reports.jsonl --codebook mental_model --mapping THIS_FILE).
+codebook: mental_model
+questions:
+  task_state:              # "At this moment, my partner and I were:"
+    to: Q1
+    answers: {exploring: t1, converging: t2, executing: t3, troubleshooting: t4}
+  partner_intent:          # "At this moment, I thought my partner:"
+    to: Q2
+    answers:
+      understands: p1
+      probably_understands: p2
+      waiting: p3
+      misunderstands: p4
+      unclear: p5
+  own_plan:                # "At this moment, my action was driven by:"
+    to: Q3
+    answers: {follow_plan: r1, explore: r2, confirm: r3, share_info: r4, fix: r5, wait: r6}
+  same_page:               # "At this moment, my partner and I were on the same page:"
+    to: Q4
+    answers: {yes: "yes", no: "no"}
+    reasons: {goal: n1, state: n2, missing_info: n3, ambiguous: n4, interface: n5}
+"""
+STATES = ("exploring", "converging", "executing", "troubleshooting")
+INTENT = {
+    "exploring": "unclear",
+    "converging": "probably_understands",
+    "executing": "understands",
+    "troubleshooting": "waiting",
+}
+PLAN = {
+    "Initiate": "follow_plan",
+    "Continue": "follow_plan",
+    "Acknowledge": "share_info",
+    "ReqAck": "confirm",
+    "ReqRepair": "share_info",
+    "Repair": "fix",
+    "Cancel": "fix",
+}
+RATIONALE = {
+    "follow_plan": "giving the next bit of the route",
+    "share_info": "telling my partner where I am",
+    "confirm": "checking we mean the same place",
+    "fix": "correcting the line",
+    "wait": "waiting for my partner",
+    "explore": "getting set up",
+}
+
+
+def _situation(ev: Event, i: int) -> str:
+    if i < 3 or ev.note in ("greeting", "setup"):
+        return "exploring"
+    if ev.act in ("ReqRepair", "Repair", "Cancel"):
+        return "troubleshooting"
+    return "converging" if ev.act == "ReqAck" else "executing"
+
+
+def self_reports(
+    spec: SessionSpec, rows: list[dict], events: list[Event], rng: random.Random
+) -> list[dict]:
+    """Each partner's probe replies after each action: the situation as it was, read
+    right with a chance that grows over the session (less in the hidden condition)."""
+    out = []
+    names = {"guide": spec.guide, "follower": spec.follower}
+    for i, (row, ev) in enumerate(zip(rows, events, strict=True)):
+        state = _situation(ev, i)
+        p_right = (0.78 if spec.condition == "visible" else 0.62) + 0.18 * i / len(events)
+        for role in ("guide", "follower"):
+            seen = state if rng.random() < p_right else rng.choice(STATES)
+            plan = PLAN.get(ev.act, "explore") if ev.role == role else "wait"
+            if ev.role != role and seen == "executing" and rng.random() < 0.6:
+                plan = "follow_plan"  # the partner's turn, but both carry out the plan
+            intent = INTENT[seen] if rng.random() < p_right else rng.choice(list(INTENT.values()))
+            same = seen in ("converging", "executing")
+            replies = [
+                {"question": "task_state", "answer": seen},
+                {"question": "partner_intent", "answer": intent},
+                {"question": "own_plan", "answer": plan},
+                {"question": "same_page", "answer": "yes" if same else "no"},
+            ]
+            if not same:
+                reason = {"exploring": "goal", "troubleshooting": "state"}.get(seen, "ambiguous")
+                replies[3]["reasons"] = [reason] + (["missing_info"] if rng.random() < 0.3 else [])
+            if ev.note == "greeting" and ev.role == role:
+                replies[2] = {"question": "own_plan", "answer": "other", "text": "saying hello"}
+            elif rng.random() < 0.1:
+                replies[2]["text"] = RATIONALE[plan]
+            for reply in replies:
+                out.append({"action_id": row["action_id"], "participant": names[role], **reply})
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
 
 
 def build() -> tuple[list[list[dict]], list[list[Event]]]:
@@ -725,6 +827,13 @@ def write(out: Path) -> dict:
                 for coder, accuracy in CODERS.items():
                     value, text = code_action(coder_rngs[coder], accuracy, ev)
                     writer.writerow([row["action_id"], coder, QUESTION, value, text])
+
+    with open(out / "demo_self_reports.jsonl", "w", encoding="utf-8", newline="\n") as fh:
+        for k, (spec, rows, events) in enumerate(zip(SESSIONS, sessions, plans, strict=True)):
+            if spec.name in SELF_REPORT_SESSIONS:
+                for report in self_reports(spec, rows, events, random.Random(SEED + 1000 + k)):
+                    fh.write(json.dumps(report, ensure_ascii=False) + "\n")
+    (out / "demo_self_report_mapping.yaml").write_text(SELF_REPORT_MAPPING, encoding="utf-8")
     return {spec.name: len(rows) for spec, rows in zip(SESSIONS, sessions, strict=True)}
 
 

@@ -551,7 +551,8 @@ def test_make_demo_regenerates_identical_files(tmp_path: Path) -> None:
     assert generated == committed
     for name in committed:
         assert (tmp_path / "demo" / name).read_bytes() == (DATA / "demo" / name).read_bytes()
-    assert (tmp_path / "demo_labels.csv").read_bytes() == (DATA / "demo_labels.csv").read_bytes()
+    for name in ("demo_labels.csv", "demo_self_reports.jsonl", "demo_self_report_mapping.yaml"):
+        assert (tmp_path / name).read_bytes() == (DATA / name).read_bytes()
     # the self-annotation demo (log, checkpoints, screenshots) too
     committed_self = sorted(p.relative_to(DATA) for p in (DATA / "demo_self").rglob("*.*"))
     generated_self = sorted(p.relative_to(tmp_path) for p in (tmp_path / "demo_self").rglob("*.*"))

@@ -227,6 +227,8 @@ def work(tmp_path: Path) -> Path:
     work = tmp_path / "work"
     (work / "data").mkdir(parents=True)
     (work / "data" / "demo").symlink_to(REPO / "data" / "demo")
+    for name in ("demo_self_reports.jsonl", "demo_self_report_mapping.yaml"):
+        (work / "data" / name).symlink_to(REPO / "data" / name)
     (work / "data" / "demo_self").symlink_to(REPO / "data" / "demo_self")
     dialogues = tmp_path / "shared" / "maptask" / "dialogues"
     dialogues.mkdir(parents=True)

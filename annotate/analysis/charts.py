@@ -69,21 +69,29 @@ def _bars(chart: Chart):  # type: ignore[no-untyped-def]
         values = data.iloc[:, i].to_numpy(dtype=float)
         offset = (i - (n_ser - 1) / 2) * height
         bars = ax.barh(y - offset, values, height=height, label=name, linewidth=0.8, **_style(i))
-        if n_ser == 1:
-            labels = [f"{v:.0%}" for v in values]
+        if n_ser == 1 or chart.n is not None:  # with several series, only when n is given
+            labels = ["" if np.isnan(v) else f"{v:.0%}" for v in values]
             if chart.n is not None:
                 counts = chart.n.iloc[:, i].to_numpy()
-                labels = [f"{t} (n = {int(c)})" for t, c in zip(labels, counts, strict=True)]
+                labels = [
+                    f"{t} (n = {int(c)})" if t else "" for t, c in zip(labels, counts, strict=True)
+                ]
             ax.bar_label(bars, labels=labels, padding=3, fontsize=8)
     ax.set_yticks(y, categories)
     top = float(np.nanmax(data.to_numpy(dtype=float))) if data.size else 1.0
-    room = 1.35 if n_ser == 1 and chart.n is not None else 1.15  # the n labels need room
+    room = 1.35 if chart.n is not None else 1.15  # the n labels need room
     ax.set_xlim(0, min(1.0, top * room + 0.02) if top <= 1 else top * room)
     ax.xaxis.set_major_formatter(_percent())
     ax.grid(axis="x", color="0.8", linewidth=0.6)
     ax.set_axisbelow(True)
     if n_ser > 1 or data.columns.name:  # a grouping: its names carry each group's n
-        ax.legend(title=data.columns.name, frameon=True, edgecolor="0.5", fontsize=8)
+        # bars labelled with their n in every series leave no room inside: legend outside
+        outside = (
+            {"loc": "upper left", "bbox_to_anchor": (1.01, 1.0)}
+            if n_ser > 1 and chart.n is not None
+            else {}
+        )
+        ax.legend(title=data.columns.name, frameon=True, edgecolor="0.5", fontsize=8, **outside)
     return fig, ax
 
 
@@ -140,7 +148,8 @@ def _lines(chart: Chart):  # type: ignore[no-untyped-def]
     ax.set_ylim(0, 1)
     ax.yaxis.set_major_formatter(_percent())
     ax.grid(axis="y", color="0.85", linewidth=0.6)
-    ax.legend(title="condition", frameon=True, edgecolor="0.5", fontsize=8)
+    title = data.columns.name if data.columns.name == "question" else "condition"
+    ax.legend(title=title, frameon=True, edgecolor="0.5", fontsize=8)
     return fig, ax
 
 

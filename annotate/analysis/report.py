@@ -41,6 +41,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from annotate.analysis.alignment import alignment_sections
 from annotate.analysis.coders import LabelSource, label_source
 from annotate.analysis.report_model import Chart, Report, ReportFiles, Section, Table
 from annotate.analysis.stats import MEASURES, NO_VALUE, role_key, stats
@@ -699,7 +700,7 @@ def agreement_section(
     section = Section(
         "Agreement",
         [
-            f"Human coders only (not gold, not llm:*), over every item{where} at least two "
+            f"Human coders only (not gold, llm:* or self:*), over every item{where} at least two "
             "of them answered; Fleiss' kappa uses the items all of them answered (95% "
             f"BCa bootstrap CI, {n_boot} resamples, seed 0).",
         ],
@@ -806,6 +807,10 @@ def build_report(
     mm = mental_model_section(store, book, source, actions, coders)
     if mm is not None:
         sections.append(mm)
+    sessions = set(actions["session"]) if one_part else None
+    sections += alignment_sections(
+        store, book, source.priority, sessions, part_scope and f" in {part_scope}"
+    )
     sections.append(
         agreement_section(
             store, n_boot, set(actions.action_ids()) if one_part else None, scope=part_scope

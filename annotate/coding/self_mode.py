@@ -26,12 +26,9 @@ from annotate.errors import NotFoundError, UsageError
 from annotate.models import Action
 from annotate.store import Store
 from annotate.store.self_queries import SelfQueries
+from annotate.store.self_reports import SELF_PREFIX, self_coder  # one spelling of self:NAME
 
-SELF_PREFIX = "self:"
-
-
-def self_coder(participant: str) -> str:
-    return SELF_PREFIX + participant
+__all__ = ["SELF_PREFIX", "SelfCodingSession", "self_coder"]
 
 
 class SelfCodingSession(CodingSession):

@@ -46,7 +46,7 @@ CodersOption = Annotated[
     str | None,
     typer.Option(
         help="Coders to compare, comma-separated (default: every human coder with labels; "
-        "'gold' and 'llm:*' count only when named)."
+        "'gold', 'llm:*' and self-reports 'self:*' count only when named)."
     ),
 ]
 QuestionOption = Annotated[

@@ -15,6 +15,7 @@ from annotate.io.importers import PARSERS, ImportOptions
 from annotate.io.importers.base import FIELDS, parse_pairs
 from annotate.io.importing import LabelsAs, import_files
 from annotate.io.label_import import import_labels
+from annotate.io.self_reports import import_self_reports
 
 
 def import_command(
@@ -108,6 +109,17 @@ def import_command(
 def import_labels_command(
     path: Annotated[Path, typer.Argument(help="CSV or JSONL file of labels.", metavar="FILE")],
     codebook: Annotated[str, typer.Option(help="Codebook the labels belong to.")],
+    mapping: Annotated[
+        Path | None,
+        typer.Option(
+            "--mapping",
+            help="FILE is a log of participants' self-reports (JSON lines: action_id or "
+            "session + seq, participant, question, answer, reasons, text); this YAML file "
+            "maps each logged question to a codebook question and its answers to codes. "
+            "Stored as coders self:PARTICIPANT.",
+            metavar="YAML",
+        ),
+    ] = None,
     replace: Annotated[
         bool,
         typer.Option("--replace", help="Let rows replace coders' stored answers (not gold's)."),
@@ -130,10 +142,21 @@ def import_labels_command(
     nothing is stored. A row that would change a stored answer stops the import too (the
     error counts them and names the first), unless --replace; gold labels (coder 'gold')
     are changed only with --replace-gold. A new note on a stored answer replaces its note.
+
+    With --mapping, FILE holds per-action self-reports (an agent probed after every
+    action, say): each line is stored as the answer of coder self:PARTICIPANT (source
+    self-report), after the action, the participant (one of its session's) and the mapped
+    answer are checked. A wrong mapping or line stops the import naming the file, the line
+    and the key; nothing is stored.
     """
     loaded = find_codebook(codebook)
     with open_store(db) as store:
-        result = import_labels(store, path, loaded, replace=replace, replace_gold=replace_gold)
+        if mapping is not None:
+            if replace_gold:
+                raise UsageError("--replace-gold: self-reports are never gold")
+            result = import_self_reports(store, path, mapping, loaded, replace=replace)
+        else:
+            result = import_labels(store, path, loaded, replace=replace, replace_gold=replace_gold)
     console.print(
         f"{result.summary()}; coders: {', '.join(result.coders)} "
         f"({loaded.codebook.name} {loaded.codebook.version_hash}).",

@@ -28,6 +28,7 @@ from annotate.errors import AnnotateError, CodebookError, NotFoundError, UsageEr
 from annotate.models import describe
 from annotate.reliability.question_labels import QuestionData, read_questions
 from annotate.store.agreement_runs import GOLD_CODER, AgreementRunRecord
+from annotate.store.self_reports import SELF_PREFIX
 
 if TYPE_CHECKING:
     from agreement import AgreementReport, LabelMatrix, MultiSelectReport, SetLabelMatrix
@@ -41,8 +42,9 @@ MIN_CODERS = 2
 
 
 def is_human(coder: str) -> bool:
-    """Coders counted by default: not the adjudicated gold, not an LLM."""
-    return coder != GOLD_CODER and not coder.startswith("llm:")
+    """Coders counted by default: not the adjudicated gold, not an LLM, not a participant's
+    own reports (``self:NAME``)."""
+    return coder != GOLD_CODER and not coder.startswith(("llm:", SELF_PREFIX))
 
 
 # -- what to measure --------------------------------------------------------------------------
@@ -295,7 +297,7 @@ def select(
     if len(chosen) < min_coders:
         found = f" ({', '.join(chosen)})" if chosen else ""
         hint = (
-            "name them with --coders A,B (gold and llm:* count only when named); coders: "
+            "name them with --coders A,B (gold, llm:* and self:* count only when named); coders: "
             + _choices(available)
         )
         if not available and action_ids is not None:

@@ -379,9 +379,12 @@ def _scope(results: dict[str, Any]) -> str:
         if results["sample"]
         else "every labelled item"
     )
+    own = [c for c in results["coders"] if c.startswith("self:")]  # participants' reports
     return (
         f"Codebook {results['codebook']} {results['codebook_hash']}, {sample}, coders "
-        f"{', '.join(results['coders'])}."
+        f"{', '.join(results['coders'])}"
+        + (" (a self:NAME coder is a participant's own answers)" if own else "")
+        + "."
     )
 
 

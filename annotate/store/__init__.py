@@ -16,6 +16,7 @@ from annotate.store.labels import CORPUS_SOURCE, LabelsMixin, LabelWrite
 from annotate.store.llm import LLMStoreMixin
 from annotate.store.llm_batches import LLMBatchesMixin
 from annotate.store.samples import SamplesMixin
+from annotate.store.self_reports import SelfReportsMixin
 
 
 class Store(
@@ -29,6 +30,7 @@ class Store(
     AnalysisMixin,
     AgreementRunsMixin,
     ExportMixin,
+    SelfReportsMixin,
     StoreBase,
 ):
     """An open project file. ``Store(path)`` creates or upgrades it."""
