@@ -159,8 +159,11 @@ class ActionsMixin(StoreBase):
             "  HAVING count(*) = 2 AND sum(drew) = 1) "
             "UPDATE actions SET role = CASE WHEN p.drew THEN 'follower' ELSE 'guide' END,"
             " meta = json_set(meta, '$.role_inferred', json('true')) "
+            # `+participant`: each session's people are looked up by session; by the
+            # participant index, a name shared by every session ("Guide") would read all
+            # of that name's actions once per session (22 s instead of 0.2 s at 100k)
             "FROM people AS p WHERE p.session = actions.session"
-            " AND p.participant = actions.participant AND actions.role IS NULL"
+            " AND p.participant = +actions.participant AND actions.role IS NULL"
             " AND actions.session IN (SELECT session FROM clear)"
         )
 
