@@ -62,3 +62,26 @@ def test_role_inference_and_time_order_search_actions_by_session(tmp_path) -> No
             store.conn.execute("SELECT DISTINCT participant, role FROM actions").fetchall()
         )
     assert roles == {"Guide": "guide", "Follower": "follower"}
+
+
+def test_the_quick_check_of_a_line_reads_it_as_the_field_by_field_reading_does() -> None:
+    from annotate.io.importers.platform import _plain, _record
+
+    line = {
+        "action_id": "a1",
+        "timestamp": "2026-04-10T12:00:00.5+02:00",
+        "session_id": "s1",
+        "participant_id": "p1",
+        "participant_name": "",
+        "action_type": "map_draw_stop",
+        "action_content": "brush_release",
+        "metadata": {"stroke_tool": "eraser"},
+        "session_elapsed_seconds": 12,
+        "role": None,
+        "condition": "visible",
+    }
+    assert _plain(line) == _record(line)
+    assert _plain(line).elapsed == 12.0
+    # anything unusual goes the long way, which names the field
+    for odd in ({"session_id": 7}, {"session_elapsed_seconds": True}, {"metadata": []}):
+        assert _plain({**line, **odd}) is None
