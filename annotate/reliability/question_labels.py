@@ -139,13 +139,9 @@ def read_questions(store: Store, selection: Selection) -> tuple[list[QuestionDat
         encoded = columns[2] if columns[2][0] is not None else _contents(rows, at)
         total.update((b"" if first else b",") + b",".join(encoded))
         first = False
-        digest_parts.append(
-            np.fromiter(
-                (int.from_bytes(hashlib.sha256(b).digest()[:8]) for b in encoded),
-                dtype=np.uint64,
-                count=len(encoded),
-            )
-        )
+        sha256 = hashlib.sha256
+        heads = b"".join([sha256(b).digest()[:8] for b in encoded])
+        digest_parts.append(np.frombuffer(heads, dtype=">u8").astype(np.uint64))
         for k, c in enumerate(cells):
             mine = q == k
             c.items.append(item[mine])
