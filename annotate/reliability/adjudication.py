@@ -232,6 +232,28 @@ def _answer(
     return found
 
 
+def _coder_answer(
+    coder: str,
+    row: dict[str, Any] | None,
+    made: dict[tuple[Any, ...], Answer],
+    shared: dict[tuple[Any, ...], CoderAnswer],
+) -> CoderAnswer:
+    """The coder's row for a case, one object per distinct row (``shared``)."""
+    if row is None:
+        key: tuple[Any, ...] = (coder,)
+        found = shared.get(key)
+        if found is None:
+            found = shared[key] = CoderAnswer(coder, None)
+        return found
+    answer = _answer(row, made)
+    note = _note(row)
+    key = (coder, id(answer), note, bool(row["flagged"]), bool(row["skipped"]))
+    found = shared.get(key)
+    if found is None:
+        found = shared[key] = CoderAnswer(coder, answer, note, key[3], key[4])
+    return found
+
+
 def plan_gold(store: Store, selection: Selection) -> GoldPlan:
     """Read the labels and gold of the selection and sort every item into a plan."""
     cb = selection.codebook
@@ -261,18 +283,10 @@ def plan_gold(store: Store, selection: Selection) -> GoldPlan:
             ids = selection.action_ids
             order = [i for i in ids if i in by_item] if ids is not None else sorted(by_item)
             wanted: list[tuple[str, tuple[CoderAnswer, ...]]] = []
+            shared: dict[tuple[Any, ...], CoderAnswer] = {}  # a corpus has few distinct rows
             for item in order:
                 cells = by_item[item]
-                answers = tuple(
-                    CoderAnswer(
-                        c,
-                        _answer(cells[c], made) if c in cells else None,
-                        _note(cells[c]) if c in cells else None,
-                        bool(cells[c]["flagged"]) if c in cells else False,
-                        bool(cells[c]["skipped"]) if c in cells else False,
-                    )
-                    for c in coders
-                )
+                answers = tuple(_coder_answer(c, cells.get(c), made, shared) for c in coders)
                 n_answers = sum(a.answer is not None for a in answers)
                 flagged = any(a.flagged for a in answers)
                 if n_answers < 2 and not flagged:
@@ -281,8 +295,14 @@ def plan_gold(store: Store, selection: Selection) -> GoldPlan:
                 wanted.append((item, answers))
             undecided: list[Case] = []
             kept_here: list[Case] = []
+            votes_of: dict[tuple[int, ...], tuple[Answer | None, int]] = {}
             for item, answers in wanted:
-                best, votes = majority_answer([a.answer for a in answers], len(coders))
+                given = [a.answer for a in answers]
+                vote_key = tuple(map(id, given))  # answers are shared objects (``made``)
+                found = votes_of.get(vote_key)
+                if found is None:
+                    found = votes_of[vote_key] = majority_answer(given, len(coders))
+                best, votes = found
                 gold_row = golds.get(item)
                 case = Case(
                     action_id=item,
