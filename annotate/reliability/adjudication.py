@@ -367,18 +367,20 @@ def gold_meta(case: Case, method: Method, adjudicator: str, coders: Sequence[str
 def write_majority(store: Store, plan: GoldPlan, adjudicator: str) -> int:
     """Store the majority gold of the plan and retract its stale majority gold, in one
     transaction; return how many cases have majority gold."""
-    writes = [
-        LabelWrite(
-            c.action_id,
-            c.question.id,
-            GOLD_CODER,
-            c.majority,
-            source=GOLD_SOURCE,
-            meta=gold_meta(c, "majority", adjudicator, plan.coders),
+    metas: dict[tuple[int, ...], dict] = {}  # cases with the same answers share their meta
+    writes = []
+    for c in plan.majority:
+        if c.majority is None:
+            continue
+        key = (id(c.question), id(c.majority), c.votes, *map(id, c.answers))
+        meta = metas.get(key)
+        if meta is None:
+            meta = metas[key] = gold_meta(c, "majority", adjudicator, plan.coders)
+        writes.append(
+            LabelWrite(
+                c.action_id, c.question.id, GOLD_CODER, c.majority, source=GOLD_SOURCE, meta=meta
+            )
         )
-        for c in plan.majority
-        if c.majority is not None
-    ]
     with store.transaction():
         if writes:
             store.save_gold(plan.codebook, writes)
