@@ -18,11 +18,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from annotate.codebook import Codebook
+from annotate.coders import GOLD
 from annotate.errors import NotFoundError
 from annotate.store.base import StoreBase, dumps, now
 from annotate.store.labels import LabelWrite
 
-GOLD_CODER = "gold"
+GOLD_CODER = GOLD
 GOLD_SOURCE = "adjudicate"
 
 

@@ -11,6 +11,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from annotate import DEFAULT_DB
 from annotate.errors import StoreError
 from annotate.store.failures import (
     full_reason,
@@ -23,8 +24,6 @@ from annotate.store.migrations import MIGRATIONS
 
 if TYPE_CHECKING:
     import sqlite_utils
-
-DEFAULT_DB = "annotate.db"
 
 
 def default_db_path() -> Path:
