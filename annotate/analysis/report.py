@@ -807,7 +807,7 @@ def build_report(
     mm = mental_model_section(store, book, source, actions, coders)
     if mm is not None:
         sections.append(mm)
-    sessions = set(actions["session"]) if one_part else None
+    sessions = actions.sessions if one_part else None
     sections += alignment_sections(
         store, book, source.priority, sessions, part_scope and f" in {part_scope}"
     )
