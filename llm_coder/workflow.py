@@ -669,7 +669,7 @@ class LabelJob:
 
     def _left(self, run_id: int) -> Resumed:
         total = len(self.heldout_ids) + (0 if self.options.validate_only else len(self.rest_ids()))
-        done = sum(self.store.llm_item_counts(run_id, phase)[0] for phase in ("validate", "label"))
+        done = self.store.llm_item_counts(run_id)[0]
         return Resumed(run_id, total - done, total)
 
     def phase_ids(self, phase: str) -> Sequence[str]:

@@ -299,15 +299,6 @@ class LLMStoreMixin(StoreBase):
         """Take up a run that never finished: running again, with these options."""
         self.update_llm_run(run_id, status="running", finished_at=None, **fields)
 
-    def llm_item_counts(self, run_id: int, phase: str) -> tuple[int, int]:
-        """(items stored, of which valid) of one phase of a run."""
-        row = self.conn.execute(
-            "SELECT count(*), coalesce(sum(valid), 0) FROM llm_items WHERE run_id = ? "
-            "AND phase = ?",
-            (run_id, phase),
-        ).fetchone()
-        return int(row[0]), int(row[1])
-
     def llm_item_answers(
         self, run_id: int, phase: str
     ) -> Iterator[tuple[str, dict[str, Answer] | None, str | None, float | None]]:
