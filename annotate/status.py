@@ -5,15 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from annotate.codebook import find_codebook
+from annotate.coders import GOLD, is_human, is_llm
 from annotate.errors import AnnotateError
-from annotate.reliability.agreement_data import is_human
 from annotate.store import Store
-
-GOLD = "gold"
-
-
-def is_llm(coder: str) -> bool:
-    return coder.startswith("llm:")
 
 
 def project_status(store: Store) -> dict[str, Any]:

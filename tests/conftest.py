@@ -11,8 +11,13 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner, Result
 
+import annotate.render.console  # noqa: F401
 from annotate.cli import app
 from annotate.store import Store
+
+# The CLI's consoles are made when first imported, and a Rich console made while COLUMNS is
+# set keeps that width. The CLI imports them lazily (with the first command run): made here,
+# before any test sets COLUMNS, they read it at each print, as in a new process.
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared"

@@ -198,3 +198,16 @@ def test_adjudicate_says_who_counts_and_names_a_coder_with_a_trial_label(
         f"the majority to 3 of 4, and {three - four} cases that a majority of the others agree "
         "on go to the adjudicator instead. To leave this coder out: --coders ana,ben,caro"
     )
+
+
+def test_a_majority_case_reads_its_action_only_when_asked(demo) -> None:
+    with Store(demo) as s:
+        plan = plan_gold(s, select(s, codebook="traum"))
+        assert plan.majority and plan.to_decide
+        assert all(c.loaded is None for c in plan.majority)  # --majority-only needs none
+        assert all(c.loaded is not None for c in plan.to_decide)  # the screen shows these
+        case = plan.majority[0]
+        assert case.action == s.action(case.action_id) and case.loaded is not None
+        # shared objects: one CoderAnswer per distinct row, the same votes per pattern
+        rows = [a for c in plan.majority for a in c.answers]
+        assert len({id(a) for a in rows}) == len(set(rows)) < len(rows)

@@ -477,6 +477,9 @@ def test_a_stored_run_counts_labels_added_deleted_and_changed(cli, demo, tmp_pat
     out = json.loads(cli("agree", "-f", "json").stdout)
     run = str(out["run_id"])
     assert "labels, unchanged since." in cli("agree", "--run", run).stdout
+    with Store(demo) as s:
+        stored = s.agreement_run(int(run))
+        assert s.query("SELECT count(*) FROM agreement_run_labels")[0][0] == 0  # one BLOB row
     # since the run: ana answers the first item, ben changes the second, caro's third
     # label is deleted, ana's fourth answer is undone (the flagged row stays), and a note
     # on the fifth changes no answer
@@ -499,12 +502,26 @@ def test_a_stored_run_counts_labels_added_deleted_and_changed(cli, demo, tmp_pat
     }  # fmt: skip
     assert {k: v for k, v in again.items() if k != "labels_since_run"} == out
     # a run stored before the per-label digests: how many changed is unknown, and it says so
-    with Store(demo) as s:
-        s.conn.execute("UPDATE agreement_run_labels SET digest = NULL")
-    assert (
+    unknown = (
         "changed since: 1 added, 2 deleted, ? changed (the run was stored without per-label "
         "digests, so how many changed is unknown; labels_sha256 differs)."
-    ) in " ".join(cli("agree", "--run", run).stdout.split())
+    )
+    with Store(demo) as s:
+        s.conn.execute("UPDATE agreement_run_label_sets SET digests = NULL")
+    assert unknown in " ".join(cli("agree", "--run", run).stdout.split())
+    # the same run as stored before migration 13 (one row per label), digests or not
+    with Store(demo) as s:
+        s.conn.execute("DELETE FROM agreement_run_label_sets")
+        s.conn.executemany(
+            "INSERT INTO agreement_run_labels (run_id, label_id, digest) VALUES (?, ?, ?)",
+            [(int(run), i, stored["label_digests"][i]) for i in stored["label_ids"]],
+        )
+    assert (
+        "labels, changed since: 1 added, 2 deleted, 1 changed." in cli("agree", "--run", run).stdout
+    )
+    with Store(demo) as s:
+        s.conn.execute("UPDATE agreement_run_labels SET digest = NULL")
+    assert unknown in " ".join(cli("agree", "--run", run).stdout.split())
 
 
 def test_migration_5_keeps_the_runs_of_a_version_4_file(cli, demo) -> None:

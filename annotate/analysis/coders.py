@@ -8,16 +8,11 @@ from typing import Any
 
 import pandas as pd
 
+from annotate.coders import GOLD, is_llm
 from annotate.errors import UsageError
 from annotate.store import Store
 
-GOLD = "gold"
-LLM_PREFIX = "llm:"
 LABEL_COLUMNS = ["action_id", "question", "coder", "value", "codes"]
-
-
-def is_llm(coder: str) -> bool:
-    return coder.startswith(LLM_PREFIX)
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from annotate.codebook import Answer, LoadedCodebook, Question
+from annotate.coders import SELF_PREFIX, self_coder  # one spelling of self:NAME
 from annotate.coding import anchors
 from annotate.coding.session import (
     CODER_PATTERN,
@@ -26,7 +27,6 @@ from annotate.errors import NotFoundError, UsageError
 from annotate.models import Action
 from annotate.store import Store
 from annotate.store.self_queries import SelfQueries
-from annotate.store.self_reports import SELF_PREFIX, self_coder  # one spelling of self:NAME
 
 __all__ = ["SELF_PREFIX", "SelfCodingSession", "self_coder"]
 

@@ -3,21 +3,21 @@
 from __future__ import annotations
 
 import getpass
-import shlex
 from enum import StrEnum
-from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 
 from annotate.coding.seeds import check_seed
 from annotate.commands.common import (
     DEFAULT_DB_PATH,
+    ComparedCodersOption,
     DbOption,
     FormatOption,
     console,
     err_console,
     open_store,
+    rerun,
     split_list,
 )
 from annotate.errors import UsageError
@@ -42,13 +42,6 @@ SampleOption = Annotated[
     str | None,
     typer.Option(help="Sample name (default: 'main' if it exists, else every labelled item)."),
 ]
-CodersOption = Annotated[
-    str | None,
-    typer.Option(
-        help="Coders to compare, comma-separated (default: every human coder with labels; "
-        "'gold', 'llm:*' and self-reports 'self:*' count only when named)."
-    ),
-]
 QuestionOption = Annotated[
     str | None, typer.Option(help="Only this question (default: every question).")
 ]
@@ -70,24 +63,10 @@ DEFAULT_CI_METHOD = CiMethod.bca
 # -- the commands -----------------------------------------------------------------------------
 
 
-def rerun(command: str, db: Any, **given: Any) -> str:
-    """The command as typed (options that differ from their defaults), for a hint to add
-    --codebook to: ``annotate agree --format markdown``."""
-    words = [command]
-    for key, value in given.items():
-        if value is None or value is False:
-            continue
-        flag = "--" + key.replace("_", "-")
-        words.append(flag if value is True else f"{flag} {shlex.quote(str(value))}")
-    if Path(db) != DEFAULT_DB_PATH:
-        words.append(f"--db {shlex.quote(str(db))}")
-    return " ".join(words)
-
-
 def agree_command(
     codebook: CodebookOption = None,
     sample: SampleOption = None,
-    coders: CodersOption = None,
+    coders: ComparedCodersOption = None,
     question: QuestionOption = None,
     fmt: FormatOption = OutputFormat.table,
     ci: Annotated[float, typer.Option(help="Confidence level of the intervals.")] = DEFAULT_CI,
@@ -207,7 +186,7 @@ def agree_command(
 def adjudicate_command(
     codebook: CodebookOption = None,
     sample: SampleOption = None,
-    coders: CodersOption = None,
+    coders: ComparedCodersOption = None,
     question: QuestionOption = None,
     adjudicator: Annotated[
         str | None,

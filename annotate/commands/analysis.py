@@ -14,6 +14,7 @@ from annotate.commands.common import (
     DEFAULT_DB_PATH,
     DbOption,
     FormatOption,
+    PreferredCodersOption,
     console,
     open_store,
     split_list,
@@ -27,13 +28,6 @@ if TYPE_CHECKING:
 SplitOption = Annotated[
     str | None,
     typer.Option(help="A stored session split (annotate split-sessions): rows per part."),
-]
-CodersOption = Annotated[
-    str | None,
-    typer.Option(
-        help="Whose labels count, comma-separated in order of preference (the first coder "
-        "who answered wins). Default: gold where present, else the LLM coder(s)."
-    ),
 ]
 CONFLICTS_SHOWN = 30
 
@@ -71,7 +65,7 @@ def report_command(
     by: Annotated[
         str, typer.Option(help="Group the code distribution by: condition, role, action_type.")
     ] = "condition",
-    coders: CodersOption = None,
+    coders: PreferredCodersOption = None,
     split: Annotated[
         str | None,
         typer.Option(help="A stored session split: adds train/test rows and a by-split table."),
@@ -117,7 +111,7 @@ def split_sessions_command(
         str | None,
         typer.Option(help="Also match the shares of these codebooks' codes (comma-separated)."),
     ] = None,
-    coders: CodersOption = None,
+    coders: PreferredCodersOption = None,
     max_exhaustive: Annotated[
         int,
         typer.Option(help="Score every subset when a group has at most this many; else search."),

@@ -2,17 +2,21 @@
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from annotate import DEFAULT_DB
 from annotate.errors import AnnotateError
 from annotate.render.console import console, err_console
 from annotate.render.rows import OutputFormat
-from annotate.store import DEFAULT_DB, Store
+
+if TYPE_CHECKING:
+    from annotate.store import Store
 
 __all__ = ["console", "err_console"]  # with the helpers below: what every command shares
 
@@ -41,10 +45,29 @@ FormatOption = Annotated[
     OutputFormat, typer.Option("--format", "-f", help="Output format.", case_sensitive=False)
 ]
 
+# --coders: agreement compares coders; analysis takes, per item, the label of the first coder
+# (in the order given) who answered it.
+ComparedCodersOption = Annotated[
+    str | None,
+    typer.Option(
+        help="Coders to compare, comma-separated (default: every human coder with labels; "
+        "'gold', 'llm:*' and self-reports 'self:*' count only when named)."
+    ),
+]
+PreferredCodersOption = Annotated[
+    str | None,
+    typer.Option(
+        help="Whose labels count, comma-separated in order of preference (the first coder "
+        "who answered wins). Default: gold where present, else the LLM coder(s)."
+    ),
+]
+
 
 @contextmanager
 def open_store(db: Path, *, create: bool = False) -> Iterator[Store]:
     """Open the project file; reading commands refuse to create an empty one by accident."""
+    from annotate.store import Store  # not at import: `annotate CMD --help` needs no store
+
     store = Store(db, create=create)
     try:
         yield store
@@ -54,3 +77,17 @@ def open_store(db: Path, *, create: bool = False) -> Iterator[Store]:
 
 def split_list(value: str | None) -> list[str]:
     return [v.strip() for v in (value or "").split(",") if v.strip()]
+
+
+def rerun(command: str, db: Any, **given: Any) -> str:
+    """The command as typed (options that differ from their defaults), for a hint to add
+    --codebook to: ``annotate agree --format markdown``."""
+    words = [command]
+    for key, value in given.items():
+        if value is None or value is False:
+            continue
+        flag = "--" + key.replace("_", "-")
+        words.append(flag if value is True else f"{flag} {shlex.quote(str(value))}")
+    if Path(db) != DEFAULT_DB_PATH:
+        words.append(f"--db {shlex.quote(str(db))}")
+    return " ".join(words)

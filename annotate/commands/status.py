@@ -6,11 +6,12 @@ import typer
 
 from annotate.commands.common import DEFAULT_DB_PATH, DbOption, FormatOption, console, open_store
 from annotate.render.rows import Col, OutputFormat, print_rows, to_json
-from annotate.status import project_status
 
 
 def status_command(fmt: FormatOption = OutputFormat.table, db: DbOption = DEFAULT_DB_PATH) -> None:
     """What the project file holds and the next command that makes sense."""
+    from annotate.status import project_status  # the store and the statistics: when run
+
     with open_store(db) as store:
         status = project_status(store)
     if fmt is OutputFormat.json:

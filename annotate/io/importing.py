@@ -14,9 +14,10 @@ from pathlib import Path
 from annotate.codebook import Answer, LoadedCodebook
 from annotate.errors import AnnotateError, ImportFormatError
 from annotate.io.importers import ImportOptions, expand, parse_file, source_format
-from annotate.io.importers.base import Problem
+from annotate.io.importers.base import Item, Problem
 from annotate.models import Action, ImportedLabel
 from annotate.store import CORPUS_SOURCE, LabelWrite, Store
+from annotate.store.actions import ActionRow, action_row
 
 BATCH = 20_000
 
@@ -60,31 +61,39 @@ class _FileImport:
         )
         self.first_line: dict[str, int] = {}
         self.problems: list[Problem] = []
-        self.actions: list[Action] = []
+        self.actions: list[ActionRow] = []
         self.labels: list[LabelWrite] = []
         self.sessions: set[str] = set()
         self.import_id = 0
 
-    def take(self, line: int, item: Action | ImportedLabel | Problem, keep_going: bool) -> None:
-        if isinstance(item, Problem):
+    def take(self, line: int, item: Item, keep_going: bool) -> None:
+        if type(item) is tuple:  # an action row, straight from the parser (platform)
+            row: ActionRow = item
+        elif isinstance(item, Action):
+            row = action_row(item)
+        elif isinstance(item, Problem):
             self.problems.append(item)
-        elif isinstance(item, ImportedLabel):
+            return
+        else:
             self._take_label(item)
-        elif item.id in self.first_line:
+            return
+        action_id = row[0]
+        first_line = self.first_line
+        if action_id in first_line:
             self.problems.append(
                 Problem(
                     line,
-                    f"duplicate action id '{item.id}' (first on line {self.first_line[item.id]})",
+                    f"duplicate action id '{action_id}' (first on line {first_line[action_id]})",
                 )
             )
-        else:
-            self.first_line[item.id] = line
-            if keep_going or not self.problems:
-                self.actions.append(item)
-                self.sessions.add(item.session)
-                self.result.actions += 1
-        if len(self.actions) >= BATCH:
-            self.flush()
+            return
+        first_line[action_id] = line
+        if keep_going or not self.problems:
+            self.actions.append(row)
+            self.sessions.add(row[1])
+            self.result.actions += 1
+            if len(self.actions) >= BATCH:
+                self.flush()
 
     def _take_label(self, label: ImportedLabel) -> None:
         if self.labels_as is None:

@@ -40,13 +40,13 @@ import yaml
 
 from annotate.codebook import NO, OTHER, Answer, Codebook, LoadedCodebook, Question
 from annotate.codebook_yaml import _CodebookLoader, check_size
+from annotate.coders import self_coder
 from annotate.errors import AnnotateError, ImportFormatError
 from annotate.io.importers import fields
 from annotate.io.importers.encoding import not_utf8
 from annotate.io.label_import import LabelImportResult, _content
 from annotate.io.label_overwrites import plan_import, refuse_overwrites
 from annotate.store import LabelWrite, Store
-from annotate.store.self_reports import self_coder
 
 SOURCE = "self-report"
 KEYS = (

@@ -20,7 +20,7 @@ when the majority gold is written again; the case then goes to the adjudicator.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -85,7 +85,7 @@ def _key(answer: Answer) -> tuple[str | None, frozenset[str]]:
 class Case:
     """One item and question, with every selected coder's answer and the vote."""
 
-    action: Action
+    action_id: str
     question: Question
     answers: tuple[CoderAnswer, ...]
     majority: Answer | None
@@ -93,6 +93,18 @@ class Case:
     flagged_by: tuple[str, ...]
     gold: Answer | None = None
     gold_meta: dict[str, Any] = field(default_factory=dict)
+    load_action: Callable[[str], Action] | None = field(default=None, repr=False, compare=False)
+    """Reads the item's action when first asked for: a majority case's action is read only
+    then (while its store is open); the other cases' come with the plan."""
+    loaded: Action | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def action(self) -> Action:
+        if self.loaded is None:
+            if self.load_action is None:
+                raise ValueError(f"case {self.action_id}: no action loaded")
+            self.loaded = self.load_action(self.action_id)
+        return self.loaded
 
     @property
     def n_answers(self) -> int:
@@ -220,6 +232,28 @@ def _answer(
     return found
 
 
+def _coder_answer(
+    coder: str,
+    row: dict[str, Any] | None,
+    made: dict[tuple[Any, ...], Answer],
+    shared: dict[tuple[Any, ...], CoderAnswer],
+) -> CoderAnswer:
+    """The coder's row for a case, one object per distinct row (``shared``)."""
+    if row is None:
+        key: tuple[Any, ...] = (coder,)
+        found = shared.get(key)
+        if found is None:
+            found = shared[key] = CoderAnswer(coder, None)
+        return found
+    answer = _answer(row, made)
+    note = _note(row)
+    key = (coder, id(answer), note, bool(row["flagged"]), bool(row["skipped"]))
+    found = shared.get(key)
+    if found is None:
+        found = shared[key] = CoderAnswer(coder, answer, note, key[3], key[4])
+    return found
+
+
 def plan_gold(store: Store, selection: Selection) -> GoldPlan:
     """Read the labels and gold of the selection and sort every item into a plan."""
     cb = selection.codebook
@@ -249,30 +283,29 @@ def plan_gold(store: Store, selection: Selection) -> GoldPlan:
             ids = selection.action_ids
             order = [i for i in ids if i in by_item] if ids is not None else sorted(by_item)
             wanted: list[tuple[str, tuple[CoderAnswer, ...]]] = []
+            shared: dict[tuple[Any, ...], CoderAnswer] = {}  # a corpus has few distinct rows
             for item in order:
                 cells = by_item[item]
-                answers = tuple(
-                    CoderAnswer(
-                        c,
-                        _answer(cells[c], made) if c in cells else None,
-                        _note(cells[c]) if c in cells else None,
-                        bool(cells[c]["flagged"]) if c in cells else False,
-                        bool(cells[c]["skipped"]) if c in cells else False,
-                    )
-                    for c in coders
-                )
+                answers = tuple(_coder_answer(c, cells.get(c), made, shared) for c in coders)
                 n_answers = sum(a.answer is not None for a in answers)
                 flagged = any(a.flagged for a in answers)
                 if n_answers < 2 and not flagged:
                     too_few += n_answers == 1
                     continue
                 wanted.append((item, answers))
-            actions = {a.id: a for a in store.actions_by_ids([i for i, _ in wanted])}
+            undecided: list[Case] = []
+            kept_here: list[Case] = []
+            votes_of: dict[tuple[int, ...], tuple[Answer | None, int]] = {}
             for item, answers in wanted:
-                best, votes = majority_answer([a.answer for a in answers], len(coders))
+                given = [a.answer for a in answers]
+                vote_key = tuple(map(id, given))  # answers are shared objects (``made``)
+                found = votes_of.get(vote_key)
+                if found is None:
+                    found = votes_of[vote_key] = majority_answer(given, len(coders))
+                best, votes = found
                 gold_row = golds.get(item)
                 case = Case(
-                    action=actions[item],
+                    action_id=item,
                     question=q,
                     answers=answers,
                     majority=best,
@@ -284,14 +317,24 @@ def plan_gold(store: Store, selection: Selection) -> GoldPlan:
                         if gold_row
                         else {}
                     ),
+                    load_action=store.action,
                 )
                 if case.kept_gold:
-                    kept.append(case)
+                    kept_here.append(case)
                 elif best is not None and not case.flagged_by and fits(best, q):
                     majority.append(case)
                 else:
-                    to_decide.append(case)
-            backed = {c.action.id for c in majority if c.question.id == q.id}
+                    undecided.append(case)
+            # the cases a person sees (or has decided) get their actions now, one query per
+            # 900; a majority case reads its action only if asked (`--majority-only` never)
+            shown = undecided + kept_here
+            for case, action in zip(
+                shown, store.actions_by_ids([c.action_id for c in shown]), strict=True
+            ):
+                case.loaded = action
+            to_decide += undecided
+            kept += kept_here
+            backed = {c.action_id for c in majority if c.question.id == q.id}
             stale += [
                 (item, q.id)
                 for item, row in golds.items()
@@ -324,18 +367,20 @@ def gold_meta(case: Case, method: Method, adjudicator: str, coders: Sequence[str
 def write_majority(store: Store, plan: GoldPlan, adjudicator: str) -> int:
     """Store the majority gold of the plan and retract its stale majority gold, in one
     transaction; return how many cases have majority gold."""
-    writes = [
-        LabelWrite(
-            c.action.id,
-            c.question.id,
-            GOLD_CODER,
-            c.majority,
-            source=GOLD_SOURCE,
-            meta=gold_meta(c, "majority", adjudicator, plan.coders),
+    metas: dict[tuple[int, ...], dict] = {}  # cases with the same answers share their meta
+    writes = []
+    for c in plan.majority:
+        if c.majority is None:
+            continue
+        key = (id(c.question), id(c.majority), c.votes, *map(id, c.answers))
+        meta = metas.get(key)
+        if meta is None:
+            meta = metas[key] = gold_meta(c, "majority", adjudicator, plan.coders)
+        writes.append(
+            LabelWrite(
+                c.action_id, c.question.id, GOLD_CODER, c.majority, source=GOLD_SOURCE, meta=meta
+            )
         )
-        for c in plan.majority
-        if c.majority is not None
-    ]
     with store.transaction():
         if writes:
             store.save_gold(plan.codebook, writes)
@@ -343,7 +388,7 @@ def write_majority(store: Store, plan: GoldPlan, adjudicator: str) -> int:
             store.clear_answer(action_id, plan.codebook.name, question, GOLD_CODER)
     retracted = set(plan.stale)
     for case in plan.to_decide:
-        if (case.action.id, case.question.id) in retracted:
+        if (case.action_id, case.question.id) in retracted:
             case.gold, case.gold_meta = None, {}
     return len(writes)
 
@@ -354,7 +399,7 @@ def decide(store: Store, plan: GoldPlan, case: Case, answer: Answer, adjudicator
     meta = gold_meta(case, "decided", adjudicator, plan.coders)
     store.save_gold(
         plan.codebook,
-        [LabelWrite(case.action.id, case.question.id, GOLD_CODER, answer, GOLD_SOURCE, meta)],
+        [LabelWrite(case.action_id, case.question.id, GOLD_CODER, answer, GOLD_SOURCE, meta)],
     )
     case.gold = answer
     case.gold_meta = meta | {"source": GOLD_SOURCE}

@@ -23,12 +23,12 @@ import numpy as np
 
 from annotate import __version__
 from annotate.codebook import NO, OTHER, YES, Codebook, Question, find_codebook
+from annotate.coders import is_human
 from annotate.coding.answers import codes_text
 from annotate.errors import AnnotateError, CodebookError, NotFoundError, UsageError
 from annotate.models import describe
 from annotate.reliability.question_labels import QuestionData, read_questions
-from annotate.store.agreement_runs import GOLD_CODER, AgreementRunRecord
-from annotate.store.self_reports import SELF_PREFIX
+from annotate.store.agreement_runs import AgreementRunRecord
 
 if TYPE_CHECKING:
     from agreement import AgreementReport, LabelMatrix, MultiSelectReport, SetLabelMatrix
@@ -39,12 +39,6 @@ DEFAULT_N_BOOT = 1000
 DEFAULT_SEED = 0
 DEFAULT_CI_METHOD = "bca"  # agreement.bootstrap.DEFAULT_METHOD
 MIN_CODERS = 2
-
-
-def is_human(coder: str) -> bool:
-    """Coders counted by default: not the adjudicated gold, not an LLM, not a participant's
-    own reports (``self:NAME``)."""
-    return coder != GOLD_CODER and not coder.startswith(("llm:", SELF_PREFIX))
 
 
 # -- what to measure --------------------------------------------------------------------------

@@ -4,7 +4,7 @@ One query per run reads every selected label in the order of (item, question, co
 the question, coder and value already numbered by SQL, in chunks: each chunk becomes NumPy
 arrays, the content of each label is hashed (its digest, and the run's ``labels_hash``, in
 that same order), and no object is kept per label but its id and digest. Counting (which
-values occur, which codebook versions) is a ``GROUP BY`` in SQL.
+values occur, which codebook versions) is done on the values read in that same pass.
 """
 
 from __future__ import annotations
@@ -119,8 +119,8 @@ def read_questions(store: Store, selection: Selection) -> tuple[list[QuestionDat
         tuple(selection.coders),
         selection.sample if selection.action_ids is not None else None,
     )
-    counts, versions = store.answer_counts(scope)
-    names = tuple(counts)
+    value_of: dict[str | None, int] = {None: -1}  # value -> number, in the order first read
+    versions: set[str] = set()
     id_parts: list[np.ndarray] = []
     digest_parts: list[np.ndarray] = []
     cells = [_Cells() for _ in questions]
@@ -128,10 +128,13 @@ def read_questions(store: Store, selection: Selection) -> tuple[list[QuestionDat
     with_codes = any(q.kind != "single" for q in questions)
     total = hashlib.sha256(b"[")
     first = True
-    for rows in store.label_cells(scope, names, with_codes=with_codes):
+    for rows in store.label_cells(scope, None, with_codes=with_codes):
         columns = list(zip(*rows, strict=True))
-        item, coder, value, q = unpack(np.array(columns[0], dtype=np.int64))
-        at = 3
+        item, coder, _, q = unpack(np.array(columns[0], dtype=np.int64))
+        number = value_of.setdefault
+        value = np.array([number(v, len(value_of) - 1) for v in columns[3]], dtype=np.int32)
+        versions.update(columns[4])
+        at = 5
         if scope.sample is None:
             item = np.array([item_index.setdefault(a, len(item_index)) for a in columns[at]])
             at += 1
@@ -139,13 +142,9 @@ def read_questions(store: Store, selection: Selection) -> tuple[list[QuestionDat
         encoded = columns[2] if columns[2][0] is not None else _contents(rows, at)
         total.update((b"" if first else b",") + b",".join(encoded))
         first = False
-        digest_parts.append(
-            np.fromiter(
-                (int.from_bytes(hashlib.sha256(b).digest()[:8]) for b in encoded),
-                dtype=np.uint64,
-                count=len(encoded),
-            )
-        )
+        sha256 = hashlib.sha256
+        heads = b"".join([sha256(b).digest()[:8] for b in encoded])
+        digest_parts.append(np.frombuffer(heads, dtype=">u8").astype(np.uint64))
         for k, c in enumerate(cells):
             mine = q == k
             c.items.append(item[mine])
@@ -156,10 +155,19 @@ def read_questions(store: Store, selection: Selection) -> tuple[list[QuestionDat
                 if raw is not None:
                     cells[q[n]].sets.append((int(item[n]), int(coder[n]), raw))
     total.update(b"]")
+    names = tuple(sorted(v for v in value_of if v is not None))
+    if names:  # first-read numbers -> positions in the sorted names
+        sorted_at = np.empty(len(names), dtype=np.int32)
+        rank = {v: k for k, v in enumerate(names)}
+        for v, k in value_of.items():
+            if v is not None:
+                sorted_at[k] = rank[v]
+        for c in cells:
+            c.values = [np.where(v >= 0, sorted_at[np.maximum(v, 0)], -1) for v in c.values]
     label_ids = np.concatenate(id_parts) if id_parts else np.empty(0, dtype=np.int64)
     digests = np.concatenate(digest_parts) if digest_parts else np.empty(0, dtype=np.uint64)
     order = np.argsort(label_ids, kind="stable")
-    read = LabelsRead(label_ids[order], digests[order], total.hexdigest(), tuple(versions))
+    read = LabelsRead(label_ids[order], digests[order], total.hexdigest(), tuple(sorted(versions)))
     ids = selection.action_ids
     id_of = ids if ids is not None else list(item_index)
     if scope.sample is not None and not store.sample_positions_dense(scope.sample):

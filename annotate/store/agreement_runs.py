@@ -4,22 +4,26 @@ A run keeps its inputs (codebook and hash, sample and a hash of its items, coder
 questions), its settings, its results as JSON, and the ids of the exact labels it used,
 together with a hash of their content and a digest of each label, so any reported number
 can be traced back to the labels it came from (and one can tell which labels changed since).
+Since migration 13 a run's label ids and digests are two BLOBs of one row
+(``agreement_run_label_sets``); runs stored before keep one ``agreement_run_labels`` row per
+label, and both read back alike.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
 from annotate.codebook import Codebook
+from annotate.coders import GOLD
 from annotate.errors import NotFoundError
 from annotate.store.base import StoreBase, dumps, now
 from annotate.store.labels import LabelWrite
 
-GOLD_CODER = "gold"
+GOLD_CODER = GOLD
 GOLD_SOURCE = "adjudicate"
 
 
@@ -46,12 +50,39 @@ class AgreementRunRecord:
     bytes of each digest (``label_ids`` a NumPy array too): no Python object per label."""
 
 
-def _aligned(label_ids: Any, digests: Any, chunk: int = 1 << 16) -> Iterator[tuple[int, str]]:
-    """(label id, hex digest) pairs from NumPy arrays, a chunk of Python objects at a time."""
-    for start in range(0, len(label_ids), chunk):
-        ids = label_ids[start : start + chunk].tolist()
-        found = digests[start : start + chunk].tolist()
-        yield from zip(ids, (f"{d:016x}" for d in found), strict=True)
+IDS_DTYPE = "<i8"
+"""Packed label ids: little-endian int64, sorted."""
+DIGESTS_DTYPE = ">u8"
+"""Packed digests: the first 8 bytes of each label's SHA-256 as they are (big-endian), so
+the hex of a digest's 8 bytes is :func:`~annotate.reliability.agreement_data.label_digest`."""
+
+
+def _label_set(label_ids: Any, digests: Any) -> tuple[bytes, bytes]:
+    """Label ids and their digests (NumPy arrays, any order) as two BLOBs sorted by id, each
+    id once (the first digest of a repeated id, as one row per label kept it)."""
+    import numpy as np
+
+    ids = np.asarray(label_ids, dtype=np.int64)
+    found = np.asarray(digests, dtype=np.uint64)
+    order = np.argsort(ids, kind="stable")
+    ids, found = ids[order], found[order]
+    first = np.ones(len(ids), dtype=bool)
+    first[1:] = ids[1:] != ids[:-1]
+    return (
+        ids[first].astype(IDS_DTYPE).tobytes(),
+        found[first].astype(DIGESTS_DTYPE).tobytes(),
+    )
+
+
+def unpack_label_set(ids: bytes, digests: bytes | None) -> tuple[list[int], list[str | None]]:
+    """The label ids and hex digests (None: stored without) of two packed BLOBs."""
+    import numpy as np
+
+    label_ids = np.frombuffer(ids, dtype=IDS_DTYPE).tolist()
+    if digests is None:
+        return label_ids, [None] * len(label_ids)
+    text = digests.hex()
+    return label_ids, [text[i : i + 16] for i in range(0, len(text), 16)]
 
 
 class AgreementRunsMixin(StoreBase):
@@ -195,17 +226,19 @@ class AgreementRunsMixin(StoreBase):
             )
             run_id = int(cur.lastrowid or 0)
             if run.aligned_digests is not None:
-                pairs: Iterable[tuple[int, str | None]] = _aligned(
-                    run.label_ids, run.aligned_digests
+                ids, digests = _label_set(run.label_ids, run.aligned_digests)
+                conn.execute(
+                    "INSERT INTO agreement_run_label_sets (run_id, label_ids, digests) "
+                    "VALUES (?, ?, ?)",
+                    (run_id, ids, digests),
                 )
             else:
-                digests = run.label_digests or {}
-                pairs = ((i, digests.get(i)) for i in run.label_ids)
-            conn.executemany(
-                "INSERT OR IGNORE INTO agreement_run_labels (run_id, label_id, digest) "
-                "VALUES (?, ?, ?)",
-                ((run_id, i, d) for i, d in pairs),
-            )
+                found = run.label_digests or {}
+                conn.executemany(
+                    "INSERT OR IGNORE INTO agreement_run_labels (run_id, label_id, digest) "
+                    "VALUES (?, ?, ?)",
+                    ((run_id, i, found.get(i)) for i in run.label_ids),
+                )
         return run_id
 
     def same_agreement_run(self, run: AgreementRunRecord) -> int | None:
@@ -227,15 +260,33 @@ class AgreementRunsMixin(StoreBase):
                 run.annotate_version,
             ),
         ).fetchall()
-        wanted = sorted(int(i) for i in run.label_ids) if rows else []
+        if not rows:
+            return None
+        import numpy as np
+
+        wanted = np.unique(np.asarray(run.label_ids, dtype=np.int64))
+        packed = wanted.astype(IDS_DTYPE).tobytes()
         for (run_id,) in rows:
+            stored = self._run_label_set(run_id)
+            if stored is not None:
+                if stored[0] == packed:
+                    return int(run_id)
+                continue
             ids = self.conn.execute(
                 "SELECT label_id FROM agreement_run_labels WHERE run_id = ? ORDER BY label_id",
                 (run_id,),
             ).fetchall()
-            if [i for (i,) in ids] == wanted:
+            if [i for (i,) in ids] == wanted.tolist():
                 return int(run_id)
         return None
+
+    def _run_label_set(self, run_id: int) -> tuple[bytes, bytes | None] | None:
+        """The run's packed label ids and digests (migration 13), None for a run stored
+        before, whose labels are rows of ``agreement_run_labels``."""
+        row = self.conn.execute(
+            "SELECT label_ids, digests FROM agreement_run_label_sets WHERE run_id = ?", (run_id,)
+        ).fetchone()
+        return None if row is None else (bytes(row[0]), None if row[1] is None else bytes(row[1]))
 
     def agreement_run(self, run_id: int) -> dict[str, Any]:
         row = self.conn.execute("SELECT * FROM agreement_runs WHERE id = ?", (run_id,)).fetchone()
@@ -246,6 +297,12 @@ class AgreementRunsMixin(StoreBase):
         out = dict(row)
         for key in ("label_codebook_hashes", "coders", "questions", "settings", "results"):
             out[key] = json.loads(out[key])
+        packed = self._run_label_set(run_id)
+        if packed is not None:
+            ids, digests = unpack_label_set(*packed)
+            out["label_ids"] = ids
+            out["label_digests"] = dict(zip(ids, digests, strict=True))
+            return out
         rows = self.conn.execute(
             "SELECT label_id, digest FROM agreement_run_labels WHERE run_id = ? ORDER BY label_id",
             (run_id,),

@@ -163,16 +163,16 @@ class LabelCellsMixin(StoreBase):
         )  # fmt: skip
 
     def label_cells_sql(
-        self, scope: LabelScope, values: Sequence[str], *, with_codes: bool = False
+        self, scope: LabelScope, values: Sequence[str] | None, *, with_codes: bool = False
     ) -> tuple[str, list[Any]]:
         """The query of :meth:`label_cells` (exposed for its EXPLAIN QUERY PLAN test)."""
         if len(scope.coders) >= 1 << CODER_BITS or len(scope.questions) >= 1 << QUESTION_BITS:
             raise ValueError("too many coders or questions to read at once")
-        if len(values) + 1 >= 1 << VALUE_BITS:
+        if values is not None and len(values) + 1 >= 1 << VALUE_BITS:
             raise ValueError("too many distinct values to read at once")
         qcase, qparams = _case("l.question", scope.questions)
         ccase, cparams = _case("l.coder", scope.coders)
-        vcase, vparams = _case("l.value", values)
+        vcase, vparams = _case("l.value", values) if values is not None else ("-1", [])
         item = "s.position" if scope.sample is not None else "0"
         key = (
             f"((({item} << {CODER_BITS} | {ccase}) << {VALUE_BITS} | ({vcase} + 1)) "
@@ -181,6 +181,8 @@ class LabelCellsMixin(StoreBase):
         in_sql = sql_content_matches(_version())
         made = f"CAST({CONTENT_SQL} AS BLOB)" if in_sql else "NULL"
         columns = f"{key}, l.id, {made}"
+        if values is None:
+            columns += ", l.value, l.codebook_hash"
         if scope.sample is None:
             columns += ", l.action_id"
         if with_codes or not in_sql:
@@ -204,7 +206,7 @@ class LabelCellsMixin(StoreBase):
         return sql, [*head, *params]
 
     def label_cells(
-        self, scope: LabelScope, values: Sequence[str], *, with_codes: bool = False
+        self, scope: LabelScope, values: Sequence[str] | None, *, with_codes: bool = False
     ) -> Iterator[list[tuple[Any, ...]]]:
         """The scope's answered labels, in chunks of rows ordered by item id, question and
         coder. Each row is:
@@ -217,6 +219,8 @@ class LabelCellsMixin(StoreBase):
         - its content as compact UTF-8 JSON (see :func:`label_content`), or None when this
           SQLite writes JSON differently: the row then ends with the codes, action id,
           question, coder, value, other text and codebook hash, to make it in Python;
+        - with ``values`` None, the value and the codebook hash (the key's value index is
+          then -1: the caller numbers the values, and no ``GROUP BY`` pass finds them first);
         - without a sample, the action id; with ``with_codes``, the codes (JSON).
         """
         sql, params = self.label_cells_sql(scope, values, with_codes=with_codes)

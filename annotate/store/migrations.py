@@ -406,6 +406,23 @@ def m012_actions_by_participant(conn: sqlite3.Connection) -> None:
     conn.execute("CREATE INDEX IF NOT EXISTS actions_participant ON actions(participant)")
 
 
+def m013_agreement_run_label_sets(conn: sqlite3.Connection) -> None:
+    """A run's labels as one row: the sorted label ids (little-endian int64) and the
+    first 8 bytes of each label's SHA-256 digest in the same order, as two BLOBs, instead
+    of one ``agreement_run_labels`` row per label (300k rows per `agree` at corpus scale).
+    Runs stored before keep their rows; both are read back the same way."""
+    run_script(
+        conn,
+        """
+        CREATE TABLE agreement_run_label_sets (
+            run_id INTEGER PRIMARY KEY REFERENCES agreement_runs(id) ON DELETE CASCADE,
+            label_ids BLOB NOT NULL,
+            digests BLOB
+        )
+        """,
+    )
+
+
 MIGRATIONS: list[tuple[int, Migration]] = [
     (1, m001_initial),
     (2, m002_llm),
@@ -419,4 +436,5 @@ MIGRATIONS: list[tuple[int, Migration]] = [
     (10, m010_scale_indexes),
     (11, m011_scale_indexes),
     (12, m012_actions_by_participant),
+    (13, m013_agreement_run_label_sets),
 ]

@@ -16,8 +16,6 @@ from typing import Any
 
 from annotate.store.base import StoreBase
 
-SELF_PREFIX = "self:"
-
 _KEY = "coalesce(l.value, l.codes)"
 _FILL = (
     # per action and question with two or more reports: are they all the same answer?
@@ -68,9 +66,6 @@ class AlignmentCounts:
     by_progress: list[dict[str, Any]]
     by_code: list[dict[str, Any]]
 
-
-def self_coder(participant: str) -> str:
-    return SELF_PREFIX + participant
 
 
 class SelfReportsMixin(StoreBase):

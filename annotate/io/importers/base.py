@@ -1,8 +1,9 @@
 """What importers yield, and the options they share.
 
 A parser is a generator over one file: it yields ``(line, item)`` where the item is an
-:class:`~annotate.models.Action`, an :class:`~annotate.models.ImportedLabel` for the action
-just yielded, or a :class:`Problem`. Streaming keeps memory flat on million-line files;
+:class:`~annotate.models.Action` (or, where building one would only cost time, its
+:data:`~annotate.store.actions.ActionRow`), an :class:`~annotate.models.ImportedLabel` for
+the action just yielded, or a :class:`Problem`. Streaming keeps memory flat on million-line files;
 :mod:`annotate.io.importing` decides what a problem means (stop, or skip).
 """
 
@@ -14,6 +15,7 @@ from pathlib import Path
 
 from annotate.errors import UsageError
 from annotate.models import Action, ImportedLabel
+from annotate.store.actions import ActionRow
 
 FIELDS = (
     "id",
@@ -39,7 +41,7 @@ class Problem:
         return f"{path}:{self.line}: {self.message}"
 
 
-Item = Action | ImportedLabel | Problem
+Item = Action | ActionRow | ImportedLabel | Problem
 
 
 @dataclass(frozen=True)

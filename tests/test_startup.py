@@ -1,0 +1,134 @@
+"""A command imports what it needs and no more: each test runs the CLI in a new process, as a
+user does, and looks at what that process imported (`annotate.cli` loads command modules
+lazily from its COMMANDS table)."""
+
+from __future__ import annotations
+
+import inspect
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import typer.main
+
+import annotate.commands
+from annotate.cli import COMMANDS, app, load_commands
+
+DEMO = Path(__file__).resolve().parents[1] / "data" / "demo"
+COMMANDS_DIR = Path(annotate.commands.__file__).parent
+
+# What only some commands need (the LLM coder, statistics, the TUI, data frames).
+HEAVY = {
+    "llm_coder",
+    "openai",
+    "asyncio",
+    "numpy",
+    "pandas",
+    "textual",
+    "pyarrow",
+    "statsmodels",
+    "scipy",
+    "matplotlib",
+    "sqlite_utils",
+    "agreement",
+}
+
+
+def _run_in_new_process(*args: str) -> tuple[str, set[str]]:
+    """`annotate ARGS` in a new interpreter: its stdout and the modules it imported."""
+    code = (
+        "import json, sys\n"
+        "from annotate.cli import main\n"
+        f"sys.argv = ['annotate', *{list(args)!r}]\n"
+        "try:\n"
+        "    main()\n"
+        "except SystemExit as exc:\n"
+        "    assert not exc.code, exc.code\n"
+        "print(json.dumps(sorted(sys.modules)))\n"
+    )
+    env = {**os.environ, "COLUMNS": "200", "NO_COLOR": "1"}
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    assert r.returncode == 0, r.stderr
+    out, _, modules = r.stdout.rstrip("\n").rpartition("\n")
+    return out, set(json.loads(modules))
+
+
+def _top(modules: set[str]) -> set[str]:
+    return {m.split(".")[0] for m in modules}
+
+
+def _commands_loaded(modules: set[str]) -> set[str]:
+    return {m.rpartition(".")[2] for m in modules if m.startswith("annotate.commands.")}
+
+
+@pytest.fixture
+def demo_db(cli, db_path: Path) -> Path:
+    assert cli("import", str(DEMO)).exit_code == 0
+    return db_path
+
+
+def test_root_help_lists_every_command_and_imports_none(tmp_path: Path) -> None:
+    out, modules = _run_in_new_process("--help")
+    listed = [line.split()[1] for line in out.splitlines() if line.startswith("│ ")]
+    assert listed[-len(COMMANDS) :] == list(COMMANDS)
+    assert "List the stored samples with their sizes." in out
+    assert not _commands_loaded(modules)
+    assert not _top(modules) & (HEAVY | {"pydantic"})
+
+
+def test_a_command_help_imports_its_module_alone() -> None:
+    out, modules = _run_in_new_process("status", "--help")
+    assert "What the project file holds" in out
+    assert _commands_loaded(modules) == {"common", "status"}
+    # neither the store nor typer's pydantic checks: --help needs neither
+    assert "annotate.store" not in modules
+    assert not _top(modules) & (HEAVY | {"pydantic"})
+
+
+def test_status_loads_no_heavy_library(demo_db: Path) -> None:
+    out, modules = _run_in_new_process("status", "--db", str(demo_db))
+    assert "Sessions and actions by condition" in out and "Next:" in out
+    assert _commands_loaded(modules) == {"common", "status"}
+    assert not _top(modules) & HEAVY
+
+
+def test_export_to_csv_loads_no_heavy_library(demo_db: Path, tmp_path: Path) -> None:
+    target = tmp_path / "actions.csv"
+    _, modules = _run_in_new_process(
+        "export", "--what", "actions", "--out", str(target), "--db", str(demo_db)
+    )
+    lines = target.read_text().splitlines()
+    assert lines[0].startswith("id,session,") and len(lines) > 100
+    assert _commands_loaded(modules) == {"common", "data"}
+    assert not _top(modules) & HEAVY
+
+
+def test_agree_loads_the_statistics_but_not_the_llm_or_the_screens(demo_db: Path) -> None:
+    _, modules = _run_in_new_process("agree", "--help")
+    assert _commands_loaded(modules) == {"common", "agree"}
+    assert not _top(modules) & {"llm_coder", "openai", "asyncio", "textual", "pandas", "scipy"}
+
+
+def test_the_table_lists_what_each_module_registers() -> None:
+    """COMMANDS names every command once, with the module that registers it, in the order
+    the commands were listed when they were registered together."""
+    by_module: dict[str, list[str]] = {}
+    for name, listed in COMMANDS.items():
+        by_module.setdefault(listed.module, []).append(name)
+    for module, names in by_module.items():
+        assert list(load_commands(module)) == names, module
+    registering = {p.stem for p in COMMANDS_DIR.glob("*.py") if "def register(" in p.read_text()}
+    assert registering == set(by_module)
+
+
+def test_each_summary_is_the_first_paragraph_of_the_command_help() -> None:
+    """`annotate --help` shows the table's summaries; `annotate CMD --help` the command's own
+    help: they must say the same."""
+    group = typer.main.get_command(app)
+    for name, listed in COMMANDS.items():
+        command = group.commands[name]
+        first = inspect.cleandoc(command.short_help or command.help or "").split("\n\n")[0]
+        assert " ".join(first.split()) == listed.summary, name
