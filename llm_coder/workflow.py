@@ -267,22 +267,35 @@ class TargetIds:
 
     PAGE = 2000
 
-    def __init__(self, store: Store, split: str, sample: str | None, types: list[str] | None):
+    def __init__(
+        self,
+        store: Store,
+        split: str,
+        sample: str | None,
+        types: list[str] | None,
+        left_of_run: int | None = None,
+    ):
         self.store = store
         self.split = split
         self.sample = sample
         self.types = types
+        self.left_of_run = left_of_run
+        """A resumed run: only the targets it has not stored (an anti-join in SQL)."""
         self._len: int | None = None
 
     def __len__(self) -> int:
         if self._len is None:
-            self._len = self.store.count_targets(self.split, self.sample, self.types)
+            self._len = self.store.count_targets(
+                self.split, self.sample, self.types, self.left_of_run
+            )
         return self._len
 
     def __iter__(self) -> Iterator[str]:
         after: tuple[Any, ...] | None = None
         while True:
-            page = self.store.target_page(self.split, self.sample, self.types, after, self.PAGE)
+            page = self.store.target_page(
+                self.split, self.sample, self.types, after, self.PAGE, self.left_of_run
+            )
             for row in page:
                 yield row[0]
             if len(page) < self.PAGE:
@@ -359,6 +372,16 @@ class PhaseResult:
     format_changes: tuple[str, ...] = ()
     timeouts: int = 0
     """Steps down the endpoint made this run take during this phase."""
+
+
+@dataclass(frozen=True)
+class Resumed:
+    """A run that never finished, taken up by the same command: ``left`` of its ``total``
+    items have no stored result."""
+
+    run_id: int
+    left: int
+    total: int
 
 
 @dataclass(frozen=True)
@@ -454,6 +477,7 @@ class LabelJob:
         self.fallback = self._format_fallback()
         self._saved_format: str | None = None
         self.run_id: int | None = None
+        self.resumed: Resumed | None = None
         self.target_types = self._target_types()
         self.heldout_ids = store.heldout_targets(self.split.name, self.target_types)
         self._rest: TargetIds | None = None
@@ -588,30 +612,49 @@ class LabelJob:
         )
         return Runner(caller, self.builder, self.settings)
 
-    def start(self) -> int:
-        """Record the run (before any request is sent)."""
+    def identity(self) -> dict[str, Any]:
+        """What makes two runs the same command: the same requests for the same items."""
+        o = self.options
+        return {
+            "coder": self.coder,
+            "model": o.model,
+            "endpoint_host": self.endpoint_host,
+            "codebook": self.codebook.name,
+            "codebook_hash": self.codebook.version_hash,
+            "split": self.split.name,
+            "prompt_hash": self.builder.prompt_hash,
+            "shot_ids": list(self.shot_ids),
+            "temperature": o.temperature,
+            "votes": o.votes,
+            "context": o.context,
+            "target": o.target,
+            "validate_only": int(o.validate_only),
+        }
+
+    def start(self, *, resume: bool = False) -> int:
+        """Record the run (before any request is sent). With ``resume``, a run of the same
+        command (:meth:`identity`) that never finished (killed or stopped) is taken up
+        instead: same run id, and only its items without a stored result are coded."""
         if self.config is None:
             raise UsageError("a dry run cannot start a run")
         self.store.register_codebook(self.loaded)
         o = self.options
+        identity = self.identity()
+        unfinished = self.store.resumable_llm_run(**identity) if resume else None
         # a run of this coder still 'running' was killed: this one takes over its items
         self.store.mark_llm_runs_interrupted(self.coder, self.codebook.name)
+        gate_options = {
+            "min_kappa": o.min_kappa,
+            "forced": int(o.force),
+        }
+        if unfinished is not None:
+            self.store.resume_llm_run(unfinished, **gate_options)
+            self.run_id = unfinished
+            self.resumed = self._left(unfinished)
+            return unfinished
         self.run_id = self.store.start_llm_run(
-            coder=self.coder,
-            model=o.model,
-            endpoint_host=self.endpoint_host,
-            codebook=self.codebook.name,
-            codebook_hash=self.codebook.version_hash,
-            split=self.split.name,
-            prompt_hash=self.builder.prompt_hash,
-            shot_ids=list(self.shot_ids),
-            temperature=o.temperature,
-            votes=o.votes,
-            context=o.context,
-            target=o.target,
-            min_kappa=o.min_kappa,
-            forced=int(o.force),
-            validate_only=int(o.validate_only),
+            **identity,
+            **gate_options,
             settings={
                 "concurrency": o.concurrency,
                 "timeout_s": o.timeout_s,
@@ -623,6 +666,34 @@ class LabelJob:
             },
         )
         return self.run_id
+
+    def _left(self, run_id: int) -> Resumed:
+        total = len(self.heldout_ids) + (0 if self.options.validate_only else len(self.rest_ids()))
+        done = self.store.llm_item_counts(run_id)[0]
+        return Resumed(run_id, total - done, total)
+
+    def phase_ids(self, phase: str) -> Sequence[str]:
+        """The items a phase codes: the held-out set or the rest, minus (for a resumed run)
+        those the run has stored already."""
+        left_of = self.resumed.run_id if self.resumed else None
+        if phase == "validate":
+            if left_of is None:
+                return self.heldout_ids
+            return self.store.heldout_targets(self.split.name, self.target_types, left_of)
+        rest = self.rest_ids()
+        if left_of is None:
+            return rest
+        return TargetIds(self.store, rest.split, rest.sample, rest.types, left_of)
+
+    def phase_results(self, phase: str) -> list[ItemResult]:
+        """Every stored item of a phase of this run (a resumed run's report covers them all)."""
+        assert self.run_id is not None
+        return [
+            ItemResult(action_id, answers, error, confidence, ())
+            for action_id, answers, error, confidence in self.store.llm_item_answers(
+                self.run_id, phase
+            )
+        ]
 
     def run_phase(
         self, phase: str, ids: Sequence[str], on_progress: OnProgress | None = None
@@ -646,6 +717,7 @@ class LabelJob:
         last_flush = time.monotonic()
         provenance = {**self.provenance(), "phase": phase}
         before = self.store.llm_run(run_id)  # the run's figures before this phase
+        stored, stored_valid = self.store.llm_item_counts(run_id, phase)  # a resumed run's
 
         def flush() -> None:
             # items and the run's spend move together: a killed run still shows what it paid
@@ -693,9 +765,9 @@ class LabelJob:
         stats = runner.caller.stats
         return PhaseResult(
             phase=phase,
-            items=len(ids),
-            valid=sum(r.valid for r in results),
-            invalid=progress.invalid,
+            items=stored + len(ids),
+            valid=stored_valid + sum(r.valid for r in results),
+            invalid=stored - stored_valid + progress.invalid,
             failed=progress.failed,
             sent=stats.sent,
             cached=stats.cached,
@@ -754,6 +826,8 @@ class LabelJob:
         name = self.options.uncertain_sample
         if not name:
             return ()
+        if self.resumed is not None:  # the items stored before the run was stopped too
+            results = self.phase_results("label")
         ids = tuple(
             r.action_id
             for r in results

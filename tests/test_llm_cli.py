@@ -318,17 +318,58 @@ def test_kill_and_resume_never_pays_twice(cli, maptask, llm_env, db_path):
     assert status == "running"  # it had no chance to say otherwise, but it recorded its spend:
     assert len(paid) - FLUSH_EVERY - 2 <= sent <= len(paid) and tokens_in > 0
     llm_env.state.reset_counts()
+    stored = db_rows(db_path, "SELECT action_id, created_at FROM llm_items ORDER BY action_id")
 
-    r = llm_label(cli)
+    r = llm_label(cli)  # the same command: the same run goes on
     assert r.exit_code == 0, r.output
-    assert [s for (s,) in db_rows(db_path, "SELECT status FROM llm_runs ORDER BY id")] == [
-        "interrupted",
-        "done",
-    ]
+    assert f"resuming run 1: {212 - len(stored)} of 212 items left" in r.output
+    assert [s for (s,) in db_rows(db_path, "SELECT status FROM llm_runs ORDER BY id")] == ["done"]
     resent = [b["messages"][-1]["content"] for b in llm_env.state.bodies]
     assert not set(resent) & paid
     assert len(paid) + len(resent) == 212
     assert db_rows(db_path, "SELECT count(*) FROM labels WHERE coder = ?", (CODER,)) == [(212,)]
+    items = "SELECT action_id, created_at FROM llm_items WHERE action_id IN ({})"
+    kept = db_rows(db_path, items.format(",".join("?" * len(stored))), [a for a, _ in stored])
+    assert sorted(kept) == stored  # what the killed run stored was not stored again
+    assert db_rows(db_path, "SELECT count(*) FROM llm_items WHERE run_id = 1") == [(212,)]
+
+    # a finished run, run again, is a new run answered from the cache: its report is the
+    # report of a run never interrupted, and it equals the resumed run's
+    llm_env.state.reset_counts()
+    again = llm_label(cli)
+    assert again.exit_code == 0, again.output
+    assert "resuming" not in again.output and llm_env.state.requests == 0
+    report = "SELECT status, gate, kappa, report FROM llm_runs WHERE id = ?"
+    assert db_rows(db_path, report, (2,)) == db_rows(db_path, report, (1,))
+    counts = "SELECT phase, count(*), sum(valid) FROM llm_items WHERE run_id = ? GROUP BY phase"
+    assert db_rows(db_path, counts, (2,)) == db_rows(db_path, counts, (1,))
+    phase_lines = [
+        x.split(";")[0] for x in r.output.splitlines() if x.startswith(("validate:", "label:"))
+    ]
+    assert phase_lines == [
+        x.split(";")[0] for x in again.output.splitlines() if x.startswith(("validate:", "label:"))
+    ]
+    assert len(phase_lines) == 2
+
+
+def test_a_different_command_never_resumes_an_unfinished_run(cli, maptask, llm_env, db_path):
+    llm_env.state.label_for = agreeing(maptask, 0.9)
+    with Store(db_path) as s:  # a run of this coder killed mid-way (its row still 'running')
+        s.conn.execute(
+            "INSERT INTO llm_runs (started_at, coder, model, endpoint_host, codebook, "
+            "codebook_hash, split, prompt_hash, shot_ids, temperature, votes, context, target) "
+            "VALUES ('2026-01-01', ?, ?, 'x', 'hcrc_moves', 'h', 'hcrc_moves', 'p', '[]', 0, "
+            "1, 3, 'all')",
+            (CODER, MODEL),
+        )
+        s.conn.commit()
+    r = llm_label(cli)
+    assert r.exit_code == 0, r.output
+    assert "resuming" not in r.output
+    assert db_rows(db_path, "SELECT id, status FROM llm_runs ORDER BY id") == [
+        (1, "interrupted"),
+        (2, "done"),
+    ]
 
 
 # -- faults -----------------------------------------------------------------------------

@@ -118,9 +118,9 @@ def annotate(
     return out
 
 
-def query(db: Path, sql: str) -> list[tuple]:
+def query(db: Path, sql: str, params: tuple = ()) -> list[tuple]:
     with sqlite3.connect(db) as conn:
-        return conn.execute(sql).fetchall()
+        return conn.execute(sql, params).fetchall()
 
 
 def label(*extra: str) -> list[str]:
@@ -199,15 +199,35 @@ def test_kill_9_mid_run_then_resume_requests_nothing_already_answered(project, r
     time.sleep(3)  # let the server finish the request in flight, if any
     answered = query(project, later_requests)[0][0]
     assert answered < 12, "the run finished before the kill"
+    [(killed, status)] = query(
+        project, "SELECT id, status FROM llm_runs WHERE target = 'later' ORDER BY id"
+    )
+    assert status == "running"
+    items = "SELECT count(*) FROM llm_items WHERE run_id = ? AND phase = ?"
+    heldout = query(project, items, (killed, "validate"))[0][0]
+    stored = query(project, items, (killed, "label"))[0][0]
     before = real_server.requests()
-    resumed = annotate(project, real_server, *args)
+    resumed = annotate(project, real_server, *args)  # the same command: the same run goes on
     sent = real_server.requests() - before
     total = query(project, later_requests)[0][0]
     assert sent == total - answered  # nothing stored before the kill was asked again
+    assert f"resuming run {killed}: {12 - stored} of {heldout + 12} items left" in resumed.stdout
     label_line = next(x for x in resumed.stdout.splitlines() if x.startswith("label: 12 items"))
-    assert f"; {sent} requests sent, {answered} from cache, " in label_line
-    statuses = [s for (s,) in query(project, "SELECT status FROM llm_runs ORDER BY id")]
-    assert statuses[-2:] == ["interrupted", "done"]
+    # only the items without a stored result were coded: the replies the killed run got
+    # but had not stored yet come from the cache, the rest is sent
+    assert f"; {sent} requests sent, {answered - stored} from cache, " in label_line
+    runs = "SELECT id, status, gate, kappa FROM llm_runs WHERE target = 'later' ORDER BY id"
+    [(run_id, status, gate, kappa)] = query(project, runs)
+    assert (run_id, status) == (killed, "done")
+    assert query(project, items, (killed, "label"))[0][0] == 12
+
+    # finished, the same command is a new run: every reply from the cache, the same report
+    before = real_server.requests()
+    again = annotate(project, real_server, *args)
+    assert real_server.requests() == before and "resuming" not in again.stdout
+    [_, (new_id, *rest)] = query(project, runs)
+    assert new_id > killed and rest == ["done", gate, kappa]
+    assert next(x for x in again.stdout.splitlines() if x.startswith("label: 12 items"))
 
 
 def invalid_heldout(db: Path) -> int:

@@ -20,7 +20,7 @@ from annotate.analysis.report import Scope
 from annotate.codebook import find_codebook
 from annotate.coding.session import CodingSession, resolve_codebook
 from annotate.store import Store
-from llm_coder.workflow import JobOptions, LabelJob
+from llm_coder.workflow import JobOptions, LabelJob, Resumed
 from tests.test_analysis_support import demo_with_gold
 
 BIG_TABLES = ("actions", "labels", "llm_requests", "sample_items", "llm_items")
@@ -124,6 +124,26 @@ def test_llm_label_targets_and_dry_run_use_indexes(project) -> None:
             ],
         )
         assert any("llm_split_items" in s for s in statements)
+        assert unindexed(store, statements) == []
+
+
+def test_llm_label_resume_finds_what_is_left_by_index(project) -> None:
+    """A resumed run's items left (held-out and rest, both target kinds) are an anti-join on
+    llm_items' primary key, and its stored items are read by the run's id."""
+    with Store(project) as store:
+        loaded = find_codebook("traum")
+
+        def left(target: str) -> None:
+            job = LabelJob(store, loaded, JobOptions(model="m", split="traum", target=target), None)
+            job.resumed = Resumed(7, 0, 0)
+            list(job.phase_ids("validate"))
+            rest = job.phase_ids("label")
+            assert len(list(rest)) == len(rest) == len(job.rest_ids())  # run 7 stored nothing
+            store.llm_item_counts(7, "label")
+            list(store.llm_item_answers(7, "validate"))
+
+        statements = run_hot_paths(store, [lambda: left("all"), lambda: left("main")])
+        assert sum("NOT EXISTS (SELECT 1 FROM llm_items" in s for s in statements) >= 4
         assert unindexed(store, statements) == []
 
 

@@ -230,10 +230,17 @@ def llm_label_command(
                 "consider --temperature 0.7",
                 markup=False,
             )
-        run_id = job.start()
+        run_id = job.start(resume=True)
+        if job.resumed is not None:
+            r = job.resumed
+            console.print(
+                f"resuming run {run_id}: {r.left:,} of {r.total:,} items left "
+                "(the same command was stopped before it finished).",
+                markup=False,
+            )
         console.print(run_line(job, run_id), markup=False)
         try:
-            validated = run_phase(job, "validate", job.heldout_ids)
+            validated = run_phase(job, "validate", job.phase_ids("validate"))
             console.print(phase_line(job, validated), markup=False, soft_wrap=True)
             if validated.failed:
                 job.finish("incomplete")
@@ -242,10 +249,10 @@ def llm_label_command(
                     f"({validated.failures[0]})",
                     hint="run the same command again: answered items are not sent twice",
                 )
-            if not gate(job, validated.results):
+            held_out = job.phase_results("validate") if job.resumed else validated.results
+            if not gate(job, held_out):
                 return
-            rest = job.rest_ids()
-            labelled = run_phase(job, "label", rest)
+            labelled = run_phase(job, "label", job.phase_ids("label"))
             console.print(phase_line(job, labelled), markup=False, soft_wrap=True)
             uncertain = job.make_uncertain_sample(labelled.results)
             if uncertain_sample:

@@ -44,6 +44,11 @@ def answer_from_json(data: Mapping[str, Any]) -> Answer:
     return Answer(data.get("value"), tuple(data.get("codes") or ()), data.get("other_text"))
 
 
+_NOT_STORED_BY_RUN = (
+    " AND NOT EXISTS (SELECT 1 FROM llm_items r WHERE r.run_id = ? AND r.action_id = a.id)"
+)
+
+
 class StoreCache:
     """The :class:`llm_coder.calls.Cache` of one run, backed by ``llm_requests``."""
 
@@ -145,7 +150,13 @@ class LLMStoreMixin(StoreBase):
     # -- targets: the actions a run codes, paged by SQL ---------------------------------
 
     def _target_sql(
-        self, split: str, sample: str | None, types: Sequence[str] | None, *, keys: bool = True
+        self,
+        split: str,
+        sample: str | None,
+        types: Sequence[str] | None,
+        *,
+        keys: bool = True,
+        left_of_run: int | None = None,
     ) -> tuple[str, list[Any]]:
         """The actions of the target (every action, or a sample's items) of these types,
         minus every item of the split (an anti-join on its primary key): their ids, and with
@@ -167,10 +178,19 @@ class LLMStoreMixin(StoreBase):
             "AND i.action_id = a.id)"
         )
         params.append(split)
+        if left_of_run is not None:  # a resumed run: only the items it has not stored
+            sql += _NOT_STORED_BY_RUN
+            params.append(left_of_run)
         return sql, params
 
-    def count_targets(self, split: str, sample: str | None, types: Sequence[str] | None) -> int:
-        sql, params = self._target_sql(split, sample, types, keys=False)
+    def count_targets(
+        self,
+        split: str,
+        sample: str | None,
+        types: Sequence[str] | None,
+        left_of_run: int | None = None,
+    ) -> int:
+        sql, params = self._target_sql(split, sample, types, keys=False, left_of_run=left_of_run)
         return self.conn.execute(f"SELECT count(*) FROM ({sql})", params).fetchone()[0]
 
     def target_page(
@@ -180,11 +200,12 @@ class LLMStoreMixin(StoreBase):
         types: Sequence[str] | None,
         after: tuple[Any, ...] | None,
         limit: int,
+        left_of_run: int | None = None,
     ) -> list[tuple[Any, ...]]:
         """The next ``limit`` targets after the key ``after`` (keyset paging: each page is
         one index range, however far in): rows of (id, *key), the key being (session, seq)
         for every action, the position for a sample's items."""
-        sql, params = self._target_sql(split, sample, types)
+        sql, params = self._target_sql(split, sample, types, left_of_run=left_of_run)
         if after is not None:
             sql += " AND (a.session, a.seq) > (?, ?)" if sample is None else " AND s.position > ?"
             params += list(after)
@@ -200,8 +221,11 @@ class LLMStoreMixin(StoreBase):
         for row in self.conn.execute(sql + " ORDER BY a.id", params):
             yield row[0]
 
-    def heldout_targets(self, split: str, types: Sequence[str] | None) -> list[str]:
-        """The split's held-out items of these types, in the split's order."""
+    def heldout_targets(
+        self, split: str, types: Sequence[str] | None, left_of_run: int | None = None
+    ) -> list[str]:
+        """The split's held-out items of these types, in the split's order (with
+        ``left_of_run``: only those that run has not stored)."""
         sql = (
             "SELECT i.action_id FROM llm_split_items i JOIN actions a ON a.id = i.action_id "
             "WHERE i.split = ? AND i.role = 'heldout'"
@@ -210,6 +234,9 @@ class LLMStoreMixin(StoreBase):
         if types is not None:
             sql += f" AND a.action_type IN ({','.join('?' * len(types))})"
             params += list(types)
+        if left_of_run is not None:
+            sql += _NOT_STORED_BY_RUN
+            params.append(left_of_run)
         return [r[0] for r in self.conn.execute(sql + " ORDER BY i.position", params)]
 
     def split_items(self, name: str) -> list[dict[str, Any]]:
@@ -253,6 +280,40 @@ class LLMStoreMixin(StoreBase):
                 f"INSERT INTO llm_runs ({columns}) VALUES ({marks})", tuple(fields.values())
             )
         return int(cur.lastrowid or 0)
+
+    def resumable_llm_run(self, **same: Any) -> int | None:
+        """The latest run that never finished (killed: still 'running'; stopped:
+        'interrupted') whose columns ``same`` all equal these values, or None."""
+        for key in ("shot_ids", "settings"):
+            if key in same and not isinstance(same[key], str):
+                same[key] = dumps(same[key])
+        where = " AND ".join(f"{column} IS ?" for column in same)
+        row = self.conn.execute(
+            f"SELECT id FROM llm_runs WHERE status IN ('running', 'interrupted') AND {where} "
+            "ORDER BY id DESC LIMIT 1",
+            tuple(same.values()),
+        ).fetchone()
+        return None if row is None else int(row[0])
+
+    def resume_llm_run(self, run_id: int, **fields: Any) -> None:
+        """Take up a run that never finished: running again, with these options."""
+        self.update_llm_run(run_id, status="running", finished_at=None, **fields)
+
+    def llm_item_answers(
+        self, run_id: int, phase: str
+    ) -> Iterator[tuple[str, dict[str, Answer] | None, str | None, float | None]]:
+        """(action id, answers, error, confidence) of a phase's stored items, in the order
+        they were stored."""
+        for row in self.conn.execute(
+            "SELECT action_id, answer, error, confidence FROM llm_items WHERE run_id = ? "
+            "AND phase = ? ORDER BY rowid",
+            (run_id, phase),
+        ):
+            answer = json.loads(row[1]) if row[1] else None
+            answers = (
+                {q: answer_from_json(a) for q, a in answer.items()} if answer is not None else None
+            )
+            yield row[0], answers, row[2], row[3]
 
     def mark_llm_runs_interrupted(self, coder: str, codebook: str) -> int:
         with self.transaction() as conn:

@@ -199,11 +199,14 @@ class LLMBatchesMixin(StoreBase):
             )
         }
 
-    def llm_item_counts(self, run_id: int) -> tuple[int, int]:
-        """(items, valid items) a run has stored."""
-        row = self.conn.execute(
-            "SELECT count(*), coalesce(sum(valid), 0) FROM llm_items WHERE run_id = ?", (run_id,)
-        ).fetchone()
+    def llm_item_counts(self, run_id: int, phase: str | None = None) -> tuple[int, int]:
+        """(items, valid items) a run has stored (in one phase, if given)."""
+        sql = "SELECT count(*), coalesce(sum(valid), 0) FROM llm_items WHERE run_id = ?"
+        params: tuple[Any, ...] = (run_id,)
+        if phase is not None:
+            sql += " AND phase = ?"
+            params = (run_id, phase)
+        row = self.conn.execute(sql, params).fetchone()
         return int(row[0]), int(row[1])
 
     # -- the request cache, in bulk -----------------------------------------------------
