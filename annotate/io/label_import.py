@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from annotate.codebook import Answer, LoadedCodebook
+from annotate.codebook import Answer, Codebook, LoadedCodebook
 from annotate.errors import AnnotateError, ImportFormatError
 from annotate.io.importers import fields
 from annotate.io.importers.encoding import not_utf8
@@ -164,16 +164,24 @@ def _check_against_store(
                 f"{path}:{lineno}: unknown action id '{w.action_id}'",
                 hint="import the actions first with `annotate import`",
             )
-        question = cb.question(w.question)
-        for applies, what, allowed in (
-            (cb.applies, cb.name, cb.applies_to),
-            (question.applies, f"{cb.name} {w.question}", question.applies_to),
-        ):
-            if not applies(action_type):
-                raise ImportFormatError(
-                    f"{path}:{lineno}: {what} does not apply to action '{w.action_id}', "
-                    f"a {action_type} (it applies to {', '.join(allowed or [])})"
-                )
+        check_applies(f"{path}:{lineno}", cb, w.question, w.action_id, action_type)
+
+
+def check_applies(
+    where: str, cb: Codebook, question_id: str, action_id: str, action_type: str
+) -> None:
+    """Refuses a label for an action its codebook or question does not apply to (``where``:
+    the file and line)."""
+    question = cb.question(question_id)
+    for applies, what, allowed in (
+        (cb.applies, cb.name, cb.applies_to),
+        (question.applies, f"{cb.name} {question_id}", question.applies_to),
+    ):
+        if not applies(action_type):
+            raise ImportFormatError(
+                f"{where}: {what} does not apply to action '{action_id}', "
+                f"a {action_type} (it applies to {', '.join(allowed or [])})"
+            )
 
 
 def import_labels(

@@ -44,7 +44,7 @@ from annotate.coders import self_coder
 from annotate.errors import AnnotateError, ImportFormatError
 from annotate.io.importers import fields
 from annotate.io.importers.encoding import not_utf8
-from annotate.io.label_import import LabelImportResult, _content
+from annotate.io.label_import import LabelImportResult, _content, check_applies
 from annotate.io.label_overwrites import plan_import, refuse_overwrites
 from annotate.store import LabelWrite, Store
 
@@ -382,16 +382,7 @@ def _check_actions(path: Path, store: Store, codebook: Codebook, reports: list[P
                 f"session '{session}'",
                 hint="participants there: " + (", ".join(people.get(session, [])) or "none"),
             )
-        q = codebook.question(r.write.question)
-        for applies, what, allowed in (
-            (codebook.applies, codebook.name, codebook.applies_to),
-            (q.applies, f"{codebook.name} {q.id}", q.applies_to),
-        ):
-            if not applies(action_type):
-                raise ImportFormatError(
-                    f"{path}:{r.line}: {what} does not apply to action '{r.action_id}', "
-                    f"a {action_type} (it applies to {', '.join(allowed or [])})"
-                )
+        check_applies(f"{path}:{r.line}", codebook, r.write.question, r.action_id, action_type)
 
 
 def import_self_reports(

@@ -173,16 +173,7 @@ class ExportMixin(StoreBase):
         """Answered labels (an answer or codes), each with its action's fields."""
         join, params = _split_join(split, "a.session")
         where = ["(l.value IS NOT NULL OR l.codes IS NOT NULL)"]
-        if codebook:
-            where.append("l.codebook = ?")
-            params += (codebook,)
-        if coders:
-            where.append(f"l.coder IN ({_marks(coders)})")
-            params += tuple(coders)
-        if sample:
-            self.sample_exists_or_fail(sample)
-            where.append("l.action_id IN (SELECT action_id FROM sample_items WHERE sample = ?)")
-            params += (sample,)
+        params += self._filters("l", "l", codebook, coders, sample, where)
         columns = [Column(n, e, k) for n, e, k in LABEL_EXPORT]
         columns += _action_columns("a", with_id=False, joined=True)
         return ExportQuery(
@@ -192,6 +183,33 @@ class ExportMixin(StoreBase):
             "l.codebook, l.action_id, l.question, l.coder",
             params,
         )
+
+    def _filters(
+        self,
+        coded: str,
+        item: str,
+        codebook: str | None,
+        coders: Sequence[str] | None,
+        sample: str | None,
+        where: list[str],
+    ) -> tuple[Any, ...]:
+        """Adds the --codebook, --coders and --sample conditions to ``where`` (``coded``: the
+        alias with codebook and coder, ``item``: the one with action_id); returns their
+        parameters."""
+        params: tuple[Any, ...] = ()
+        if codebook:
+            where.append(f"{coded}.codebook = ?")
+            params += (codebook,)
+        if coders:
+            where.append(f"{coded}.coder IN ({_marks(coders)})")
+            params += tuple(coders)
+        if sample:
+            self.sample_exists_or_fail(sample)
+            where.append(
+                f"{item}.action_id IN (SELECT action_id FROM sample_items WHERE sample = ?)"
+            )
+            params += (sample,)
+        return params
 
     def export_llm_query(
         self,
@@ -212,16 +230,7 @@ class ExportMixin(StoreBase):
             "e.action_id = i.action_id AND e.request_hashes = i.request_hashes "
             "AND e.run_id < i.run_id))"
         ]
-        if codebook:
-            where.append("r.codebook = ?")
-            params += (codebook,)
-        if coders:
-            where.append(f"r.coder IN ({_marks(coders)})")
-            params += tuple(coders)
-        if sample:
-            self.sample_exists_or_fail(sample)
-            where.append("i.action_id IN (SELECT action_id FROM sample_items WHERE sample = ?)")
-            params += (sample,)
+        params += self._filters("r", "i", codebook, coders, sample, where)
         columns = [Column(n, e, k) for n, e, k in LLM_EXPORT]
         columns += _action_columns("a", with_id=False, joined=True)
         return ExportQuery(
