@@ -78,7 +78,8 @@ def _csv_rows(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
             ) from None
 
 
-def _jsonl_rows(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+def jsonl_objects(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    """Each non-blank line of a JSONL file as an object, with its line number."""
     with path.open(encoding="utf-8-sig") as fh:
         for lineno, line in enumerate(fh, start=1):
             if not line.strip():
@@ -89,9 +90,14 @@ def _jsonl_rows(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
                 raise ImportFormatError(f"{path}:{lineno}: {exc}") from None
             if not isinstance(obj, dict):
                 raise ImportFormatError(f"{path}:{lineno}: expected a JSON object")
-            if error := _unknown_columns(f"{path}:{lineno}", list(obj)):
-                raise error
             yield lineno, obj
+
+
+def _jsonl_rows(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    for lineno, obj in jsonl_objects(path):
+        if error := _unknown_columns(f"{path}:{lineno}", list(obj)):
+            raise error
+        yield lineno, obj
 
 
 def _rows(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:

@@ -44,7 +44,12 @@ from annotate.coders import self_coder
 from annotate.errors import AnnotateError, ImportFormatError
 from annotate.io.importers import fields
 from annotate.io.importers.encoding import not_utf8
-from annotate.io.label_import import LabelImportResult, _content, check_applies
+from annotate.io.label_import import (
+    LabelImportResult,
+    _content,
+    check_applies,
+    jsonl_objects,
+)
 from annotate.io.label_overwrites import plan_import, refuse_overwrites
 from annotate.store import LabelWrite, Store
 
@@ -215,17 +220,7 @@ class ProbeReply:
 
 def _jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
     try:
-        with path.open(encoding="utf-8-sig") as fh:
-            for lineno, line in enumerate(fh, start=1):
-                if not line.strip():
-                    continue
-                try:
-                    obj = fields.json_line(line)
-                except ValueError as exc:
-                    raise ImportFormatError(f"{path}:{lineno}: {exc}") from None
-                if not isinstance(obj, dict):
-                    raise ImportFormatError(f"{path}:{lineno}: expected a JSON object")
-                yield lineno, obj
+        yield from jsonl_objects(path)
     except UnicodeDecodeError:
         raise not_utf8(path) from None
 
