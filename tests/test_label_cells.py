@@ -1,20 +1,26 @@
 """Reading labels at corpus scale: the hot queries of `agree` and `adjudicate` use an index
-(no full SCAN of labels), and the label content SQLite makes is the one Python makes."""
+(no full SCAN of labels, no sort), chunks read what one pass reads, and each label's revision
+changes when its answer does."""
 
 from __future__ import annotations
 
-import json
 import re
-import sqlite3
 from collections.abc import Callable
 
 import pytest
 
 from annotate.codebook import Answer, find_codebook
 from annotate.models import Action
-from annotate.reliability.agreement_data import agree, label_digest, labels_hash
-from annotate.store import LabelWrite, Store
-from annotate.store.label_cells import LabelScope, label_content, sql_content_matches
+from annotate.reliability.agreement_data import agree, label_digest, select
+from annotate.reliability.question_labels import (
+    LabelsRead,
+    QuestionData,
+    labels_hash_of,
+    read_questions,
+)
+from annotate.store import LabelWrite, Store, label_cells
+from annotate.store.label_cells import LabelScope
+from annotate.store.revisions import content_revision
 
 TRICKY = ['say "hi"', "back\\slash", "two\nlines", "tab\tand \x01", "café 中文 \u2028", "/"]
 
@@ -65,15 +71,24 @@ def _scans_labels(line: str) -> bool:
     return "INDEX" not in line
 
 
+def _arrays(store: Store, scope: LabelScope) -> list[object]:
+    with store.read_snapshot():
+        if scope.sample is None:
+            store.number_labelled_items(scope)
+        versions = store.version_hashes(scope.codebook)
+        return list(store.label_arrays(scope, ["Initiate", "other"], versions))
+
+
 @pytest.mark.parametrize("sample", ["half", None])
 def test_hot_queries_use_an_index(coded: Store, sample: str | None) -> None:
     scope = LabelScope("traum", ("act",), ("ana", "ben", "caro"), sample)
-    values = list(coded.answer_counts(scope)[0])
     calls = {
-        "label_cells": lambda: [r for chunk in coded.label_cells(scope, values) for r in chunk],
+        "label_arrays": lambda: _arrays(coded, scope),
+        "coded_sets": lambda: list(coded.coded_sets(scope)),
         "answer_counts": lambda: coded.answer_counts(scope),
         "skipped_cells": lambda: coded.skipped_cells(scope),
         "coders_with_answers": lambda: coded.coders_with_answers("traum", sample=sample),
+        "answering_coders": lambda: coded.answering_coders("traum", sample=sample),
         "shared_items": lambda: coded.shared_items("traum", ["ana", "ben"], sample=sample),
         "label_ids": lambda: coded.label_ids("traum", "act", ["ana", "ben"], sample=sample),
         "answered_label_counts": coded.answered_label_counts,
@@ -89,40 +104,110 @@ def test_hot_queries_use_an_index(coded: Store, sample: str | None) -> None:
                 assert all("COVERING INDEX" in line for line in on_labels), (name, plan)
 
 
-def test_the_main_pass_needs_no_full_sort(coded: Store) -> None:
+def test_the_main_pass_needs_no_sort(coded: Store) -> None:
     for sample in ("half", None):
         scope = LabelScope("traum", ("act",), ("ana", "ben", "caro"), sample)
-        sql, params = coded.label_cells_sql(scope, ["Initiate"])
-        plan = [r[3] for r in coded.conn.execute("EXPLAIN QUERY PLAN " + sql, params)]
-        assert "USE TEMP B-TREE FOR ORDER BY" not in plan, plan
+        for last in (False, True):
+            sql, before, rest = coded.label_arrays_sql(scope, ["Initiate"], [], last_chunk=last)
+            bounds = ["", "~"][: 1 if last else 2]
+            with coded.read_snapshot():
+                if sample is None:
+                    coded.number_labelled_items(scope)
+                plan = [
+                    r[3]
+                    for r in coded.conn.execute(
+                        "EXPLAIN QUERY PLAN " + sql, [*before, *bounds, *rest]
+                    )
+                ]
+            assert not any("TEMP B-TREE" in line for line in plan), plan
+            # each item's labels are looked up, not scanned over the chunk's range per item
+            on_labels = [line for line in plan if line.startswith("SEARCH l ")]
+            assert len(on_labels) == 1 and on_labels[0].endswith("(codebook=? AND action_id=?)")
 
 
-def test_sqlite_makes_the_content_python_makes() -> None:
-    assert sql_content_matches(sqlite3.sqlite_version)
-    conn = sqlite3.connect(":memory:")
-    for text in TRICKY:
-        row = {
-            "action_id": text,
-            "question": "q",
-            "coder": text,
-            "value": None,
-            "codes": ("a", "b_c-1"),  # codes are [A-Za-z0-9_-]: their JSON has no escapes
-            "other_text": text,
-            "codebook_hash": "h",
-        }
-        made = conn.execute(
-            "SELECT json_array(?, ?, ?, ?, json(?), ?, ?)",
-            (text, "q", text, None, json.dumps(["a", "b_c-1"]), text, "h"),
-        ).fetchone()[0]
-        assert made == label_content(row)
+def test_answering_coders_are_the_coders_with_answers(coded: Store) -> None:
+    cb = coded.stored_codebook("traum")
+    coded.set_skipped("s1:003", cb, "dan", ["act"])  # a row without an answer
+    odd = LabelWrite("s1:001", "act", "eve", Answer("Cancel", (), None))  # not in 'half'
+    coded.save_answers(cb, [odd])
+    for sample in ("half", None):
+        found = coded.answering_coders("traum", sample=sample)
+        assert found == list(coded.coders_with_answers("traum", sample=sample))
+        assert "dan" not in found and ("eve" in found) == (sample is None)
 
 
-def test_a_run_keeps_the_digest_python_computes_of_every_label(coded: Store) -> None:
+def _read(store: Store, sample: str | None) -> tuple[list[QuestionData], LabelsRead]:
+    selection = select(store, codebook="traum", sample=sample)
+    with store.read_snapshot():
+        return read_questions(store, selection)
+
+
+@pytest.mark.parametrize("sample", ["half", None])
+def test_chunks_of_items_read_what_one_chunk_reads(
+    coded: Store, sample: str | None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    whole, read = _read(coded, sample)
+    monkeypatch.setattr(label_cells, "ITEMS_PER_CHUNK", 7)
+    chunked, read_chunked = _read(coded, sample)
+    assert whole[0].items == chunked[0].items
+    assert (whole[0].codes == chunked[0].codes).all()
+    assert (read.label_ids == read_chunked.label_ids).all()
+    assert read.labels_hash == read_chunked.labels_hash
+    assert len(whole[0].items) == (30 if sample else 60)
+    assert read.n_labels == (90 if sample else 180)
+    row = whole[0].items.index("s1:004")
+    assert whole[0].value_row(row) == ("Initiate", "Continue", "Acknowledge")
+
+
+def test_a_value_outside_the_codebook_is_read_after_a_count(coded: Store) -> None:
+    coded.conn.execute(
+        "UPDATE labels SET value = 'Grunt' WHERE action_id = 's1:000' AND coder = 'caro'"
+    )
+    data, _ = _read(coded, "half")
+    row = data[0].items.index("s1:000")
+    assert data[0].value_row(row)[2] == "Grunt"
+    assert "Grunt" in data[0].names
+
+
+def _revision(store: Store, action_id: str, coder: str) -> int:
+    return store.conn.execute(
+        "SELECT revision FROM labels WHERE action_id = ? AND coder = ?", (action_id, coder)
+    ).fetchone()[0]
+
+
+def test_a_label_gets_a_new_revision_when_its_answer_changes_and_only_then(coded: Store) -> None:
+    cb = coded.stored_codebook("traum")
+    first = _revision(coded, "s1:005", "ana")
+    value = coded.conn.execute(
+        "SELECT value FROM labels WHERE action_id = 's1:005' AND coder = 'ana'"
+    ).fetchone()[0]
+    assert first == content_revision("s1:005", "act", "ana", value, (), None, cb.version_hash)
+    coded.set_note("s1:005", cb, "ana", ["act"], "a note")
+    coded.set_flag("s1:005", cb, "ana", ["act"])
+    assert _revision(coded, "s1:005", "ana") == first
+    coded.save_answers(cb, [LabelWrite("s1:005", "act", "ana", Answer("Repair", (), None))])
+    second = _revision(coded, "s1:005", "ana")
+    assert second == content_revision("s1:005", "act", "ana", "Repair", (), None, cb.version_hash)
+    coded.save_answers(cb, [LabelWrite("s1:005", "act", "ana", Answer(value, (), None))])
+    assert _revision(coded, "s1:005", "ana") == first  # the same content, the same revision
+    # a write the store did not make (raw SQL) that changes the answer: a new revision
+    coded.conn.execute("UPDATE labels SET other_text = 'x' WHERE action_id = 's1:005'")
+    assert _revision(coded, "s1:005", "ana") not in (0, first, second)
+    coded.conn.execute(
+        "INSERT INTO labels (action_id, codebook, codebook_hash, question, coder, value, "
+        "created_at, updated_at) VALUES ('s1:005', 'traum', 'h', 'act', 'dan', 'Cancel', '', '')"
+    )
+    assert _revision(coded, "s1:005", "dan") != 0
+
+
+def test_a_run_keeps_the_revision_of_every_label_it_used(coded: Store) -> None:
     for sample in ("half", None):
         run = agree(coded, codebook="traum", sample=sample, n_boot=200)
         stored = coded.agreement_run(run.run_id)
+        ids, revisions = coded.label_revisions(stored["label_ids"])
+        assert len(ids) == run.n_labels == (90 if sample else 180)
+        assert ids.tolist() == stored["label_ids"]
         rows = coded.labels_by_id(stored["label_ids"])
-        assert len(rows) == run.n_labels == (90 if sample else 180)
         assert {r["id"]: label_digest(r) for r in rows} == stored["label_digests"]
-        assert labels_hash(rows) == stored["labels_hash"] == run.labels_hash
+        assert labels_hash_of(revisions) == stored["labels_hash"] == run.labels_hash
         assert len({r["other_text"] for r in rows} & set(TRICKY)) >= 3

@@ -27,8 +27,9 @@ from annotate.coders import is_human
 from annotate.coding.answers import codes_text
 from annotate.errors import AnnotateError, CodebookError, NotFoundError, UsageError
 from annotate.models import describe
-from annotate.reliability.question_labels import QuestionData, read_questions
+from annotate.reliability.question_labels import QuestionData, labels_hash_of, read_questions
 from annotate.store.agreement_runs import AgreementRunRecord
+from annotate.store.revisions import content_revision, revision_hex
 
 if TYPE_CHECKING:
     from agreement import AgreementReport, LabelMatrix, MultiSelectReport, SetLabelMatrix
@@ -274,21 +275,22 @@ def select(
         notes.insert(0, why)
     cb = _resolve_codebook(store, codebook, counts)
     where = f"codebook '{cb.name}'" + (f" in sample '{sample}'" if sample else "")
-    available = store.coders_with_answers(cb.name, sample=sample)
+    answering = store.answering_coders(cb.name, sample=sample)
     if coders:
         named = list(dict.fromkeys(coders))
-        unknown = [c for c in named if c not in available]
+        unknown = [c for c in named if c not in answering]
         if unknown:
             raise UsageError(
                 f"unknown coder '{unknown[0]}': no labels on {where}",
-                hint="coders: " + _choices(available),
+                hint="coders: " + _choices(store.coders_with_answers(cb.name, sample=sample)),
             )
         chosen = tuple(named)
     else:
-        chosen = tuple(c for c in available if is_human(c))
+        chosen = tuple(c for c in answering if is_human(c))
         if len(chosen) >= min_coders:
             notes.append("coders " + ", ".join(chosen))
     if len(chosen) < min_coders:
+        available = store.coders_with_answers(cb.name, sample=sample)  # with counts, to show
         found = f" ({', '.join(chosen)})" if chosen else ""
         hint = (
             "name them with --coders A,B (gold, llm:* and self:* count only when named); coders: "
@@ -327,6 +329,21 @@ def _coded_questions(questions: tuple[Question, ...], notes: list[str]) -> tuple
 # -- one question's labels --------------------------------------------------------------------
 
 
+def labels_hash(rows: Sequence[dict[str, Any]]) -> str:
+    """SHA-256 of the labels' content (item, question, coder, answer, codebook version) as
+    a run keeps it (:func:`~annotate.reliability.question_labels.labels_hash_of`)."""
+    digests = [int(label_digest(r), 16) for r in rows]
+    return labels_hash_of(np.array(digests, dtype=np.uint64).view(np.int64))
+
+
+def legacy_labels_hash(rows: Sequence[dict[str, Any]]) -> str:
+    """SHA-256 of the labels' content as runs stored before annotate kept each label's
+    digest hashed it."""
+    canonical = sorted(_content(r) for r in rows)
+    text = json.dumps(canonical, ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
 def _content(r: dict[str, Any]) -> tuple[Any, ...]:
     return (
         r["action_id"],
@@ -339,21 +356,13 @@ def _content(r: dict[str, Any]) -> tuple[Any, ...]:
     )
 
 
-def _hash_rows(rows: Sequence[dict[str, Any]]) -> str:
-    canonical = sorted(_content(r) for r in rows)
-    text = json.dumps(canonical, ensure_ascii=False, separators=(",", ":"))
-    return hashlib.sha256(text.encode()).hexdigest()
-
-
-def labels_hash(rows: Sequence[dict[str, Any]]) -> str:
-    """SHA-256 of the labels' content (item, question, coder, answer, codebook version)."""
-    return _hash_rows(rows)
-
-
 def label_digest(row: dict[str, Any]) -> str:
-    """A short SHA-256 of one label's content, to tell later whether that label changed."""
-    text = json.dumps(_content(row), ensure_ascii=False, separators=(",", ":"))
-    return hashlib.sha256(text.encode()).hexdigest()[:16]
+    """A short SHA-256 of one label's content (its revision as hex), to tell later whether
+    that label changed."""
+    return revision_hex(
+        content_revision(*(row[k] for k in ("action_id", "question", "coder", "value")),
+                         row["codes"] or (), row["other_text"], row["codebook_hash"])
+    )  # fmt: skip
 
 
 # -- the categories that enter the figures ------------------------------------------------------
@@ -451,7 +460,8 @@ def value_matrix(data: QuestionData) -> LabelMatrix:
     categories = _category_names(value_categories(data).codes)
     try:
         named = [label_name(n) for n in data.names]
-        used = {named[k] for k in np.unique(data.codes[data.codes >= 0]).tolist()}
+        given = data.codes[data.codes >= 0].ravel()
+        used = {named[k] for k in np.flatnonzero(np.bincount(given, minlength=1)).tolist()}
         resolved = _resolve_categories(used, categories)
     except ValueError as exc:
         raise _outside(data.question, exc) from None
@@ -780,7 +790,7 @@ def run_agreement(
             settings=settings,
             results=payload,
             annotate_version=__version__,
-            aligned_digests=read.digests,
+            aligned_digests=read.revisions.view(np.uint64),
         )
         stored_before = store.same_agreement_run(record)
         run_id = stored_before or store.save_agreement_run(record)
@@ -915,9 +925,7 @@ def _labels_now(store: Store, run: dict[str, Any]) -> tuple[set[int] | None, lis
             notes.append(f"the items of sample '{run['sample']}' changed")
     ids: set[int] = set()
     for question in run["questions"]:
-        found = store.label_ids(
-            run["codebook"], question, run["coders"], sample=run["sample"]
-        )
+        found = store.label_ids(run["codebook"], question, run["coders"], sample=run["sample"])
         ids.update(found.values())
     return ids, notes
 
@@ -926,29 +934,37 @@ def stored_run(store: Store, run_id: int) -> StoredRun:
     """A stored run, with the labels added, deleted and changed since it was made.
 
     Deleted: the run's labels no longer stored or no longer answered (an answer undone).
-    Changed: the run's labels whose content differs from the stored per-label digest.
+    Changed: the run's labels whose content differs from the stored per-label digest (the
+    label's revision now).
     Added: answered labels of the run's codebook, sample, coders and questions that the run
     did not use (a new answer, or one given again after being deleted).
     """
     run = store.agreement_run(run_id)
     used = run["label_ids"]
-    with store.read_snapshot():
-        rows = store.labels_by_id(used)
-        now, notes = _labels_now(store, run)
-    answered = [r for r in rows if r["value"] is not None or r["codes"]]
-    deleted = len(used) - len(answered)
-    same_hash = not deleted and labels_hash(rows) == run["labels_hash"]
     digests = run.get("label_digests") or {}
-    changed: int | None = None
+    notes: list[str]
     if all(digests.get(i) for i in used):
-        changed = sum(label_digest(r) != digests[r["id"]] for r in answered)
-    elif same_hash:
-        changed = 0
-    else:
-        notes.append(
-            "the run was stored without per-label digests, so how many changed is unknown; "
-            "labels_sha256 differs"
+        with store.read_snapshot():
+            ids, revisions = store.label_revisions(used)
+            now, notes = _labels_now(store, run)
+        deleted = len(used) - len(ids)
+        changed: int | None = sum(
+            revision_hex(r) != digests[i]
+            for i, r in zip(ids.tolist(), revisions.tolist(), strict=True)
         )
+        same = not deleted and not changed
+    else:  # a run stored before annotate kept each label's digest
+        with store.read_snapshot():
+            rows = store.labels_by_id(used)
+            now, notes = _labels_now(store, run)
+        deleted = len(used) - sum(r["value"] is not None or bool(r["codes"]) for r in rows)
+        same = not deleted and legacy_labels_hash(rows) == run["labels_hash"]
+        changed = 0 if same else None
+        if not same:
+            notes.append(
+                "the run was stored without per-label digests, so how many changed is "
+                "unknown; labels_sha256 differs"
+            )
     added = len(now - set(used)) if now is not None else None
-    unchanged = same_hash and added == 0 and changed == 0 and not notes
+    unchanged = same and added == 0 and changed == 0 and not notes
     return StoredRun(run, deleted, changed, added, unchanged, tuple(notes))

@@ -1,24 +1,23 @@
 """The selected labels as item x coder integer codes, read in one pass (`agree`).
 
-One query per run reads every selected label in the order of (item, question, coder), with
-the question, coder and value already numbered by SQL, in chunks: each chunk becomes NumPy
-arrays, the content of each label is hashed (its digest, and the run's ``labels_hash``, in
-that same order), and no object is kept per label but its id and digest. Counting (which
-values occur, which codebook versions) is done on the values read in that same pass.
+The labels are read a chunk of items at a time with the item, coder, value, question and
+codebook version already numbered by SQL (:meth:`Store.label_arrays`): each chunk is a few
+NumPy arrays, and no object is kept per label. What a run keeps of each label is its id and
+revision (migration 14), from the same pass.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from annotate.codebook import NO, Question
-from annotate.store.label_cells import LabelScope, label_content, unpack
+from annotate.codebook import NO, OTHER, Question
+from annotate.store.label_cells import UNKNOWN_VALUE, UNKNOWN_VERSION, LabelScope, unpack
 
 if TYPE_CHECKING:
     from annotate.reliability.agreement_data import Selection
@@ -83,13 +82,12 @@ class QuestionData:
 
 @dataclass
 class LabelsRead:
-    """What a run read, for its provenance: the label ids with the digest of each (the
-    first 8 bytes of its SHA-256 as an unsigned integer: ``f"{d:016x}"`` is
-    :func:`label_digest`), sorted by id, the SHA-256 of all their content in (item,
-    question, coder) order, and the codebook versions they were made under."""
+    """What a run read, for its provenance: the label ids with the revision of each (the
+    hash of its content, see :mod:`annotate.store.revisions`), sorted by id, the SHA-256 of
+    the revisions, and the codebook versions the labels were made under."""
 
     label_ids: np.ndarray
-    digests: np.ndarray
+    revisions: np.ndarray
     labels_hash: str
     codebook_hashes: tuple[str, ...]
 
@@ -105,8 +103,21 @@ class _Cells:
     items: list[np.ndarray] = field(default_factory=list)
     coders: list[np.ndarray] = field(default_factory=list)
     values: list[np.ndarray] = field(default_factory=list)
-    sets: list[tuple[Any, int, str]] = field(default_factory=list)
+    sets: list[tuple[int, int, str]] = field(default_factory=list)
     """(item, coder, codes JSON) of answers with codes."""
+
+
+def labels_hash_of(revisions: np.ndarray) -> str:
+    """SHA-256 of the labels' revisions (the hashes of their contents) in sorted order: the
+    same labels hash the same, in this file or in another."""
+    ordered = np.sort(revisions.view(np.uint64)).astype(">u8")
+    return hashlib.sha256(ordered.tobytes()).hexdigest()
+
+
+def _expected_values(questions: Sequence[Question]) -> list[str]:
+    """The values the questions' labels are expected to hold (each question's codes and
+    Other); a label with another value makes the read start again with the values counted."""
+    return sorted({c for q in questions for c in q.codes} | {OTHER})
 
 
 def read_questions(store: Store, selection: Selection) -> tuple[list[QuestionData], LabelsRead]:
@@ -119,63 +130,30 @@ def read_questions(store: Store, selection: Selection) -> tuple[list[QuestionDat
         tuple(selection.coders),
         selection.sample if selection.action_ids is not None else None,
     )
-    value_of: dict[str | None, int] = {None: -1}  # value -> number, in the order first read
-    versions: set[str] = set()
-    id_parts: list[np.ndarray] = []
-    digest_parts: list[np.ndarray] = []
-    cells = [_Cells() for _ in questions]
-    item_index: dict[str, int] = {}  # action id -> number (no sample: ids in sorted order)
-    with_codes = any(q.kind != "single" for q in questions)
-    total = hashlib.sha256(b"[")
-    first = True
-    for rows in store.label_cells(scope, None, with_codes=with_codes):
-        columns = list(zip(*rows, strict=True))
-        item, coder, _, q = unpack(np.array(columns[0], dtype=np.int64))
-        number = value_of.setdefault
-        value = np.array([number(v, len(value_of) - 1) for v in columns[3]], dtype=np.int32)
-        versions.update(columns[4])
-        at = 5
-        if scope.sample is None:
-            item = np.array([item_index.setdefault(a, len(item_index)) for a in columns[at]])
-            at += 1
-        id_parts.append(np.array(columns[1], dtype=np.int64))
-        encoded = columns[2] if columns[2][0] is not None else _contents(rows, at)
-        total.update((b"" if first else b",") + b",".join(encoded))
-        first = False
-        sha256 = hashlib.sha256
-        heads = b"".join([sha256(b).digest()[:8] for b in encoded])
-        digest_parts.append(np.frombuffer(heads, dtype=">u8").astype(np.uint64))
-        for k, c in enumerate(cells):
-            mine = q == k
-            c.items.append(item[mine])
-            c.coders.append(coder[mine])
-            c.values.append(value[mine])
-        if with_codes:
-            for n, raw in enumerate(columns[at]):
-                if raw is not None:
-                    cells[q[n]].sets.append((int(item[n]), int(coder[n]), raw))
-    total.update(b"]")
-    names = tuple(sorted(v for v in value_of if v is not None))
-    if names:  # first-read numbers -> positions in the sorted names
-        sorted_at = np.empty(len(names), dtype=np.int32)
-        rank = {v: k for k, v in enumerate(names)}
-        for v, k in value_of.items():
-            if v is not None:
-                sorted_at[k] = rank[v]
-        for c in cells:
-            c.values = [np.where(v >= 0, sorted_at[np.maximum(v, 0)], -1) for v in c.values]
-    label_ids = np.concatenate(id_parts) if id_parts else np.empty(0, dtype=np.int64)
-    digests = np.concatenate(digest_parts) if digest_parts else np.empty(0, dtype=np.uint64)
-    order = np.argsort(label_ids, kind="stable")
-    read = LabelsRead(label_ids[order], digests[order], total.hexdigest(), tuple(sorted(versions)))
-    ids = selection.action_ids
-    id_of = ids if ids is not None else list(item_index)
+    id_of: Sequence[str]
+    if scope.sample is None:
+        id_of = store.number_labelled_items(scope)
+    else:
+        id_of = selection.action_ids or ()
+    values = _expected_values(questions)
+    versions = store.version_hashes(scope.codebook)
+    read = _read_cells(store, scope, values, versions)
+    if read is None:  # a value or version outside those expected: count them, read again
+        counted, versions = store.answer_counts(scope)
+        values = sorted(counted)
+        read = _read_cells(store, scope, values, versions)
+        assert read is not None
+    cells, labels = read
+    if any(q.kind != "single" for q in questions):
+        for item, coder, q, raw in store.coded_sets(scope):
+            cells[q].sets.append((item, coder, raw))
     if scope.sample is not None and not store.sample_positions_dense(scope.sample):
         position = store.sample_positions(scope.sample)  # renumber: positions with gaps
         for c in cells:
             c.items = [np.searchsorted(position, x) for x in c.items]
             c.sets = [(int(np.searchsorted(position, p)), j, raw) for p, j, raw in c.sets]
     skipped_rows = store.skipped_cells(scope)
+    names = tuple(values)
     datas = []
     for question, c in zip(questions, cells, strict=True):
         skipped: dict[str, list[str]] = {}
@@ -183,19 +161,42 @@ def read_questions(store: Store, selection: Selection) -> tuple[list[QuestionDat
             if qid == question.id:
                 skipped.setdefault(action_id, []).append(coder_name)
         datas.append(_table(store, selection, question, c, names, id_of, skipped))
-    return datas, read
+    return datas, labels
 
 
-def _contents(rows: Iterable[tuple[Any, ...]], at: int) -> list[bytes]:
-    """The content JSON of each row, made in Python (this SQLite's JSON differs): the row
-    holds the codes and the fields from column ``at`` on."""
-    keys = ("codes", "action_id", "question", "coder", "value", "other_text", "codebook_hash")
-    out = []
-    for r in rows:
-        row = dict(zip(keys, r[at:], strict=True))
-        row["codes"] = tuple(json.loads(row["codes"])) if row["codes"] else ()
-        out.append(label_content(row).encode())
-    return out
+def _read_cells(
+    store: Store, scope: LabelScope, values: Sequence[str], versions: Sequence[str]
+) -> tuple[list[_Cells], LabelsRead] | None:
+    """Each question's cells and what was read; None when a label holds a value or a
+    codebook version outside ``values`` and ``versions``."""
+    cells = [_Cells() for _ in scope.questions]
+    ids: list[np.ndarray] = []
+    revisions: list[np.ndarray] = []
+    used = np.zeros(len(versions), dtype=bool)
+    for chunk in store.label_arrays(scope, values, versions):
+        item, coder, value, q, version = unpack(chunk.keys)
+        if (value == UNKNOWN_VALUE).any() or (version == UNKNOWN_VERSION).any():
+            return None
+        used[version] = True
+        ids.append(chunk.label_ids)
+        revisions.append(chunk.revisions)
+        item, coder, value = item.astype(np.int32), coder.astype(np.int16), value.astype(np.int16)
+        for k, c in enumerate(cells):
+            mine = q == k if len(cells) > 1 else slice(None)
+            c.items.append(item[mine])
+            c.coders.append(coder[mine])
+            c.values.append(value[mine])
+    # sorted by id, holding as few copies at a time as can be (3M labels: 24 MB each)
+    label_ids = np.concatenate(ids) if ids else np.empty(0, dtype=np.int64)
+    ids.clear()
+    order = np.argsort(label_ids, kind="stable")
+    label_ids = label_ids[order]
+    revision = np.concatenate(revisions) if revisions else np.empty(0, dtype=np.int64)
+    revisions.clear()
+    revision = revision[order]
+    del order
+    found = tuple(v for v, u in zip(versions, used.tolist(), strict=True) if u)
+    return cells, LabelsRead(label_ids, revision, labels_hash_of(revision), found)
 
 
 def _table(
@@ -208,13 +209,22 @@ def _table(
     skipped: dict[str, list[str]],
 ) -> QuestionData:
     coders = tuple(selection.coders)
-    item = np.concatenate(c.items) if c.items else np.empty(0, dtype=np.int64)
-    coder = np.concatenate(c.coders) if c.coders else np.empty(0, dtype=np.int32)
-    value = np.concatenate(c.values) if c.values else np.empty(0, dtype=np.int32)
-    rated, row = np.unique(item, return_inverse=True)  # sample positions (else id order)
+    item = np.concatenate(c.items) if c.items else np.empty(0, dtype=np.int32)
+    n_labels = len(item)
+    coder = np.concatenate(c.coders) if c.coders else np.empty(0, dtype=np.int16)
+    value = np.concatenate(c.values) if c.values else np.empty(0, dtype=np.int16)
+    # the rated items' positions (in the sample, else in id order) and each cell's row:
+    # counting over positions, linear where np.unique would sort
+    present = np.zeros(max(len(id_of), int(item.max()) + 1 if item.size else 0), dtype=bool)
+    present[item] = True
+    rated = np.flatnonzero(present)
+    every = len(rated) == len(present)
+    row = item if every else (np.cumsum(present, dtype=np.int32) - 1)[item]
+    del present
     dtype = np.int16 if len(names) < np.iinfo(np.int16).max else np.int32
     codes = np.full((len(rated), len(coders)), -1, dtype=dtype)
     codes[row, coder] = value
+    del item, coder, value, row
     row_of = dict(zip(rated.tolist(), range(len(rated)), strict=True)) if c.sets else {}
     sets: dict[tuple[int, int], frozenset[str]] = {}
     for number, j, raw in c.sets:
@@ -224,7 +234,7 @@ def _table(
             question.kind == "yes_no_reasons" and v >= 0 and names[v] == NO
         ):
             sets[(i, j)] = frozenset(json.loads(raw))
-    items = tuple(id_of[p] for p in rated.tolist())
+    items = tuple(id_of) if every else tuple(id_of[p] for p in rated.tolist())
     not_coded: list[tuple[str, str]] = []
     if selection.action_ids is not None and len(rated) < len(id_of):
         answered = np.zeros(len(id_of), dtype=bool)
@@ -251,5 +261,5 @@ def _table(
         sets=sets,
         skipped={k: tuple(v) for k, v in skipped.items()},
         not_coded=tuple(not_coded),
-        n_labels=len(item),
+        n_labels=n_labels,
     )

@@ -64,8 +64,9 @@ def _label_set(label_ids: Any, digests: Any) -> tuple[bytes, bytes]:
 
     ids = np.asarray(label_ids, dtype=np.int64)
     found = np.asarray(digests, dtype=np.uint64)
-    order = np.argsort(ids, kind="stable")
-    ids, found = ids[order], found[order]
+    if ids.size and (ids[1:] < ids[:-1]).any():
+        order = np.argsort(ids, kind="stable")
+        ids, found = ids[order], found[order]
     first = np.ones(len(ids), dtype=bool)
     first[1:] = ids[1:] != ids[:-1]
     return (
@@ -153,6 +154,37 @@ class AgreementRunsMixin(StoreBase):
         return {
             r[0]: r[1] for r in self.conn.execute(sql + " GROUP BY coder ORDER BY coder", params)
         }
+
+    def answering_coders(self, codebook: str, *, sample: str | None = None) -> list[str]:
+        """The coders with answered labels of ``codebook`` (on the items of ``sample``), in
+        order: each coder found by a loose index scan, then one label of theirs looked up
+        (what :meth:`coders_with_answers` gives, without counting every label)."""
+        coders = [
+            r[0]
+            for r in self.conn.execute(
+                "WITH RECURSIVE c(coder) AS ("
+                " SELECT min(coder) FROM labels INDEXED BY labels_progress WHERE codebook = ?"
+                " UNION ALL SELECT (SELECT min(coder) FROM labels INDEXED BY labels_progress"
+                "  WHERE codebook = ? AND coder > c.coder) FROM c WHERE c.coder IS NOT NULL)"
+                " SELECT coder FROM c WHERE coder IS NOT NULL",
+                (codebook, codebook),
+            )
+        ]
+        sql = (
+            "SELECT 1 FROM labels l INDEXED BY labels_progress WHERE l.codebook = ? "
+            "AND l.coder = ? AND (l.value IS NOT NULL OR l.codes IS NOT NULL)"
+        )
+        if sample is not None:
+            sql += (
+                " AND EXISTS (SELECT 1 FROM sample_items s INDEXED BY sample_items_action "
+                "WHERE s.sample = ? AND s.action_id = l.action_id)"
+            )
+        extra = (sample,) if sample is not None else ()
+        return [
+            c
+            for c in coders
+            if self.conn.execute(sql + " LIMIT 1", (codebook, c, *extra)).fetchone()
+        ]
 
     def shared_items(
         self,
@@ -264,7 +296,8 @@ class AgreementRunsMixin(StoreBase):
             return None
         import numpy as np
 
-        wanted = np.unique(np.asarray(run.label_ids, dtype=np.int64))
+        wanted = np.sort(np.asarray(run.label_ids, dtype=np.int64))
+        wanted = wanted[np.r_[True, wanted[1:] != wanted[:-1]]] if wanted.size else wanted
         packed = wanted.astype(IDS_DTYPE).tobytes()
         for (run_id,) in rows:
             stored = self._run_label_set(run_id)
@@ -324,6 +357,28 @@ class AgreementRunsMixin(StoreBase):
             d["questions"] = json.loads(d["questions"])
             out.append(d)
         return out
+
+    def label_revisions(self, label_ids: Sequence[int]) -> tuple[Any, Any]:
+        """The ids (sorted) and revisions of those of these labels still stored and answered,
+        as NumPy int64 arrays."""
+        import numpy as np
+
+        ids = list(label_ids)
+        found: list[tuple[int, int]] = []
+        for start in range(0, len(ids), 900):
+            chunk = ids[start : start + 900]
+            marks = ",".join("?" * len(chunk))
+            found += map(
+                tuple,
+                self.conn.execute(
+                    f"SELECT id, revision FROM labels WHERE id IN ({marks}) "
+                    "AND (value IS NOT NULL OR codes IS NOT NULL)",
+                    chunk,
+                ),
+            )
+        found.sort()
+        table = np.array(found, dtype=np.int64).reshape(-1, 2)
+        return table[:, 0], table[:, 1]
 
     def labels_by_id(self, label_ids: Sequence[int]) -> list[dict[str, Any]]:
         """The current content of these labels (those still stored), by id."""

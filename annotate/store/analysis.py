@@ -13,6 +13,7 @@ from typing import Any
 
 from annotate.errors import NotFoundError, StoreError, UsageError
 from annotate.store.base import StoreBase, dumps, now
+from annotate.store.revisions import refresh_revisions
 
 MERGE_ALIAS = "other"
 LABEL_COPY_COLUMNS = (
@@ -148,9 +149,7 @@ class AnalysisMixin(StoreBase):
             )
         ]
 
-    def action_facts(
-        self, ids: Iterable[str], *, positions: bool = False
-    ) -> list[tuple[Any, ...]]:
+    def action_facts(self, ids: Iterable[str], *, positions: bool = False) -> list[tuple[Any, ...]]:
         """Of these actions: id, session, condition, role, action type and, with
         ``positions``, the 0-based position in its session and the session's length
         (a window over every action, in SQL; only the rows of ``ids`` come back)."""
@@ -329,16 +328,18 @@ class AnalysisMixin(StoreBase):
         return self.conn.total_changes - before
 
     def merge_missing_labels(self) -> int:
-        """Copy the attached file's labels whose (action, codebook, question, coder) is absent."""
-        before = self.conn.total_changes
-        self.conn.execute(
+        """Copy the attached file's labels whose (action, codebook, question, coder) is absent
+        (with the revision of their content, whatever the other file's schema)."""
+        last = self.conn.execute("SELECT coalesce(max(id), 0) FROM main.labels").fetchone()[0]
+        copied = self.conn.execute(
             f"INSERT INTO main.labels ({LABEL_COPY_COLUMNS}) "
             f"SELECT {LABEL_COPY_COLUMNS} FROM {MERGE_ALIAS}.labels o WHERE NOT EXISTS ("
             " SELECT 1 FROM main.labels m WHERE m.action_id = o.action_id"
             " AND m.codebook = o.codebook AND m.question = o.question AND m.coder = o.coder)"
             " ORDER BY o.id"
-        )
-        return self.conn.total_changes - before
+        ).rowcount  # the rows inserted, not the triggers' updates
+        refresh_revisions(self.conn, "id > ?", (last,))
+        return copied
 
     def differing_labels(self) -> list[dict[str, Any]]:
         """Labels on the same key in both files whose answers differ, or where theirs has a
@@ -379,6 +380,7 @@ class AnalysisMixin(StoreBase):
             "WHERE id = ?",
             (key["action_id"], key["codebook"], key["question"], key["coder"], our_id),
         )
+        refresh_revisions(self.conn, "id = ?", (our_id,))
 
     def set_label_note_flag(self, our_id: int, note: str | None, flagged: bool) -> None:
         """Set the note and flag of our label row ``our_id`` (its times are kept)."""

@@ -1,88 +1,42 @@
-"""Labels as integer cells for the statistics (`agree`, `adjudicate`): one ordered pass over
-the selected labels, read in chunks, with the codes already mapped to integers in SQL, so
-that no row object is made per label and counting stays in SQL.
+"""Labels as integer cells for the statistics (`agree`, `adjudicate`): one pass over the
+selected labels, in chunks of items, with the item, coder, value, question and codebook
+version of each label already numbered by SQL and packed into one integer, so that no Python
+object is made per label and counting stays in SQL.
 
 A scope is a codebook, its questions, the coders and a named sample (its items are read
-through ``sample_items``, never copied into a temporary table) or every labelled item.
+through ``sample_items``, never copied) or every labelled item (numbered once, in action id
+order, in a temporary table).
+
+Each chunk comes back as three comma-separated lists made by ``group_concat`` and parsed by
+NumPy: the packed keys, the label ids and the labels' revisions (see migration 14). That is
+a third of the cost of fetching one row tuple per label, and memory stays flat in the number
+of labels.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from functools import cache
 from typing import Any
 
 from annotate.store.base import StoreBase
 
-CHUNK = 1 << 15
-"""Rows per fetch: large enough that each chunk is a few C-level calls, small enough that
+ITEMS_PER_CHUNK = 20_000
+"""Items per query: large enough that each chunk is a few C-level calls, small enough that
 memory stays flat."""
 
 ANSWERED = "(l.value IS NOT NULL OR l.codes IS NOT NULL)"
 
-CONTENT_SQL = (
-    "json_array(l.action_id, l.question, l.coder, l.value, json(coalesce(l.codes, '[]')), "
-    "l.other_text, l.codebook_hash)"
-)
-"""A label's content as compact JSON, the text :func:`label_content` makes in Python (its
-digest is what `agree --run` compares). ``json(codes)`` keeps the stored text's escapes:
-codes are ``[A-Za-z0-9_-]`` (the codebook schema), so their JSON has none."""
-
-
-def label_content(row: dict[str, Any]) -> str:
-    """A label's content (item, question, coder, answer, codebook version) as compact JSON."""
-    return json.dumps(
-        [
-            row["action_id"],
-            row["question"],
-            row["coder"],
-            row["value"],
-            list(row["codes"] or ()),
-            row["other_text"],
-            row["codebook_hash"],
-        ],
-        ensure_ascii=False,
-        separators=(",", ":"),
-    )
-
-
-@cache
-def sql_content_matches(conn_version: str) -> bool:
-    """Whether this SQLite's ``json_array`` writes exactly what :func:`label_content` writes
-    (escapes of quotes, backslashes, control characters; non-ASCII as is). Checked once per
-    SQLite version; otherwise the content is made in Python."""
-    import sqlite3
-
-    probe = {
-        "action_id": 'a"\\\n\t\x01\x7f',
-        "question": "é中\u2028",
-        "coder": "c\b\f\r",
-        "value": None,
-        "codes": ("x", "y"),
-        "other_text": "/",
-        "codebook_hash": "h",
-    }
-    conn = sqlite3.connect(":memory:")
-    try:
-        made = conn.execute(
-            "SELECT json_array(?, ?, ?, ?, json(?), ?, ?)",
-            (
-                probe["action_id"],
-                probe["question"],
-                probe["coder"],
-                probe["value"],
-                json.dumps(list(probe["codes"])),
-                probe["other_text"],
-                probe["codebook_hash"],
-            ),
-        ).fetchone()[0]
-    except sqlite3.Error:
-        return False
-    finally:
-        conn.close()
-    return made == label_content(probe)
+CODER_BITS = 8
+VALUE_BITS = 12
+QUESTION_BITS = 8
+VERSION_BITS = 6
+UNKNOWN_VALUE = (1 << VALUE_BITS) - 2
+"""The value index of a value outside the ``values`` read (the caller reads again with them)."""
+UNKNOWN_VERSION = (1 << VERSION_BITS) - 1
+"""The version index of a codebook version outside the ``versions`` read."""
+ALL_ITEMS = "temp._agree_all_items"
+"""Every labelled item of a scope without a sample, numbered in action id order."""
 
 
 @dataclass(frozen=True)
@@ -95,15 +49,29 @@ class LabelScope:
     coders: tuple[str, ...]
     sample: str | None = None
 
-    def where(self) -> tuple[str, list[Any]]:
-        """The condition on ``labels l`` (without the sample) and its parameters."""
+    def where(self, *, lookup: bool = True) -> tuple[str, list[Any]]:
+        """The condition on ``labels l`` (without the sample) and its parameters. Without
+        ``lookup`` the questions and coders filter the rows an item's one index lookup finds
+        (``+``), instead of one lookup per question and coder."""
         q = ",".join("?" * len(self.questions))
         c = ",".join("?" * len(self.coders))
-        sql = f"l.codebook = ? AND l.question IN ({q}) AND l.coder IN ({c})"
+        plus = "" if lookup else "+"
+        sql = f"l.codebook = ? AND {plus}l.question IN ({q}) AND {plus}l.coder IN ({c})"
         return sql, [self.codebook, *self.questions, *self.coders]
 
 
-def _case(column: str, names: Sequence[str], default: int = -1) -> tuple[str, list[Any]]:
+@dataclass(frozen=True)
+class CellChunk:
+    """One chunk of a scope's answered labels, as NumPy arrays of the same length."""
+
+    keys: Any
+    """int64 keys; :func:`unpack` splits them."""
+    label_ids: Any
+    revisions: Any
+    """int64 revisions (the digest a run keeps, to tell later which labels changed)."""
+
+
+def _case(column: str, names: Sequence[str], default: int) -> tuple[str, list[Any]]:
     """``CASE column WHEN name0 THEN 0 ... ELSE default END``: names to integers in SQL."""
     if not names:
         return str(default), []
@@ -131,6 +99,15 @@ class LabelCellsMixin(StoreBase):
                 values[value] = values.get(value, 0) + n
         return values, sorted(hashes)
 
+    def version_hashes(self, codebook: str) -> list[str]:
+        """The version hashes of ``codebook`` stored in this file."""
+        return [
+            r[0]
+            for r in self.conn.execute(
+                "SELECT version_hash FROM codebooks WHERE name = ? ORDER BY 1", (codebook,)
+            )
+        ]
+
     def skipped_cells(self, scope: LabelScope) -> list[tuple[str, str, str]]:
         """(action id, question, coder) of the scope's labels skipped without an answer."""
         cond, params = scope.where()
@@ -138,8 +115,11 @@ class LabelCellsMixin(StoreBase):
             "SELECT l.action_id, l.question, l.coder FROM labels l INDEXED BY labels_skipped "
             f"WHERE {cond} AND l.skipped AND l.value IS NULL AND l.codes IS NULL"
         )
-        if scope.sample is not None:
-            sql += " AND l.action_id IN (SELECT action_id FROM sample_items WHERE sample = ?)"
+        if scope.sample is not None:  # the few skipped labels, each looked up in the sample
+            sql += (
+                " AND EXISTS (SELECT 1 FROM sample_items s INDEXED BY sample_items_action "
+                "WHERE s.sample = ? AND s.action_id = l.action_id)"
+            )
             params.append(scope.sample)
         return [tuple(r) for r in self.conn.execute(sql + " ORDER BY 1, 3, 2", params)]
 
@@ -162,89 +142,144 @@ class LabelCellsMixin(StoreBase):
             dtype=np.int64,
         )  # fmt: skip
 
-    def label_cells_sql(
-        self, scope: LabelScope, values: Sequence[str] | None, *, with_codes: bool = False
-    ) -> tuple[str, list[Any]]:
-        """The query of :meth:`label_cells` (exposed for its EXPLAIN QUERY PLAN test)."""
+    def number_labelled_items(self, scope: LabelScope) -> list[str]:
+        """Number every item the scope (without a sample) has answered labels on, in action
+        id order, in a temporary table that :meth:`label_arrays` reads; return their ids.
+        Call it inside the same read snapshot as :meth:`label_arrays`."""
+        assert scope.sample is None
+        cond, params = scope.where()
+        self.conn.execute(
+            f"CREATE TEMP TABLE IF NOT EXISTS {ALL_ITEMS.split('.')[1]} "
+            "(position INTEGER PRIMARY KEY, action_id TEXT NOT NULL)"
+        )
+        self.conn.execute(f"DELETE FROM {ALL_ITEMS}")
+        self.conn.execute(
+            f"INSERT INTO {ALL_ITEMS} (position, action_id) "
+            "SELECT row_number() OVER (ORDER BY action_id) - 1, action_id FROM "
+            f"(SELECT DISTINCT l.action_id FROM labels l INDEXED BY labels_answered "
+            f"WHERE {cond} AND {ANSWERED})",
+            params,
+        )
+        return [r[0] for r in self.conn.execute(f"SELECT action_id FROM {ALL_ITEMS} ORDER BY 1")]
+
+    def coded_sets(self, scope: LabelScope) -> Iterator[tuple[int, int, int, str]]:
+        """(item position, coder index, question index, codes JSON) of the scope's labels
+        with codes (multi questions, the reasons of a yes/no)."""
+        items, iparams = self._items(scope)
+        qcase, qparams = _case("l.question", scope.questions, -1)
+        ccase, cparams = _case("l.coder", scope.coders, -1)
+        cond, params = scope.where()
+        yield from self.conn.execute(
+            f"SELECT s.position, {ccase}, {qcase}, l.codes FROM ({items}) s "
+            "CROSS JOIN labels l INDEXED BY labels_answered ON l.action_id = s.action_id "
+            f"WHERE {cond} AND l.codes IS NOT NULL",
+            [*cparams, *qparams, *iparams, *params],
+        )
+
+    def _items(self, scope: LabelScope, *bounds: str) -> tuple[str, list[Any]]:
+        """``SELECT action_id, position`` of the scope's items, with ``bounds`` (conditions
+        on ``action_id``), and its parameters before those of the bounds."""
+        if scope.sample is not None:
+            table, where, params = (
+                "sample_items INDEXED BY sample_items_action",
+                ["sample = ?"],
+                [scope.sample],
+            )
+        else:
+            table, where, params = ALL_ITEMS, [], []
+        where += bounds
+        sql = f"SELECT action_id, position FROM {table}"
+        return sql + (" WHERE " + " AND ".join(where) if where else ""), params
+
+    def _item_chunks(self, scope: LabelScope) -> Iterator[tuple[str, str | None]]:
+        """(after, up to) action ids of each chunk of ``ITEMS_PER_CHUNK`` items (the last
+        chunk: up to None)."""
+        items, params = self._items(scope, "action_id > ?")
+        after = ""
+        while True:
+            row = self.conn.execute(
+                f"{items} ORDER BY action_id LIMIT 1 OFFSET {ITEMS_PER_CHUNK - 1}",
+                [*params, after],
+            ).fetchone()
+            upto = None if row is None else row[0]
+            yield after, upto
+            if upto is None:
+                return
+            after = upto
+
+    def label_arrays_sql(
+        self,
+        scope: LabelScope,
+        values: Sequence[str],
+        versions: Sequence[str],
+        *,
+        last_chunk: bool = False,
+    ) -> tuple[str, list[Any], list[Any]]:
+        """The query of one chunk of :meth:`label_arrays`, with its parameters before and
+        after the chunk's bounds (exposed for its EXPLAIN QUERY PLAN test)."""
         if len(scope.coders) >= 1 << CODER_BITS or len(scope.questions) >= 1 << QUESTION_BITS:
             raise ValueError("too many coders or questions to read at once")
-        if values is not None and len(values) + 1 >= 1 << VALUE_BITS:
-            raise ValueError("too many distinct values to read at once")
-        qcase, qparams = _case("l.question", scope.questions)
-        ccase, cparams = _case("l.coder", scope.coders)
-        vcase, vparams = _case("l.value", values) if values is not None else ("-1", [])
-        item = "s.position" if scope.sample is not None else "0"
+        if len(values) >= UNKNOWN_VALUE or len(versions) >= UNKNOWN_VERSION:
+            raise ValueError("too many distinct values or codebook versions to read at once")
+        qcase, qparams = _case("l.question", scope.questions, -1)
+        ccase, cparams = _case("l.coder", scope.coders, -1)
+        vcase, vparams = _case("l.value", values, UNKNOWN_VALUE)
+        hcase, hparams = _case("l.codebook_hash", versions, UNKNOWN_VERSION)
+        value = f"CASE WHEN l.value IS NULL THEN 0 ELSE {vcase} + 1 END"
         key = (
-            f"((({item} << {CODER_BITS} | {ccase}) << {VALUE_BITS} | ({vcase} + 1)) "
-            f"<< {QUESTION_BITS}) | {qcase}"
+            f"((((s.position << {CODER_BITS} | {ccase}) << {VALUE_BITS} | {value}) "
+            f"<< {QUESTION_BITS} | {qcase}) << {VERSION_BITS}) | {hcase}"
         )
-        in_sql = sql_content_matches(_version())
-        made = f"CAST({CONTENT_SQL} AS BLOB)" if in_sql else "NULL"
-        columns = f"{key}, l.id, {made}"
-        if values is None:
-            columns += ", l.value, l.codebook_hash"
-        if scope.sample is None:
-            columns += ", l.action_id"
-        if with_codes or not in_sql:
-            columns += ", l.codes"
-        if not in_sql:
-            columns += ", l.action_id, l.question, l.coder, l.value, l.other_text, l.codebook_hash"
-        cond, params = scope.where()
-        wanted = f"{cond} AND {ANSWERED}"
-        head = [*cparams, *vparams, *qparams]  # in the order the key uses them
-        if scope.sample is not None:
-            sql = (
-                f"SELECT {columns} FROM sample_items s INDEXED BY sample_items_action "
-                "CROSS JOIN labels l INDEXED BY labels_answered ON l.action_id = s.action_id "
-                f"WHERE s.sample = ? AND {wanted} ORDER BY s.action_id, l.question, l.coder"
-            )
-            return sql, [*head, scope.sample, *params]
+        bounds = ["action_id > ?"] + ([] if last_chunk else ["action_id <= ?"])
+        items, iparams = self._items(scope, *bounds)
+        cond, params = scope.where(lookup=False)
         sql = (
-            f"SELECT {columns} FROM labels l INDEXED BY labels_answered "
-            f"WHERE {wanted} ORDER BY l.action_id, l.question, l.coder"
+            "SELECT group_concat(k), group_concat(id), group_concat(revision) FROM ("
+            f"SELECT {key} AS k, l.id AS id, l.revision AS revision "
+            f"FROM ({items}) s "
+            f"CROSS JOIN labels l INDEXED BY labels_answered "
+            # +: a lookup of each item's labels, not a range scan copied from the bounds
+            f"ON l.action_id = +s.action_id WHERE {cond} AND {ANSWERED})"
         )
-        return sql, [*head, *params]
+        return sql, [*cparams, *vparams, *qparams, *hparams, *iparams], params
 
-    def label_cells(
-        self, scope: LabelScope, values: Sequence[str] | None, *, with_codes: bool = False
-    ) -> Iterator[list[tuple[Any, ...]]]:
-        """The scope's answered labels, in chunks of rows ordered by item id, question and
-        coder. Each row is:
+    def label_arrays(
+        self, scope: LabelScope, values: Sequence[str], versions: Sequence[str]
+    ) -> Iterator[CellChunk]:
+        """The scope's answered labels, a chunk of items at a time (in action id order).
 
-        - a key packing the item's sample position (0 without a sample), the coder's index
-          in ``scope.coders``, the value's index in ``values`` + 1 (0: no value) and the
-          question's index in ``scope.questions`` (:func:`unpack` splits a NumPy array of
-          keys);
-        - the label id;
-        - its content as compact UTF-8 JSON (see :func:`label_content`), or None when this
-          SQLite writes JSON differently: the row then ends with the codes, action id,
-          question, coder, value, other text and codebook hash, to make it in Python;
-        - with ``values`` None, the value and the codebook hash (the key's value index is
-          then -1: the caller numbers the values, and no ``GROUP BY`` pass finds them first);
-        - without a sample, the action id; with ``with_codes``, the codes (JSON).
+        Each key packs the item's position (in the sample, else in
+        :meth:`number_labelled_items`), the coder's index in ``scope.coders``, the value's
+        index in ``values`` + 1 (0: no value; ``UNKNOWN_VALUE`` + 1: not in ``values``), the
+        question's index in ``scope.questions`` and the codebook version's index in
+        ``versions`` (``UNKNOWN_VERSION``: not in ``versions``); :func:`unpack` splits them.
         """
-        sql, params = self.label_cells_sql(scope, values, with_codes=with_codes)
-        cursor = self.conn.execute(sql, params)
-        while rows := cursor.fetchmany(CHUNK):
-            yield rows
+        import numpy as np
+
+        queries = {
+            last: self.label_arrays_sql(scope, values, versions, last_chunk=last)
+            for last in (False, True)
+        }
+        for after, upto in self._item_chunks(scope):
+            sql, before, rest = queries[upto is None]
+            bounds = [after] if upto is None else [after, upto]
+            keys, ids, revisions = self.conn.execute(sql, [*before, *bounds, *rest]).fetchone()
+            if keys is not None:
+                yield CellChunk(
+                    np.fromstring(keys, dtype=np.int64, sep=","),
+                    np.fromstring(ids, dtype=np.int64, sep=","),
+                    np.fromstring(revisions, dtype=np.int64, sep=","),
+                )
 
 
-CODER_BITS = 8
-VALUE_BITS = 12
-QUESTION_BITS = 8
-
-
-def unpack(keys: Any) -> tuple[Any, Any, Any, Any]:
-    """(item, coder, value index (-1: none), question) of a NumPy array of keys."""
-    question = keys & ((1 << QUESTION_BITS) - 1)
-    rest = keys >> QUESTION_BITS
+def unpack(keys: Any) -> tuple[Any, Any, Any, Any, Any]:
+    """(item, coder, value index (-1: none), question, codebook version) of a NumPy array of
+    keys."""
+    version = keys & ((1 << VERSION_BITS) - 1)
+    rest = keys >> VERSION_BITS
+    question = rest & ((1 << QUESTION_BITS) - 1)
+    rest >>= QUESTION_BITS
     value = (rest & ((1 << VALUE_BITS) - 1)) - 1
     rest >>= VALUE_BITS
     coder = rest & ((1 << CODER_BITS) - 1)
-    return rest >> CODER_BITS, coder, value, question
-
-
-def _version() -> str:
-    import sqlite3
-
-    return sqlite3.sqlite_version
+    return rest >> CODER_BITS, coder, value, question, version

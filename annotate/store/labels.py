@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from annotate.codebook import Answer, Codebook
 from annotate.store.base import StoreBase, dumps, now
+from annotate.store.revisions import content_revision
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -50,10 +51,6 @@ class LabelWrite:
     """A note to set with the answer (None leaves a stored note as it is)."""
 
 
-def _codes_json(answer: Answer) -> str | None:
-    return json.dumps(sorted(answer.codes)) if answer.codes else None
-
-
 def _upsert_sql(provenance: bool) -> str:
     refresh = (
         "OR labels.source IS NOT excluded.source OR labels.meta IS NOT excluded.meta "
@@ -63,10 +60,11 @@ def _upsert_sql(provenance: bool) -> str:
     )
     return (
         "INSERT INTO labels (action_id, codebook, codebook_hash, question, coder, value, "
-        "codes, other_text, skipped, seconds, source, meta, note, created_at, updated_at) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?) "
+        "codes, other_text, skipped, seconds, source, meta, note, created_at, updated_at, "
+        "revision) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?, ?) "
         "ON CONFLICT (action_id, codebook, question, coder) DO UPDATE SET "
         "codebook_hash = excluded.codebook_hash, value = excluded.value, "
+        "revision = excluded.revision, "
         "codes = excluded.codes, other_text = excluded.other_text, skipped = 0, "
         "seconds = coalesce(labels.seconds, 0) + coalesce(excluded.seconds, 0), "
         "source = excluded.source, meta = excluded.meta, "
@@ -84,21 +82,26 @@ def _upsert_sql(provenance: bool) -> str:
 def _upsert_params(
     codebook: Codebook, w: LabelWrite, seconds: float | None, stamp: str
 ) -> tuple[Any, ...]:
+    a = w.answer
+    codes = sorted(a.codes)
     return (
         w.action_id,
         codebook.name,
         codebook.version_hash,
         w.question,
         w.coder,
-        w.answer.value,
-        _codes_json(w.answer),
-        w.answer.other_text,
+        a.value,
+        json.dumps(codes) if codes else None,
+        a.other_text,
         seconds,
         w.source,
         dumps(w.meta or {}),
         w.note,
         stamp,
         stamp,
+        content_revision(
+            w.action_id, w.question, w.coder, a.value, codes, a.other_text, codebook.version_hash
+        ),
     )
 
 
@@ -207,7 +210,8 @@ class LabelsMixin(StoreBase):
             for q in questions:
                 conn.execute(
                     "INSERT INTO labels (action_id, codebook, codebook_hash, question, coder, "
-                    f"{column}, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?) "
+                    f"{column}, created_at, updated_at, revision) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) "
                     f"ON CONFLICT (action_id, codebook, question, coder) DO UPDATE SET {update}",
                     (
                         action_id,
@@ -218,6 +222,9 @@ class LabelsMixin(StoreBase):
                         value,
                         stamp,
                         stamp,
+                        content_revision(
+                            action_id, q, coder, None, (), None, codebook.version_hash
+                        ),
                     ),
                 )
 

@@ -423,6 +423,39 @@ def m013_agreement_run_label_sets(conn: sqlite3.Connection) -> None:
     )
 
 
+def m014_label_revisions(conn: sqlite3.Connection) -> None:
+    """Each label's revision (see :mod:`annotate.store.revisions`): the hash of its content,
+    set by the store on every write, kept in the index `agree` reads, so that a run keeps
+    each label's digest without hashing every label in Python. Writes the store does not
+    make get a new random revision from these triggers (an insert without one, or a change
+    of answer that leaves it as it was)."""
+    from annotate.store.revisions import refresh_revisions
+
+    conn.execute("ALTER TABLE labels ADD COLUMN revision INTEGER NOT NULL DEFAULT 0")
+    refresh_revisions(conn)
+    new_revision = "BEGIN UPDATE labels SET revision = random() WHERE id = NEW.id; END"
+    conn.execute(
+        "CREATE TRIGGER labels_revision_insert AFTER INSERT ON labels WHEN NEW.revision = 0 "
+        + new_revision
+    )
+    conn.execute(
+        "CREATE TRIGGER labels_revision_update "
+        "AFTER UPDATE OF value, codes, other_text, codebook_hash ON labels "
+        "WHEN NEW.revision = OLD.revision AND (OLD.value IS NOT NEW.value "
+        "OR OLD.codes IS NOT NEW.codes OR OLD.other_text IS NOT NEW.other_text "
+        "OR OLD.codebook_hash IS NOT NEW.codebook_hash) " + new_revision
+    )
+    run_script(
+        conn,
+        """
+        DROP INDEX labels_answered;
+        CREATE INDEX labels_answered ON labels(codebook, action_id, question, coder, value,
+            codes, other_text, codebook_hash, revision)
+            WHERE value IS NOT NULL OR codes IS NOT NULL
+        """,
+    )
+
+
 MIGRATIONS: list[tuple[int, Migration]] = [
     (1, m001_initial),
     (2, m002_llm),
@@ -437,4 +470,5 @@ MIGRATIONS: list[tuple[int, Migration]] = [
     (11, m011_scale_indexes),
     (12, m012_actions_by_participant),
     (13, m013_agreement_run_label_sets),
+    (14, m014_label_revisions),
 ]

@@ -1,0 +1,83 @@
+"""Each label's revision (migration 14): the first 8 bytes of the SHA-256 of its content
+(item, question, coder, answer, Other text, codebook version), as a signed 64-bit integer.
+
+The store computes it when it writes a label, so `agree` reads it from an index with the
+answer instead of hashing every label it uses; a run keeps the revision of each label to
+tell later which labels changed. A write the store did not make (a raw SQL UPDATE that
+changes an answer) gets a random revision from the triggers of migration 14: still new, so
+the change is seen, though no longer the content's hash until the store writes it again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+from collections.abc import Sequence
+from typing import Any
+
+CHUNK = 5_000
+
+
+def label_content(
+    action_id: str,
+    question: str,
+    coder: str,
+    value: str | None,
+    codes: Sequence[str],
+    other_text: str | None,
+    codebook_hash: str,
+) -> str:
+    """A label's content as compact JSON (what its revision hashes)."""
+    return json.dumps(
+        [action_id, question, coder, value, list(codes), other_text, codebook_hash],
+        ensure_ascii=False,
+        separators=(",", ":"),
+    )
+
+
+def content_revision(
+    action_id: str,
+    question: str,
+    coder: str,
+    value: str | None,
+    codes: Sequence[str],
+    other_text: str | None,
+    codebook_hash: str,
+) -> int:
+    """The revision of a label with this content."""
+    text = label_content(action_id, question, coder, value, codes, other_text, codebook_hash)
+    return int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "big", signed=True)
+
+
+def revision_hex(revision: int) -> str:
+    """A revision as the 16 hex digits of its 8 bytes (a label's digest)."""
+    return f"{revision & 0xFFFF_FFFF_FFFF_FFFF:016x}"
+
+
+def stored_revision(row: Sequence[Any]) -> int:
+    """The revision of a stored row (action id, question, coder, value, codes JSON, Other
+    text, codebook hash)."""
+    action_id, question, coder, value, codes, other_text, codebook_hash = row
+    found = json.loads(codes) if codes else ()
+    return content_revision(action_id, question, coder, value, found, other_text, codebook_hash)
+
+
+def refresh_revisions(
+    conn: sqlite3.Connection, where: str = "1", params: Sequence[Any] = ()
+) -> int:
+    """Set the revision of the labels matching ``where`` to their content's hash (after a
+    copy or upgrade made in SQL); return how many were read."""
+    cursor = conn.execute(
+        "SELECT id, action_id, question, coder, value, codes, other_text, codebook_hash "
+        f"FROM labels WHERE {where}",
+        params,
+    )
+    n = 0
+    while rows := cursor.fetchmany(CHUNK):
+        conn.executemany(
+            "UPDATE labels SET revision = ? WHERE id = ?",
+            [(stored_revision(r[1:]), r[0]) for r in rows],
+        )
+        n += len(rows)
+    return n
