@@ -92,6 +92,7 @@ def test_hot_queries_use_an_index(coded: Store, sample: str | None) -> None:
         "shared_items": lambda: coded.shared_items("traum", ["ana", "ben"], sample=sample),
         "label_ids": lambda: coded.label_ids("traum", "act", ["ana", "ben"], sample=sample),
         "answered_label_counts": coded.answered_label_counts,
+        "has_answers": lambda: coded.has_answers("traum"),
     }
     for name, call in calls.items():
         plans = _plans(coded, call)

@@ -266,14 +266,17 @@ def select(
         notes.append(f"sample {sample}")
     else:
         notes.append("every labelled item (there is no sample 'main')")
-    counts = store.answered_label_counts()  # once: a count over every label
-    if codebook is None:
-        wanted = list(dict.fromkeys(coders)) if coders else None
-        codebook, why = _choose_codebook(
-            store, action_ids, sample, wanted, question, min_coders, command, counts
-        )
-        notes.insert(0, why)
-    cb = _resolve_codebook(store, codebook, counts)
+    if codebook is not None and store.has_answers(codebook):  # no count over every label
+        cb = _codebook_version(store, codebook)
+    else:
+        counts = store.answered_label_counts()  # once: a count over every label
+        if codebook is None:
+            wanted = list(dict.fromkeys(coders)) if coders else None
+            codebook, why = _choose_codebook(
+                store, action_ids, sample, wanted, question, min_coders, command, counts
+            )
+            notes.insert(0, why)
+        cb = _resolve_codebook(store, codebook, counts)
     where = f"codebook '{cb.name}'" + (f" in sample '{sample}'" if sample else "")
     answering = store.answering_coders(cb.name, sample=sample)
     if coders:

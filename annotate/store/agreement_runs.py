@@ -127,6 +127,16 @@ class AgreementRunsMixin(StoreBase):
             )
         }
 
+    def has_answers(self, codebook: str) -> bool:
+        """Whether any label of ``codebook`` is answered (one index lookup)."""
+        return bool(
+            self.conn.execute(
+                "SELECT 1 FROM labels INDEXED BY labels_answered WHERE codebook = ? "
+                "AND (value IS NOT NULL OR codes IS NOT NULL) LIMIT 1",
+                (codebook,),
+            ).fetchone()
+        )
+
     def codebook_names(self) -> list[str]:
         """Codebooks stored in this file (any version)."""
         return [r[0] for r in self.conn.execute("SELECT DISTINCT name FROM codebooks ORDER BY 1")]
