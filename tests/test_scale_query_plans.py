@@ -18,6 +18,7 @@ import pytest
 
 from annotate.analysis.report import Scope
 from annotate.codebook import find_codebook
+from annotate.coding.sampling import draw_from_store
 from annotate.coding.session import CodingSession, resolve_codebook
 from annotate.store import Store
 from llm_coder.workflow import JobOptions, LabelJob, Resumed
@@ -160,6 +161,30 @@ def test_report_queries_use_indexes(project) -> None:
         )
         assert any(MEANT_SCANS[0] in s for s in statements)  # the one meant pass
         assert unindexed(store, statements) == []
+
+
+def test_sample_reads_the_session_order_index_and_writes_items_by_rowid(project) -> None:
+    """`sample`: its one pass reads the session-order index alone, in its order (no sort of
+    a million rows), and the drawn items are looked up by rowid, never by a pass over
+    the actions."""
+    with Store(project) as store:
+        statements = run_hot_paths(
+            store,
+            [lambda: store.create_drawn_sample("plans", draw_from_store(store, 30, 4), seed=4)],
+        )
+        [read] = [s for s in statements if "group_concat(rowid)" in s]
+        assert plan(store, read) == [
+            "CO-ROUTINE (subquery-1)",
+            "SCAN actions USING COVERING INDEX actions_session_seq",
+            "SCAN (subquery-1)",
+        ]
+        [write] = [s for s in statements if s.startswith("INSERT INTO sample_items")]
+        assert plan(store, write) == [
+            "SCAN p VIRTUAL TABLE INDEX 1:",
+            "SEARCH a USING INTEGER PRIMARY KEY (rowid=?)",
+            "USE TEMP B-TREE FOR ORDER BY",  # the 30 items, by action id
+        ]
+        assert len(store.sample_ids("plans")) == 30
 
 
 def test_a_full_scan_is_caught(project) -> None:
