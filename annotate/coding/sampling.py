@@ -2,8 +2,9 @@
 
 The draw needs only each action's position in session order and, with ``--stratify``, its
 stratum: :func:`draw_from_store` reads the row ids (and stratum columns) in that order and
-looks up the text ids of the drawn rows only, so a million actions cost a few arrays, not a
-million dicts. :func:`draw_sample` draws from rows already in memory, with the same result.
+returns the drawn row ids, which the store turns into sample items inside SQLite, so a
+million actions cost a few arrays, not a million dicts. :func:`draw_sample` draws from rows
+already in memory, with the same result.
 """
 
 from __future__ import annotations
@@ -106,25 +107,23 @@ def draw_sample(
 
 def draw_from_store(
     store: Store, n: int, seed: int, stratify: Sequence[str] = (), where: str | None = None
-) -> list[str]:
+) -> np.ndarray:
     """:func:`draw_sample` over the store's actions (session order), ``where`` one SQL
-    condition; only row ids and stratum columns are read."""
+    condition: the drawn actions' row ids (int64), in sample order. Only row ids and
+    stratum columns are read."""
     import numpy as np
 
     if n <= 0:
         raise UsageError("--n must be at least 1")
-    with store.read_snapshot(), store.sampling_rows(where, stratify) as rows:
+    with store.read_snapshot():
         if not stratify:
-            rowids = np.fromiter((r[0] for r in rows), dtype=np.int64)
-            picked = pick_positions(len(rowids), n, seed)
-        else:
+            rowids = store.sampling_rowids(where)
+            return rowids[pick_positions(len(rowids), n, seed)]
+        with store.sampling_rows(where, stratify) as rows:
             numbers: dict[tuple[Any, ...], int] = {}
             pairs = np.fromiter(
                 ((r[0], numbers.setdefault(r[1:], len(numbers))) for r in rows),
                 dtype=[("rowid", np.int64), ("stratum", np.int64)],
             )
-            rowids = pairs["rowid"]
-            picked = pick_positions(len(rowids), n, seed, pairs["stratum"], list(numbers))
-        chosen = rowids[picked].tolist()
-        ids = store.action_ids_by_rowid(chosen)
-    return [ids[r] for r in chosen]
+    rowids = pairs["rowid"]
+    return rowids[pick_positions(len(rowids), n, seed, pairs["stratum"], list(numbers))]

@@ -50,11 +50,16 @@ def sample_command(
             hint="columns: " + ", ".join(STRATIFY_COLUMNS),
         )
     with open_store(db) as store:
-        ids = draw_from_store(store, n, seed, columns, where)
-        store.create_sample(
-            name, ids, seed=seed, stratify=",".join(columns) or None, where=where, replace=replace
+        rowids = draw_from_store(store, n, seed, columns, where)
+        store.create_drawn_sample(
+            name,
+            rowids,
+            seed=seed,
+            stratify=",".join(columns) or None,
+            where=where,
+            replace=replace,
         )
-    console.print(f"sample '{name}': {len(ids)} actions (seed {seed}).", markup=False)
+    console.print(f"sample '{name}': {len(rowids)} actions (seed {seed}).", markup=False)
 
 
 def samples_command(fmt: FormatOption = OutputFormat.table, db: DbOption = DEFAULT_DB_PATH) -> None:

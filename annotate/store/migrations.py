@@ -456,6 +456,13 @@ def m014_label_revisions(conn: sqlite3.Connection) -> None:
     )
 
 
+def m015_llm_items_by_run_and_phase(conn: sqlite3.Connection) -> None:
+    """What a resumed ``llm-label`` run has stored, per phase (its items and how many were
+    valid), counted in this index alone: from the table, 900,000 stored items took 2.8 s
+    per count, twice per resume."""
+    conn.execute("CREATE INDEX llm_items_run_phase ON llm_items(run_id, phase, valid)")
+
+
 MIGRATIONS: list[tuple[int, Migration]] = [
     (1, m001_initial),
     (2, m002_llm),
@@ -471,4 +478,5 @@ MIGRATIONS: list[tuple[int, Migration]] = [
     (12, m012_actions_by_participant),
     (13, m013_agreement_run_label_sets),
     (14, m014_label_revisions),
+    (15, m015_llm_items_by_run_and_phase),
 ]

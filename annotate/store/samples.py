@@ -2,11 +2,26 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from annotate.errors import NotFoundError, UsageError
+from annotate.errors import NotFoundError, StoreError, UsageError
 from annotate.store.base import StoreBase, now
+
+if TYPE_CHECKING:  # numpy loads when a sample is drawn, not with every command
+    import numpy as np
+
+
+# The drawn actions' (rowid -> position) as one JSON object in rowid order: the actions are
+# read in file order, and the items reach sample_items (and the check of each action_id
+# against actions) in action_id order, so that each index grows at a few places, not at
+# random ones (CROSS JOIN: the JSON first, whatever SQLite guesses of its size).
+INSERT_DRAWN_ITEMS = (
+    "INSERT INTO sample_items (sample, position, action_id) "
+    "SELECT :name, p.value, a.id FROM json_each(:positions) p "
+    "CROSS JOIN actions a ON a.rowid = CAST(p.key AS INTEGER) ORDER BY a.id"
+)
 
 
 class SamplesMixin(StoreBase):
@@ -22,25 +37,69 @@ class SamplesMixin(StoreBase):
         replace: bool = False,
     ) -> None:
         with self.transaction() as conn:
-            exists = conn.execute("SELECT 1 FROM samples WHERE name = ?", (name,)).fetchone()
-            if exists and not replace:
-                raise UsageError(
-                    f"a sample named '{name}' already exists",
-                    hint="choose another --name, or pass --replace",
-                )
-            if exists:
-                conn.execute("DELETE FROM sample_items WHERE sample = ?", (name,))
-                conn.execute("DELETE FROM samples WHERE name = ?", (name,))
-            conn.execute(
-                "INSERT INTO samples (name, seed, n, stratify, where_clause, origin, created_at) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (name, seed, len(action_ids), stratify, where, origin, now()),
-            )
+            self._new_sample(name, len(action_ids), seed, stratify, where, origin, replace)
             with self.larger_cache():
                 conn.executemany(
                     "INSERT INTO sample_items (sample, position, action_id) VALUES (?, ?, ?)",
                     ((name, i, aid) for i, aid in enumerate(action_ids)),
                 )
+
+    def create_drawn_sample(
+        self,
+        name: str,
+        rowids: np.ndarray,
+        *,
+        seed: int,
+        stratify: str | None = None,
+        where: str | None = None,
+        replace: bool = False,
+    ) -> None:
+        """A random sample of the actions with these row ids (int64, distinct), in this
+        order, written by SQLite in one statement (:data:`INSERT_DRAWN_ITEMS`)."""
+        import numpy as np
+
+        order = np.argsort(rowids, kind="stable")
+        positions = json.dumps(dict(zip(rowids[order].tolist(), order.tolist(), strict=True)))
+        with self.transaction() as conn:
+            self._new_sample(name, len(rowids), seed, stratify, where, "random", replace)
+            with self.larger_cache():
+                written = conn.execute(
+                    INSERT_DRAWN_ITEMS, {"name": name, "positions": positions}
+                ).rowcount
+            if written != len(rowids):  # the transaction rolls back: nothing is stored
+                raise StoreError(
+                    f"{len(rowids) - written} of the {len(rowids)} drawn actions are no longer "
+                    "in the file",
+                    hint="another program changed the actions meanwhile: run the command again",
+                )
+
+    def _new_sample(
+        self,
+        name: str,
+        n: int,
+        seed: int | None,
+        stratify: str | None,
+        where: str | None,
+        origin: str,
+        replace: bool,
+    ) -> None:
+        """The ``samples`` row of a new sample (inside a transaction); ``replace``: the
+        sample of that name goes first, with its items."""
+        conn = self.conn
+        exists = conn.execute("SELECT 1 FROM samples WHERE name = ?", (name,)).fetchone()
+        if exists and not replace:
+            raise UsageError(
+                f"a sample named '{name}' already exists",
+                hint="choose another --name, or pass --replace",
+            )
+        if exists:
+            conn.execute("DELETE FROM sample_items WHERE sample = ?", (name,))
+            conn.execute("DELETE FROM samples WHERE name = ?", (name,))
+        conn.execute(
+            "INSERT INTO samples (name, seed, n, stratify, where_clause, origin, created_at) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (name, seed, n, stratify, where, origin, now()),
+        )
 
     def sample_ids(self, name: str) -> list[str]:
         if not self.conn.execute("SELECT 1 FROM samples WHERE name = ?", (name,)).fetchone():
