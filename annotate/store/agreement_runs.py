@@ -306,8 +306,10 @@ class AgreementRunsMixin(StoreBase):
             return None
         import numpy as np
 
-        wanted = np.sort(np.asarray(run.label_ids, dtype=np.int64))
-        wanted = wanted[np.r_[True, wanted[1:] != wanted[:-1]]] if wanted.size else wanted
+        wanted = np.asarray(run.label_ids, dtype=np.int64)
+        if wanted.size and not (wanted[1:] > wanted[:-1]).all():  # not sorted and unique
+            wanted = np.sort(wanted)
+            wanted = wanted[np.r_[True, wanted[1:] != wanted[:-1]]]
         packed = wanted.astype(IDS_DTYPE).tobytes()
         for (run_id,) in rows:
             stored = self._run_label_set(run_id)

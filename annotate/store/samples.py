@@ -112,12 +112,12 @@ class SamplesMixin(StoreBase):
                     else "make one with `annotate sample --n 180 --seed 7 --name main`"
                 ),
             )
-        return [
-            r[0]
-            for r in self.conn.execute(
-                "SELECT action_id FROM sample_items WHERE sample = ? ORDER BY position", (name,)
-            )
-        ]
+        plain = self.conn.cursor()  # tuples, not Row objects: 1M ids in a third less time
+        plain.row_factory = None
+        plain.execute(
+            "SELECT action_id FROM sample_items WHERE sample = ? ORDER BY position", (name,)
+        )
+        return [r[0] for r in plain]
 
     def samples(self) -> list[dict[str, Any]]:
         return [
