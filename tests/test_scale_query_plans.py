@@ -93,6 +93,7 @@ def test_code_start_up_uses_indexes(project) -> None:
             store,
             [
                 lambda: CodingSession(store, loaded, "ana").context_rows(),
+                lambda: CodingSession(store, loaded, "ana").names_screenshots,
                 lambda: CodingSession(store, loaded, "newbie", new_coder=True).context_rows(),
                 lambda: store.coders(),
                 lambda: store.corpus_coders(),

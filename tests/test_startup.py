@@ -132,3 +132,28 @@ def test_each_summary_is_the_first_paragraph_of_the_command_help() -> None:
         command = group.commands[name]
         first = inspect.cleandoc(command.short_help or command.help or "").split("\n\n")[0]
         assert " ".join(first.split()) == listed.summary, name
+
+
+def test_the_coding_screen_starts_without_the_statistics(cli, demo_db: Path) -> None:
+    """`annotate code` up to its first item: neither NumPy nor pandas, the statistics
+    (agreement, annotate.reliability), the LLM coder nor the screenshot renderer (0.2 s of
+    imports together; the screen shows none of them)."""
+    assert cli("sample", "--n", "20", "--seed", "1", "--name", "main").exit_code == 0
+    code = (
+        "import asyncio, json, sys\n"
+        "from annotate.tui.app import make_app\n"
+        f"app = make_app({str(demo_db)!r}, 'traum', 'ana', new_coder=True)\n"
+        "async def first_item():\n"
+        "    async with app.run_test(size=(100, 30)) as pilot:\n"
+        "        await pilot.pause()\n"
+        "        assert 'item #1' in app.screen.query_one('#context').border_title\n"
+        "asyncio.run(first_item())\n"
+        "print(json.dumps(sorted(sys.modules)))\n"
+    )
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    modules = set(json.loads(r.stdout.splitlines()[-1]))
+    assert "textual" in _top(modules)
+    heavy = {"numpy", "pandas", "agreement", "llm_coder", "openai", "scipy", "textual_image"}
+    assert not _top(modules) & heavy
+    assert not {m for m in modules if m.startswith("annotate.reliability")}

@@ -21,6 +21,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import cached_property
 from typing import Literal
 
 from annotate.codebook import (
@@ -32,10 +33,11 @@ from annotate.codebook import (
     Question,
     find_codebook,
 )
+from annotate.coders import is_human
 from annotate.coding.choices import Choice, question_choices
 from annotate.errors import CodebookError, NotFoundError, UsageError
+from annotate.media import meta_screenshot_ref
 from annotate.models import Action, describe
-from annotate.reliability.agreement_data import is_human
 from annotate.store import Store
 from annotate.store.coding import CodingQueries, parse_time
 
@@ -495,6 +497,15 @@ class CodingSession:
             item.note = item.note or note
             item.seconds += seconds or 0.0
         return items, skipped
+
+    @cached_property
+    def names_screenshots(self) -> bool:
+        """Whether an item of the sample names a screenshot (read once, from the few actions
+        that mention one: see :meth:`CodingQueries.sample_metas_naming_screenshots`)."""
+        return any(
+            meta_screenshot_ref(json.loads(meta))
+            for meta in self.queries.sample_metas_naming_screenshots(self.sample)
+        )
 
     # -- where we are -----------------------------------------------------------------
 

@@ -423,6 +423,22 @@ def m013_agreement_run_label_sets(conn: sqlite3.Connection) -> None:
     )
 
 
+SCREENSHOT_WORD = "screenshot"
+"""What the meta of an action that names a screenshot holds (the key of
+:data:`annotate.media.SCREENSHOT_KEYS`): the condition of the index below."""
+
+
+def m017_actions_naming_screenshots(conn: sqlite3.Connection) -> None:
+    """The actions whose meta mentions a screenshot, as a partial index, so that the coding
+    screen knows whether a sample of 100k items names any (it then shows the screenshot
+    panel and key) from the few actions that mention one instead of reading every action of
+    the sample (1.8 s at corpus scale). A superset: the session checks each meta it finds."""
+    conn.execute(
+        "CREATE INDEX IF NOT EXISTS actions_screenshot ON actions(id) "
+        f"WHERE instr(meta, '{SCREENSHOT_WORD}') > 0"
+    )
+
+
 MIGRATIONS: list[tuple[int, Migration]] = [
     (1, m001_initial),
     (2, m002_llm),
@@ -437,4 +453,5 @@ MIGRATIONS: list[tuple[int, Migration]] = [
     (11, m011_scale_indexes),
     (12, m012_actions_by_participant),
     (13, m013_agreement_run_label_sets),
+    (17, m017_actions_naming_screenshots),
 ]
