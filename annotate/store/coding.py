@@ -43,6 +43,18 @@ class CodingQueries:
         ).fetchall()
         return [CoderVersion(r["h"], r["version"], r["n"] or 0, r["first_at"]) for r in rows]
 
+    def answered_under_another_version(self, codebook: str, coder: str, version_hash: str) -> bool:
+        """Whether this coder answered under another version of the codebook: read from the
+        index ``labels_progress`` alone (:meth:`coder_versions` reads every label's row)."""
+        return (
+            self.store.conn.execute(
+                "SELECT 1 FROM labels WHERE codebook = ? AND coder = ? AND codebook_hash != ? "
+                "AND (value IS NOT NULL OR codes IS NOT NULL) LIMIT 1",
+                (codebook, coder, version_hash),
+            ).fetchone()
+            is not None
+        )
+
     def session_start(self, session: str) -> datetime | None:
         """When the session's first action happened (None if it has no timestamps)."""
         if session not in self._session_start:
