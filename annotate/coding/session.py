@@ -263,20 +263,26 @@ class Tally:
     over every item of a 100k-item sample at each render of the status line."""
 
     def __init__(self, items: Sequence[Item]):
-        self.coded = self.skipped = self.flagged = 0
-        self.times: list[float] = []  # sorted: the median is the middle one
-        for item in items:
-            self.add(item, 1, sort=False)
-        self.times.sort()
+        coded = skipped = flagged = 0
+        times: list[float] = []
+        for item in items:  # as add(item, 1) does, inlined: 100k items at start-up
+            if item.coded:
+                coded += 1
+                if item.seconds > 0:
+                    times.append(item.seconds)
+            elif item.skipped:
+                skipped += 1
+            if item.flagged:
+                flagged += 1
+        times.sort()  # sorted: the median is the middle one
+        self.coded, self.skipped, self.flagged, self.times = coded, skipped, flagged, times
 
-    def add(self, item: Item, sign: int, *, sort: bool = True) -> None:
+    def add(self, item: Item, sign: int) -> None:
         """Count ``item`` in (``sign`` 1) or out (-1), as it is now."""
         if item.coded:
             self.coded += sign
             if item.seconds > 0:
-                if not sort:
-                    self.times.append(item.seconds)
-                elif sign > 0:
+                if sign > 0:
                     bisect.insort(self.times, item.seconds)
                 else:
                     i = bisect.bisect_left(self.times, item.seconds)
