@@ -769,10 +769,8 @@ class CodingSession:
             item.answers[q.id] = answer
             item.seconds += seconds
             if was_skipped:  # an answered item is no longer skipped
-                self.store.set_skipped(
-                    item.action_id, self.codebook, self.coder, [x.id for x in item.questions],
-                    False,
-                )  # fmt: skip
+                ids = [x.id for x in item.questions]
+                self.store.set_skipped(item.action_id, self.codebook, self.coder, ids, False)
                 item.skipped = False
         self.undo_stack.append(_Undo("answer", self.index, self.q_index, previous, was_skipped))
         if not item.coded:  # the first question still open, wherever this one was

@@ -100,6 +100,7 @@ def code_command(
     # The collector would scan the session's 100k items (and Textual's import) again and
     # again while they are made, then at every full collection while coding: it is paused
     # while the app is built, and what was built is frozen (kept out of its scans).
+    collecting = gc.isenabled()
     gc.disable()
     try:
         from annotate.tui.app import (  # keeps textual off start-up
@@ -120,7 +121,8 @@ def code_command(
             media=media,
         )
     finally:
-        gc.enable()
+        if collecting:
+            gc.enable()
     gc.freeze()
     session = app.session
     if web:
