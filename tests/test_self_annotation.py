@@ -301,3 +301,13 @@ def test_a_sample_names_screenshots_when_one_of_its_items_does(db: Path) -> None
         assert CodingSession(store, traum, "dora", "some").names_screenshots
         mine = SelfCodingSession(store, resolve_codebook(store, "mental_model_self"), "Tom")
         assert mine.names_screenshots
+
+
+def test_the_screenshot_index_holds_every_key_that_names_one() -> None:
+    """The partial index the coding screen reads (`actions_screenshot`, migration 17) holds
+    the actions whose meta contains SCREENSHOT_WORD: every key that names a screenshot must
+    contain it, or its actions would be missed."""
+    from annotate.media import SCREENSHOT_KEYS
+    from annotate.store.migrations import SCREENSHOT_WORD
+
+    assert all(SCREENSHOT_WORD in key for key in SCREENSHOT_KEYS)
