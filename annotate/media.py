@@ -31,8 +31,13 @@ class Screenshot:
 
 
 def screenshot_ref(action: Action) -> str | None:
+    return meta_screenshot_ref(action.meta)
+
+
+def meta_screenshot_ref(meta: dict[str, object]) -> str | None:
+    """The screenshot an action's meta names (None when it names none)."""
     for key in SCREENSHOT_KEYS:
-        value = action.meta.get(key)
+        value = meta.get(key)
         if isinstance(value, str) and value.strip():
             return value.strip()
     return None

@@ -444,3 +444,52 @@ def test_answering_a_revisited_item_moves_to_the_next_in_order(db, open_session)
     mm.step_question(1)
     mm.press("1")  # Q2 of the coded item 1 changed
     assert mm.index == 1 and mm.q_index == 0
+
+
+def _recounted(s: CodingSession) -> tuple:
+    """Counts, pace and time left counted over every item, as the status line did."""
+    import statistics
+
+    coded = [it for it in s.items if it.coded]
+    times = [it.seconds for it in coded if it.seconds > 0]
+    pace = statistics.median(times) if len(times) >= 3 else None
+    counts = (
+        len(coded),
+        sum(1 for it in s.items if not it.coded and it.skipped),
+        sum(1 for it in s.items if it.flagged),
+    )
+    return counts, pace, None if pace is None else pace * (s.n - len(coded))
+
+
+@pytest.mark.parametrize("book", ["traum", "mental_model"])
+def test_counts_kept_item_by_item_match_a_recount(db, open_session, book) -> None:
+    """The counts, pace and time left shown at each render are kept up to date at each
+    change (not counted over a 100k-item sample each time): after every step of a random
+    walk through answers, skips, flags, undos and moves they equal a recount, and a session
+    opened again reads the same counts back."""
+    import random
+
+    rng = random.Random(7)
+    clock = Clock()
+    s = open_session(book, clock=clock)
+    steps = [
+        lambda: s.press(rng.choice("1234")),
+        lambda: s.press("n") or s.press("1") or s.confirm(),
+        s.skip,
+        s.toggle_flag,
+        s.undo,
+        lambda: s.go(rng.choice((-1, 1))),
+        lambda: s.goto(rng.randint(1, s.n)),
+        s.next_uncoded,
+    ]
+    for _ in range(300):
+        clock.tick(rng.choice((0, 1, 4, 9)))
+        s.toggles = None  # a step left half done (reasons being ticked) is dropped
+        rng.choice(steps)()
+        c = s.counts()
+        assert ((c.coded, c.skipped, c.flagged), s.pace_seconds(), s.eta_seconds()) == _recounted(s)
+    assert s.counts().coded > 3 and s.counts().flagged > 0
+    s.close()
+    again = open_session(book)
+    assert again.counts() == s.counts()
+    assert (again.pace_seconds(), again.eta_seconds()) == _recounted(again)[1:]

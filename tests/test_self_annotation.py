@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from annotate.coding.self_mode import SelfCodingSession
-from annotate.coding.session import resolve_codebook
+from annotate.coding.session import CodingSession, resolve_codebook
 from annotate.errors import NotFoundError, UsageError
 from annotate.io.importing import import_files
 from annotate.media import MediaLocator
@@ -278,3 +278,36 @@ async def test_sampled_coding_marks_and_shows_screenshots_too(db: Path) -> None:
     assert shlex.split(command)[-2:] == [
         "--media-prefix", f"s3://demo-bucket/annotation/={DEMO_SELF / 'screens'}",
     ]  # fmt: skip
+
+
+def test_a_sample_names_screenshots_when_one_of_its_items_does(db: Path) -> None:
+    """Read from the actions that mention a screenshot (a partial index), then checked as
+    the screen checks an action: a key of meta that is a non-blank text."""
+    with Store(db) as store:
+        ids = [r[0] for r in store.query("SELECT id FROM actions WHERE participant = 'Tom'")]
+        named = json.loads(store.query("SELECT meta FROM actions WHERE id = ?", [ids[-1]])[0][0])
+        assert named.get("screenshot")
+        plain = ids[:3]  # mentions a screenshot, names none: a blank one, another key, a value
+        for aid, meta in zip(
+            plain,
+            [{"screenshot": "  "}, {"screenshot_of": "x.png"}, {"note": "no screenshot"}],
+            strict=True,
+        ):
+            store.conn.execute("UPDATE actions SET meta = ? WHERE id = ?", (json.dumps(meta), aid))
+        store.create_sample("none", plain, seed=1)
+        store.create_sample("some", [*plain, ids[-1]], seed=1)
+        traum = resolve_codebook(store, "traum")
+        assert not CodingSession(store, traum, "dora", "none").names_screenshots
+        assert CodingSession(store, traum, "dora", "some").names_screenshots
+        mine = SelfCodingSession(store, resolve_codebook(store, "mental_model_self"), "Tom")
+        assert mine.names_screenshots
+
+
+def test_the_screenshot_index_holds_every_key_that_names_one() -> None:
+    """The partial index the coding screen reads (`actions_screenshot`, migration 16) holds
+    the actions whose meta contains SCREENSHOT_WORD: every key that names a screenshot must
+    contain it, or its actions would be missed."""
+    from annotate.media import SCREENSHOT_KEYS
+    from annotate.store.migrations import SCREENSHOT_WORD
+
+    assert all(SCREENSHOT_WORD in key for key in SCREENSHOT_KEYS)

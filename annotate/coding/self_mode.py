@@ -9,6 +9,7 @@ checkpoint answer closest in time to it (see :mod:`annotate.coding.anchors`).
 
 from __future__ import annotations
 
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +25,7 @@ from annotate.coding.session import (
     format_offset,
 )
 from annotate.errors import NotFoundError, UsageError
+from annotate.media import screenshot_ref
 from annotate.models import Action
 from annotate.store import Store
 from annotate.store.self_queries import SelfQueries
@@ -109,6 +111,11 @@ class SelfCodingSession(CodingSession):
             item.note = item.note or r["note"]
             item.seconds += r["seconds"] or 0.0
         return items, skipped
+
+    @cached_property
+    def names_screenshots(self) -> bool:
+        """Whether one of the participant's actions names a screenshot."""
+        return any(screenshot_ref(it.action) for it in self.items)
 
     # -- the anchor ----------------------------------------------------------------------
 

@@ -13,14 +13,16 @@ no, toggle a reason, "other").
 
 from __future__ import annotations
 
+import bisect
 import json
 import re
-import statistics
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import cached_property
 from typing import Literal
 
 from annotate.codebook import (
@@ -32,10 +34,11 @@ from annotate.codebook import (
     Question,
     find_codebook,
 )
+from annotate.coders import is_human
 from annotate.coding.choices import Choice, question_choices
 from annotate.errors import CodebookError, NotFoundError, UsageError
+from annotate.media import meta_screenshot_ref
 from annotate.models import Action, describe
-from annotate.reliability.agreement_data import is_human
 from annotate.store import Store
 from annotate.store.coding import CodingQueries, parse_time
 
@@ -254,6 +257,51 @@ class Counts:
     flagged: int
 
 
+class Tally:
+    """The session's counts (coded, skipped, flagged) and the seconds of its coded items,
+    kept up to date item by item (see :meth:`CodingSession._changing`) instead of counted
+    over every item of a 100k-item sample at each render of the status line."""
+
+    def __init__(self, items: Sequence[Item]):
+        coded = skipped = flagged = 0
+        times: list[float] = []
+        for item in items:  # as add(item, 1) does, inlined: 100k items at start-up
+            if item.coded:
+                coded += 1
+                if item.seconds > 0:
+                    times.append(item.seconds)
+            elif item.skipped:
+                skipped += 1
+            if item.flagged:
+                flagged += 1
+        times.sort()  # sorted: the median is the middle one
+        self.coded, self.skipped, self.flagged, self.times = coded, skipped, flagged, times
+
+    def add(self, item: Item, sign: int) -> None:
+        """Count ``item`` in (``sign`` 1) or out (-1), as it is now."""
+        if item.coded:
+            self.coded += sign
+            if item.seconds > 0:
+                if sign > 0:
+                    bisect.insort(self.times, item.seconds)
+                else:
+                    i = bisect.bisect_left(self.times, item.seconds)
+                    if i < len(self.times) and self.times[i] == item.seconds:
+                        del self.times[i]
+        elif item.skipped:
+            self.skipped += sign
+        if item.flagged:
+            self.flagged += sign
+
+    def median_time(self) -> float | None:
+        """The median of the coded items' seconds (None before three timed items)."""
+        t = self.times
+        n = len(t)
+        if n < 3:
+            return None
+        return t[n // 2] if n % 2 else (t[n // 2 - 1] + t[n // 2]) / 2
+
+
 @dataclass(frozen=True)
 class ContextRow:
     action: Action
@@ -414,7 +462,8 @@ class CodingSession:
         self._by_key: dict[str, dict[str, Choice]] = {}
         self.undo_stack: list[_Undo] = []
         self.toggles: Toggles | None = None
-        self.finished = all(item.coded for item in self.items)
+        self.tally = Tally(self.items)
+        self.finished = self.tally.coded == self.n
         self.index = 0
         self.q_index = 0
         self.highlight = 0
@@ -448,6 +497,8 @@ class CodingSession:
 
     def _version_warning(self) -> str | None:
         current = self.codebook.version_hash
+        if not self.queries.answered_under_another_version(self.codebook.name, self.coder, current):
+            return None
         versions = self.queries.coder_versions(self.codebook.name, self.coder)
         older = [v for v in versions if v.version_hash != current and v.labels]
         if not older:
@@ -483,18 +534,40 @@ class CodingSession:
         items = [Item(i, aid, qs, actions) for i, (aid, qs) in enumerate(kept)]
         by_id = {item.action_id: item for item in items}
         rows = self.queries.coder_progress(self.codebook.name, self.coder)
+        answers: dict[tuple[str | None, str | None, str | None], Answer] = {}
         for aid, question, value, codes, other_text, flagged, skip, note, seconds in rows:
             item = by_id.get(aid)  # an item of this sample (the rows are this coder's only)
             if item is None:
                 continue
-            parsed = tuple(json.loads(codes)) if codes else ()
-            if value is not None or parsed:
-                item.answers[question] = Answer(value, parsed, other_text)
-            item.flagged = item.flagged or bool(flagged)
-            item.skipped = item.skipped or bool(skip)
-            item.note = item.note or note
-            item.seconds += seconds or 0.0
+            if value is not None or codes:
+                # answers are frozen: one object per distinct answer (100k labels, a few
+                # dozen distinct answers)
+                answer = answers.get((value, codes, other_text))
+                if answer is None:
+                    parsed = tuple(json.loads(codes)) if codes else ()
+                    answer = Answer(value, parsed, other_text)
+                    if value is not None or parsed:
+                        answers[value, codes, other_text] = answer
+                if answer.value is not None or answer.codes:
+                    item.answers[question] = answer
+            if flagged:
+                item.flagged = True
+            if skip:
+                item.skipped = True
+            if note is not None and not item.note:
+                item.note = note
+            if seconds:
+                item.seconds += seconds
         return items, skipped
+
+    @cached_property
+    def names_screenshots(self) -> bool:
+        """Whether an item of the sample names a screenshot (read once, from the few actions
+        that mention one: see :meth:`CodingQueries.sample_metas_naming_screenshots`)."""
+        return any(
+            meta_screenshot_ref(json.loads(meta))
+            for meta in self.queries.sample_metas_naming_screenshots(self.sample)
+        )
 
     # -- where we are -----------------------------------------------------------------
 
@@ -522,26 +595,28 @@ class CodingSession:
         return first_skipped or 0
 
     def counts(self) -> Counts:
-        coded = skipped = flagged = 0
-        for item in self.items:
-            if item.coded:
-                coded += 1
-            elif item.skipped:
-                skipped += 1
-            if item.flagged:
-                flagged += 1
-        return Counts(self.n, coded, skipped, flagged)
+        t = self.tally
+        return Counts(self.n, t.coded, t.skipped, t.flagged)
 
     def pace_seconds(self) -> float | None:
         """The coder's median time per coded item (None before three timed items)."""
-        times = [it.seconds for it in self.items if it.coded and it.seconds > 0]
-        return statistics.median(times) if len(times) >= 3 else None
+        return self.tally.median_time()
 
     def eta_seconds(self) -> float | None:
         pace = self.pace_seconds()
         if pace is None:
             return None
-        return pace * sum(1 for it in self.items if not it.coded)
+        return pace * (self.n - self.tally.coded)
+
+    @contextmanager
+    def _changing(self, item: Item) -> Iterator[Item]:
+        """Around every change of an item's answers, marks or seconds: its counts move with
+        it (see :class:`Tally`)."""
+        self.tally.add(item, -1)
+        try:
+            yield item
+        finally:
+            self.tally.add(item, 1)
 
     # -- choices ----------------------------------------------------------------------
 
@@ -690,13 +765,13 @@ class CodingSession:
             item.action_id, self.codebook, q.id, self.coder, answer, seconds=seconds
         )
         was_skipped = item.skipped
-        item.answers[q.id] = answer
-        item.seconds += seconds
-        if was_skipped:  # an answered item is no longer skipped
-            self.store.set_skipped(
-                item.action_id, self.codebook, self.coder, [x.id for x in item.questions], False
-            )
-            item.skipped = False
+        with self._changing(item):
+            item.answers[q.id] = answer
+            item.seconds += seconds
+            if was_skipped:  # an answered item is no longer skipped
+                ids = [x.id for x in item.questions]
+                self.store.set_skipped(item.action_id, self.codebook, self.coder, ids, False)
+                item.skipped = False
         self.undo_stack.append(_Undo("answer", self.index, self.q_index, previous, was_skipped))
         if not item.coded:  # the first question still open, wherever this one was
             self._set_question(item.first_open())
@@ -752,7 +827,8 @@ class CodingSession:
         self.store.add_item_seconds(
             item.action_id, self.codebook, self.coder, self.question.id, spent
         )
-        item.seconds += spent
+        with self._changing(item):
+            item.seconds += spent
 
     def _enter(self, index: int, question: int | None = None) -> None:
         self.index = index
@@ -816,7 +892,8 @@ class CodingSession:
             self.store.set_skipped(item.action_id, self.codebook, self.coder, ids, True)
             self._leave()
         was = item.skipped
-        item.skipped = True
+        with self._changing(item):
+            item.skipped = True
         self.undo_stack.append(_Undo("skip", self.index, self.q_index, None, was))
         return self._advance()
 
@@ -826,7 +903,8 @@ class CodingSession:
         self.store.set_flag(
             item.action_id, self.codebook, self.coder, [q.id for q in item.questions], flagged
         )
-        item.flagged = flagged
+        with self._changing(item):
+            item.flagged = flagged
         return Feedback("info", "Flagged for discussion." if flagged else "Flag removed.")
 
     def set_note(self, text: str) -> Feedback:
@@ -851,23 +929,27 @@ class CodingSession:
             self.store.set_skipped(
                 item.action_id, self.codebook, self.coder, ids, entry.was_skipped
             )
-            item.skipped = entry.was_skipped
+            with self._changing(item):
+                item.skipped = entry.was_skipped
             self.undo_stack.pop()
             self._leave()
             self._enter(entry.index, entry.question)
             return Feedback("info", f"Skip of item #{entry.index + 1} undone.")
         q = item.questions[entry.question]
-        if entry.previous is None:
-            self.store.clear_answer(
-                item.action_id, self.codebook.name, q.id, self.coder, keep_time=True
-            )
-            item.answers.pop(q.id, None)
-        else:
-            self.store.save_answer(item.action_id, self.codebook, q.id, self.coder, entry.previous)
-            item.answers[q.id] = entry.previous
-        if entry.was_skipped:
-            self.store.set_skipped(item.action_id, self.codebook, self.coder, ids, True)
-            item.skipped = True
+        with self._changing(item):
+            if entry.previous is None:
+                self.store.clear_answer(
+                    item.action_id, self.codebook.name, q.id, self.coder, keep_time=True
+                )
+                item.answers.pop(q.id, None)
+            else:
+                self.store.save_answer(
+                    item.action_id, self.codebook, q.id, self.coder, entry.previous
+                )
+                item.answers[q.id] = entry.previous
+            if entry.was_skipped:
+                self.store.set_skipped(item.action_id, self.codebook, self.coder, ids, True)
+                item.skipped = True
         self.undo_stack.pop()
         self._leave()
         self.finished = False

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import os
 from pathlib import Path
 from typing import Annotated
@@ -96,23 +97,33 @@ def code_command(
         raise UsageError("--session and --checkpoints go with --self")
     if coder is None:
         raise UsageError("pass --coder NAME (or --self NAME to annotate your own actions)")
-    from annotate.tui.app import (  # keeps textual off start-up
-        check_port,
-        make_app,
-        serve_web,
-        web_command,
-    )
+    # The collector would scan the session's 100k items (and Textual's import) again and
+    # again while they are made, then at every full collection while coding: it is paused
+    # while the app is built, and what was built is frozen (kept out of its scans).
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        from annotate.tui.app import (  # keeps textual off start-up
+            check_port,
+            make_app,
+            serve_web,
+            web_command,
+        )
 
-    app = make_app(
-        db,
-        codebook,
-        coder,
-        sample,
-        context=context,
-        lookahead=lookahead,
-        new_coder=new_coder,
-        media=media,
-    )
+        app = make_app(
+            db,
+            codebook,
+            coder,
+            sample,
+            context=context,
+            lookahead=lookahead,
+            new_coder=new_coder,
+            media=media,
+        )
+    finally:
+        if collecting:
+            gc.enable()
+    gc.freeze()
     session = app.session
     if web:
         # the checks passed; each browser gets its own session, and nothing was coded here

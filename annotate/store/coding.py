@@ -7,11 +7,13 @@ coding session lives here or in the mixins it calls.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from annotate.store.base import StoreBase
+from annotate.store.migrations import SCREENSHOT_WORD
 
 
 @dataclass(frozen=True)
@@ -40,6 +42,18 @@ class CodingQueries:
             (codebook, coder),
         ).fetchall()
         return [CoderVersion(r["h"], r["version"], r["n"] or 0, r["first_at"]) for r in rows]
+
+    def answered_under_another_version(self, codebook: str, coder: str, version_hash: str) -> bool:
+        """Whether this coder answered under another version of the codebook: read from the
+        index ``labels_progress`` alone (:meth:`coder_versions` reads every label's row)."""
+        return (
+            self.store.conn.execute(
+                "SELECT 1 FROM labels WHERE codebook = ? AND coder = ? AND codebook_hash != ? "
+                "AND (value IS NOT NULL OR codes IS NOT NULL) LIMIT 1",
+                (codebook, coder, version_hash),
+            ).fetchone()
+            is not None
+        )
 
     def session_start(self, session: str) -> datetime | None:
         """When the session's first action happened (None if it has no timestamps)."""
@@ -80,6 +94,20 @@ class CodingQueries:
             "seconds FROM labels WHERE coder = ? AND codebook = ?",
             (coder, codebook),
         ).fetchall()
+
+    def sample_metas_naming_screenshots(self, sample: str) -> Iterator[str]:
+        """The meta (JSON text) of the sample's items that mention a screenshot (a superset
+        of those that name one), found in the partial index ``actions_screenshot``: a
+        lookup per item in an index that holds only such actions, never the actions."""
+        yield from (
+            r[0]
+            for r in self.store.conn.execute(
+                "SELECT a.meta FROM sample_items s "
+                "JOIN actions a INDEXED BY actions_screenshot ON a.id = s.action_id "
+                f"WHERE s.sample = ? AND instr(a.meta, '{SCREENSHOT_WORD}') > 0",
+                (sample,),
+            )
+        )
 
     def sample_exists(self, name: str) -> bool:
         return (

@@ -463,6 +463,22 @@ def m015_llm_items_by_run_and_phase(conn: sqlite3.Connection) -> None:
     conn.execute("CREATE INDEX llm_items_run_phase ON llm_items(run_id, phase, valid)")
 
 
+SCREENSHOT_WORD = "screenshot"
+"""What the meta of an action that names a screenshot holds (the key of
+:data:`annotate.media.SCREENSHOT_KEYS`): the condition of the index below."""
+
+
+def m016_actions_naming_screenshots(conn: sqlite3.Connection) -> None:
+    """The actions whose meta mentions a screenshot, as a partial index, so that the coding
+    screen knows whether a sample of 100k items names any (it then shows the screenshot
+    panel and key) from the few actions that mention one instead of reading every action of
+    the sample (1.8 s at corpus scale). A superset: the session checks each meta it finds."""
+    conn.execute(
+        "CREATE INDEX IF NOT EXISTS actions_screenshot ON actions(id) "
+        f"WHERE instr(meta, '{SCREENSHOT_WORD}') > 0"
+    )
+
+
 MIGRATIONS: list[tuple[int, Migration]] = [
     (1, m001_initial),
     (2, m002_llm),
@@ -479,4 +495,5 @@ MIGRATIONS: list[tuple[int, Migration]] = [
     (13, m013_agreement_run_label_sets),
     (14, m014_label_revisions),
     (15, m015_llm_items_by_run_and_phase),
+    (16, m016_actions_naming_screenshots),
 ]

@@ -14,7 +14,7 @@ from textual import events
 from textual.widget import Widget
 
 from annotate.coding.session import CodingSession, codebook_keys
-from annotate.media import MediaLocator, Screenshot, screenshot_ref
+from annotate.media import MediaLocator, Screenshot
 
 SHOT_KEYS = ("v", "f5")
 
@@ -22,7 +22,7 @@ SHOT_KEYS = ("v", "f5")
 def session_media(session: CodingSession) -> MediaLocator | None:
     """The session's locator, when any of its items names a screenshot."""
     media = getattr(session, "media", None)
-    if media is None or not any(screenshot_ref(it.action) for it in session.items):
+    if media is None or not session.names_screenshots:
         return None
     return media
 
