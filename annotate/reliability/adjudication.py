@@ -404,7 +404,8 @@ def plan_gold(store: Store, selection: Selection, *, read_cases: bool = True) ->
         in_sample = numbering.merger()
         for rows in store.vote_patterns(scope):
             ids, qs, packed, rich = zip(*rows, strict=True)
-            item_parts.append(in_sample(ids))
+            at = in_sample(ids)
+            item_parts.append(np.array(at, dtype=np.int64) if sample is not None else at)
             question_parts.append(np.array(qs, dtype=np.int64))
             pattern_parts.append(np.array(patterns.numbers(packed, rich), dtype=np.int64))
         flags = store.flagged_cells(labels)
@@ -415,6 +416,8 @@ def plan_gold(store: Store, selection: Selection, *, read_cases: bool = True) ->
         del item_parts
         question = np.concatenate(question_parts) if question_parts else np.zeros(0, np.int64)
         pattern = np.concatenate(pattern_parts) if pattern_parts else np.zeros(0, np.int64)
+        inside = item >= 0  # the sample's items
+        item, question, pattern = item[inside], question[inside], pattern[inside]
         # flagged (item, question): a case even without answers (then with none)
         flag_items = numbering.numbers([[f[0] for f in flags]])
         flag_keys = np.unique(flag_items * nq + np.array([f[1] for f in flags], dtype=np.int64))
