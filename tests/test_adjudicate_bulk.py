@@ -328,3 +328,37 @@ def test_majority_cases_are_read_only_when_asked_for(tmp_path: Path) -> None:
         assert not plan.majority.loaded and not plan.to_decide.loaded
         assert len(plan.undecided) == plan.n_undecided  # read now, the store still open
         assert plan.to_decide.loaded
+
+
+def test_adjudication_queries_use_indexes_and_sort_nothing(tmp_path: Path) -> None:
+    """Every statement of a plan and its bulk write, with and without a sample: no SCAN of
+    a big table (see tests/test_scale_query_plans.py), no sort (the passes go in index
+    order), and the gold goes in through the staged rows and the kinds' primary key."""
+    from tests.test_scale_query_plans import captured, plan, unindexed
+
+    path = tmp_path / "mixed.db"
+    _mixed_project(path, tmp_path, sample=True)
+    with Store(path) as s:
+        statements: list[str] = []
+        for sample in ("main", None):
+            if sample is None:
+                s.conn.execute("DELETE FROM samples WHERE name = 'main'")
+            selection = select(s, codebook="mixed")  # (select is agree's: tested there)
+            with captured(s) as run:
+                p = adj.plan_gold(s, selection, read_cases=False)
+                adj.write_majority(s, p, "zoe")
+            statements += run
+        hot = [q for q in dict.fromkeys(statements) if "labels" in q or "sample_items" in q]
+        assert sum("GROUP BY l.action_id, l.question" in q for q in hot) == 1  # both
+        assert sum("l.flagged" in q for q in hot) == 2  # with the sample, and without
+        assert any("FROM sample_items INDEXED BY sample_items_action" in q for q in hot)
+        assert unindexed(s, statements) == []
+        for q in hot:
+            if q.lstrip().upper().startswith(("SELECT", "INSERT")):
+                lines = plan(s, q)
+                assert not [x for x in lines if "TEMP B-TREE" in x], (q, lines)
+                assert not [x for x in lines if x.startswith("SCAN labels")], (q, lines)
+        inserts = [q for q in hot if q.startswith("INSERT INTO labels") and "_gold_items" in q]
+        assert len(inserts) == 2  # one statement per run (its stamp differs)
+        for q in inserts:
+            assert plan(s, q) == ["SCAN g", "SEARCH k USING INTEGER PRIMARY KEY (rowid=?)"]
