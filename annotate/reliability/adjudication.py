@@ -197,12 +197,8 @@ class Cases(Sequence[Case]):
     def cases(self) -> list[Case]:
         if self._cases is None:
             assert self._read is not None
-            self._cases = self._read()
+            self._cases = self._read()  # one case per (item, question) the plan counted
             self._read = None
-            if len(self._cases) != self._n:  # the file changed since the plan was made
-                raise AnnotateError(
-                    "the labels changed while adjudication was being planned: run it again"
-                )
         return self._cases
 
     def __len__(self) -> int:
@@ -381,6 +377,11 @@ class _Patterns:
         return tuple(answers)
 
 
+SAMPLE_LOOKUP = 8
+"""A sample's items are looked up one by one when this many times their number is fewer
+than the labels (each lookup costs several times the label a full pass reads)."""
+
+
 def plan_gold(store: Store, selection: Selection, *, read_cases: bool = True) -> GoldPlan:
     """Read the labels and gold of the selection and sort every item into a plan.
 
@@ -400,16 +401,22 @@ def plan_gold(store: Store, selection: Selection, *, read_cases: bool = True) ->
     patterns = _Patterns(scope)
     with store.read_snapshot():
         numbering = _ItemNumbers(store, selection)
+        # a sample small beside the labels: its items' labels are looked up, else read all
+        through = selection.action_ids is not None and len(selection.action_ids) * SAMPLE_LOOKUP < (
+            store.labels_upper_bound()
+        )
         item_parts, question_parts, pattern_parts = [], [], []
-        in_sample = numbering.merger()
-        for rows in store.vote_patterns(scope):
+        in_sample = (lambda positions: positions) if through else numbering.merger()
+        for rows in store.vote_patterns(scope, through_sample=through):
             ids, qs, packed, rich = zip(*rows, strict=True)
             at = in_sample(ids)
             item_parts.append(np.array(at, dtype=np.int64) if sample is not None else at)
             question_parts.append(np.array(qs, dtype=np.int64))
             pattern_parts.append(np.array(patterns.numbers(packed, rich), dtype=np.int64))
-        flags = store.flagged_cells(labels)
-        golds = store.gold_states(replace(labels, coders=(GOLD_CODER,)), GOLD_SOURCE)
+        flags = store.flagged_cells(labels, through_sample=through)
+        golds = store.gold_states(
+            replace(labels, coders=(GOLD_CODER,)), GOLD_SOURCE, through_sample=through
+        )
         numbering.add(f[0] for f in flags)
         items = numbering.items
         item = numbering.numbers(item_parts)
@@ -441,7 +448,7 @@ def plan_gold(store: Store, selection: Selection, *, read_cases: bool = True) ->
         ).reshape(len(answers), nq)
         # gold already stored: kept (decided, or not made here), or made by a majority
         gold_at: Sequence[Any] = [g[0] for g in golds]
-        if sample is not None and golds:  # the gold of the sample's items
+        if sample is not None and golds and not through:  # the gold of the sample's items
             gold_at = numbering.merger()(gold_at)
             golds = [g for g, at in zip(golds, gold_at, strict=True) if at >= 0]
             gold_at = [at for at in gold_at if at >= 0]
@@ -460,7 +467,7 @@ def plan_gold(store: Store, selection: Selection, *, read_cases: bool = True) ->
         majority = wanted & ~kept & ~flagged & fit[pattern, question]
         to_decide = wanted & ~kept & ~majority
         stale_rows = [
-            (g[0], g[1])
+            (g[0] if sample is None else items[i], g[1])
             for g, i, case in zip(golds, gold_item.tolist(), gold_case.tolist(), strict=True)
             if g[2] and g[3] == "majority" and (case < 0 or not majority[case])
         ]

@@ -70,8 +70,25 @@ class GoldKind:
         return cls(question, answer.value, _codes_json(answer), answer.other_text, dumps(meta))
 
 
+def _source(scope: LabelScope, index: str, through_sample: bool) -> tuple[str, str, str, list[Any]]:
+    """(item column, tables, condition, parameters) of a pass over the scope's labels:
+    through the sample's items in id order (the item is the position), or over ``index``
+    alone (the item is the action id; the sample is not applied)."""
+    cond, params = scope.where()
+    if not through_sample:
+        return "l.action_id", f"labels l INDEXED BY {index}", cond, params
+    assert scope.sample is not None
+    tables = (
+        "sample_items s INDEXED BY sample_items_action CROSS JOIN "
+        f"labels l INDEXED BY {index} ON l.action_id = s.action_id"
+    )
+    return "s.position", tables, f"s.sample = ? AND {cond}", [scope.sample, *params]
+
+
 class GoldVotesMixin(StoreBase):
-    def vote_patterns_sql(self, scope: VoteScope) -> tuple[str, list[Any]]:
+    def vote_patterns_sql(
+        self, scope: VoteScope, *, through_sample: bool = False
+    ) -> tuple[str, list[Any]]:
         """The query of :meth:`vote_patterns` (exposed for its EXPLAIN QUERY PLAN test)."""
         labels = scope.labels
         ccase, cparams = _case("l.coder", labels.coders, -1)
@@ -91,82 +108,100 @@ class GoldVotesMixin(StoreBase):
             f"{qcase}, {pattern}, group_concat(CASE WHEN {rich} THEN "
             f"json_array({ccase}, l.value, l.codes, l.other_text) END)"
         )
-        cond, params = labels.where()  # the sample: see vote_patterns
+        item, source, cond, params = _source(labels, "labels_answered", through_sample)
         sql = (
-            f"SELECT l.action_id, {columns} FROM labels l INDEXED BY labels_answered "
-            f"WHERE {cond} AND {ANSWERED} GROUP BY l.action_id, l.question"
+            f"SELECT {item}, {columns} FROM {source} WHERE {cond} AND {ANSWERED} "
+            f"GROUP BY {item}, l.question"
         )
         return sql, [*qparams, *pparams, *scope.values, *cparams, *params]
 
-    def vote_patterns(self, scope: VoteScope) -> Iterator[list[tuple[Any, ...]]]:
-        """The scope's answered labels, one row per item and question in (item id,
-        question) order, in chunks. Each row is: the action id; the question's index in
-        ``scope.labels.questions``; the vote pattern; and None, or the JSON arrays
-        (``[coder, value, codes, other_text]``, comma-separated) of the labels whose
-        answer is more than a listed value (codes, an "Other" text, an unlisted value).
+    def vote_patterns(
+        self, scope: VoteScope, *, through_sample: bool = False
+    ) -> Iterator[list[tuple[Any, ...]]]:
+        """The scope's answered labels, one row per item and question, in chunks. Each row
+        is: the item; the question's index in ``scope.labels.questions``; the vote
+        pattern; and None, or the JSON arrays (``[coder, value, codes, other_text]``,
+        comma-separated) of the labels whose answer is more than a listed value (codes,
+        an "Other" text, an unlisted value).
 
         The pattern, with :attr:`VoteScope.packed`, is the sum of each answering coder's
         value number (1 + the value's index in ``scope.values``, ``len(values) + 1`` for
         any other) shifted left by the coder's index times :attr:`VoteScope.value_bits`;
         else the text ``"coder:number,..."``.
 
-        The scope's sample is not applied: every labelled item of the codebook comes, in
-        one ordered pass over the covering index (the caller keeps the sample's items by
-        merging with :meth:`sample_items_by_id`): looking each sample item up in the index
-        instead costs twice as much at corpus scale (and SQLite then sorts the groups)."""
-        sql, params = self.vote_patterns_sql(scope)
+        The item is the action id, in id order, and the scope's sample is not applied:
+        every labelled item of the codebook comes, in one ordered pass over the covering
+        index (the caller keeps the sample's items by merging with
+        :meth:`sample_items_by_id`); looking each item of a large sample up in the index
+        instead costs twice as much (and SQLite then sorts the groups). With
+        ``through_sample`` (a sample small beside the labels), the item is its sample
+        position, and each item's labels are looked up."""
+        sql, params = self.vote_patterns_sql(scope, through_sample=through_sample)
         cursor = self.conn.cursor()
         cursor.row_factory = None
         cursor.execute(sql, params)
         while rows := cursor.fetchmany(CHUNK):
             yield rows
 
-    def flagged_cells_sql(self, scope: LabelScope) -> tuple[str, list[Any]]:
+    def flagged_cells_sql(
+        self, scope: LabelScope, *, through_sample: bool = False
+    ) -> tuple[str, list[Any]]:
         ccase, cparams = _case("l.coder", scope.coders, -1)
         qcase, qparams = _case("l.question", scope.questions, -1)
-        cond, params = scope.where()
-        if scope.sample is not None:
+        columns = f"{qcase}, {ccase}"
+        if scope.sample is not None and not through_sample:  # few flags: look them up
+            cond, params = scope.where()
             sql = (
-                f"SELECT s.position, {qcase}, {ccase} FROM labels l INDEXED BY labels_progress "
+                f"SELECT s.position, {columns} FROM labels l INDEXED BY labels_progress "
                 "CROSS JOIN sample_items s ON s.sample = ? AND s.action_id = l.action_id "
                 f"WHERE {cond} AND l.flagged"
             )
             return sql, [*qparams, *cparams, scope.sample, *params]
-        sql = (
-            f"SELECT l.action_id, {qcase}, {ccase} FROM labels l INDEXED BY labels_progress "
-            f"WHERE {cond} AND l.flagged"
-        )
+        item, source, cond, params = _source(scope, "labels_progress", through_sample)
+        sql = f"SELECT {item}, {columns} FROM {source} WHERE {cond} AND l.flagged"
         return sql, [*qparams, *cparams, *params]
 
-    def flagged_cells(self, scope: LabelScope) -> list[tuple[Any, int, int]]:
+    def flagged_cells(
+        self, scope: LabelScope, *, through_sample: bool = False
+    ) -> list[tuple[Any, int, int]]:
         """(item, question index, coder index) of the scope's flagged labels, answered or
-        not; the item as in :meth:`vote_patterns`. The flags are read from
-        ``labels_progress``, the table only for the flagged labels."""
-        sql, params = self.flagged_cells_sql(scope)
+        not; the item is its sample position, or its action id without a sample. The
+        flags are read from ``labels_progress``, the table only for the flagged labels."""
+        sql, params = self.flagged_cells_sql(scope, through_sample=through_sample)
         cursor = self.conn.cursor()
         cursor.row_factory = None
         return cursor.execute(sql, params).fetchall()
 
-    def gold_states_sql(self, scope: LabelScope, source: str) -> tuple[str, list[Any]]:
+    def gold_states_sql(
+        self, scope: LabelScope, source: str, *, through_sample: bool = False
+    ) -> tuple[str, list[Any]]:
         qcase, qparams = _case("l.question", scope.questions, -1)
-        (gold,) = scope.coders
-        marks = ",".join("?" * len(scope.questions))
+        item, tables, cond, params = _source(scope, "labels_progress", through_sample)
         sql = (
-            f"SELECT l.action_id, {qcase}, l.source IS ?, json_extract(l.meta, '$.method') "
-            "FROM labels l INDEXED BY labels_progress WHERE l.codebook = ? AND l.coder = ? "
-            f"AND l.question IN ({marks}) AND (l.value IS NOT NULL OR "
-            "coalesce(l.codes, '[]') NOT IN ('[]', '')) ORDER BY l.action_id"
+            f"SELECT {item}, {qcase}, l.source IS ?, json_extract(l.meta, '$.method') "
+            f"FROM {tables} WHERE {cond} AND (l.value IS NOT NULL OR "
+            f"coalesce(l.codes, '[]') NOT IN ('[]', ''))"
         )
-        return sql, [*qparams, source, scope.codebook, gold, *scope.questions]
+        if not through_sample:
+            sql += " ORDER BY l.action_id"
+        return sql, [*qparams, source, *params]
 
-    def gold_states(self, scope: LabelScope, source: str) -> list[tuple[str, int, int, Any]]:
-        """(action id, question index, whether ``source`` made it, the ``method`` of its
-        meta) of the answered labels of the scope's one coder (the gold), in action id
-        order; the sample is not applied (see :meth:`vote_patterns`)."""
-        sql, params = self.gold_states_sql(scope, source)
+    def gold_states(
+        self, scope: LabelScope, source: str, *, through_sample: bool = False
+    ) -> list[tuple[Any, int, int, Any]]:
+        """(item, question index, whether ``source`` made it, the ``method`` of its meta)
+        of the answered labels of the scope's coder (the gold). The item is as in
+        :meth:`vote_patterns`: the action id in id order, the sample not applied, or
+        with ``through_sample`` the sample position."""
+        sql, params = self.gold_states_sql(scope, source, through_sample=through_sample)
         cursor = self.conn.cursor()
         cursor.row_factory = None
         return cursor.execute(sql, params).fetchall()
+
+    def labels_upper_bound(self) -> int:
+        """More than the number of labels, at once (the largest id; ids are not reused
+        while the largest stays)."""
+        return self.conn.execute("SELECT coalesce(max(id), 0) FROM labels").fetchone()[0]
 
     def sample_items_by_id(self, sample: str) -> Iterator[tuple[str, int]]:
         """(action id, position) of the sample's items in action id order (the order of
