@@ -15,6 +15,11 @@ its provenance in ``meta``: ``method``, ``adjudicator``, the ``coders`` and thei
 A decided gold is never overwritten by a later majority vote. A majority gold whose majority
 is gone (a coder changed or flagged an answer, or other coders were selected) is retracted
 when the majority gold is written again; the case then goes to the adjudicator.
+
+At corpus scale (1M items) the plan is made from vote patterns (each item's answers packed
+into one number by SQL, :mod:`annotate.store.gold_votes`) and NumPy arrays: a :class:`Case`
+is made only for the cases someone looks at, and the majority gold is written by one
+``INSERT ... SELECT`` with one provenance JSON per distinct pattern of answers.
 """
 
 from __future__ import annotations
@@ -402,9 +407,8 @@ def plan_gold(store: Store, selection: Selection, *, read_cases: bool = True) ->
     with store.read_snapshot():
         numbering = _ItemNumbers(store, selection)
         # a sample small beside the labels: its items' labels are looked up, else read all
-        through = selection.action_ids is not None and len(selection.action_ids) * SAMPLE_LOOKUP < (
-            store.labels_upper_bound()
-        )
+        n_sample = len(selection.action_ids) if selection.action_ids is not None else None
+        through = n_sample is not None and n_sample * SAMPLE_LOOKUP < store.labels_upper_bound()
         item_parts, question_parts, pattern_parts = [], [], []
         in_sample = (lambda positions: positions) if through else numbering.merger()
         for rows in store.vote_patterns(scope, through_sample=through):

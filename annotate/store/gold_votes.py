@@ -23,7 +23,7 @@ from annotate.store.labels import _codes_json, _upsert_sql
 
 PATTERN_BITS = 62
 """The coders' value numbers are packed into one SQLite integer while they fit in this
-many bits; past that (many coders, many codes) the pattern is a text ``"coder:value,..."``."""
+many bits; past that (many coders, many codes) the pattern is a text ``"coder:number,..."``."""
 
 
 @dataclass(frozen=True)
@@ -269,9 +269,20 @@ class GoldVotesMixin(StoreBase):
         """Store gold for many items at once (upserts as :meth:`save_gold` makes them: a
         label whose answer, source, meta and codebook version are unchanged stays as it
         was); ``items`` are (action id, index in ``kinds``), best in action id order (the
-        indexes then take them in order). Return how many labels changed. Call it inside
-        a transaction: the staging tables are temporary."""
-        conn = self.conn
+        indexes then take them in order). Return how many labels changed. The rows are
+        staged in temporary tables, then written by one statement."""
+        with self.transaction() as conn:  # joins the caller's transaction, if any
+            return self._write_gold(conn, codebook, coder, source, kinds, items)
+
+    def _write_gold(
+        self,
+        conn: Any,
+        codebook: Codebook,
+        coder: str,
+        source: str,
+        kinds: Sequence[GoldKind],
+        items: Iterable[tuple[str, int]],
+    ) -> int:
         conn.execute(
             "CREATE TEMP TABLE IF NOT EXISTS _gold_kinds (id INTEGER PRIMARY KEY, "
             "question TEXT, value TEXT, codes TEXT, other_text TEXT, meta TEXT)"
