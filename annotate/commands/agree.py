@@ -234,17 +234,17 @@ def adjudicate_command(
                 majority_only=majority_only,
             ),
         )
-        plan = plan_gold(store, selection)
+        plan = plan_gold(store, selection, read_cases=not majority_only)
         rule = majority_rule(plan)
         console.print(rule.line(), markup=False, soft_wrap=True)
         if warning := rule.warning():
             err_console.print(warning, markup=False, soft_wrap=True)
         written = write_majority(store, plan, name)
-        undecided = plan.undecided
+        undecided = plan.n_undecided
         where = f"{plan.codebook.name}" + (f", sample '{plan.sample}'" if plan.sample else "")
         console.print(
             f"{where}, coders {', '.join(plan.coders)}: majority gold for {written} "
-            f"(item, question) cases; {len(undecided)} to decide (ties and flagged)"
+            f"(item, question) cases; {undecided} to decide (ties and flagged)"
             + (f"; {len(plan.kept)} already decided, kept" if plan.kept else "")
             + (
                 f"; {len(plan.stale)} majority gold retracted (no majority any more)"
@@ -263,7 +263,7 @@ def adjudicate_command(
         if majority_only or not undecided:
             if undecided:
                 console.print(
-                    f"{len(undecided)} cases remain undecided: run `annotate adjudicate` "
+                    f"{undecided} cases remain undecided: run `annotate adjudicate` "
                     "without --majority-only to decide them.",
                     markup=False,
                 )

@@ -15,13 +15,19 @@ its provenance in ``meta``: ``method``, ``adjudicator``, the ``coders`` and thei
 A decided gold is never overwritten by a later majority vote. A majority gold whose majority
 is gone (a coder changed or flagged an answer, or other coders were selected) is retracted
 when the majority gold is written again; the case then goes to the adjudicator.
+
+At corpus scale (1M items) the plan is made from vote patterns (each item's answers packed
+into one number by SQL, :mod:`annotate.store.gold_votes`) and NumPy arrays: a :class:`Case`
+is made only for the cases someone looks at, and the majority gold is written by one
+``INSERT ... SELECT`` with one provenance JSON per distinct pattern of answers.
 """
 
 from __future__ import annotations
 
+import json
 from collections import Counter
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from annotate.codebook import NO, OTHER, Answer, Codebook, Question
@@ -32,6 +38,8 @@ from annotate.models import Action
 from annotate.reliability.agreement_data import Selection
 from annotate.store import LabelWrite, Store
 from annotate.store.agreement_runs import GOLD_CODER, GOLD_SOURCE
+from annotate.store.gold_votes import GoldKind, VoteScope
+from annotate.store.label_cells import LabelScope
 
 Method = Literal["majority", "decided"]
 
@@ -176,6 +184,57 @@ def majority_answer(answers: Sequence[Answer | None], n_coders: int) -> tuple[An
     return Answer(value, tuple(sorted(codes)), other_text if uses_other else None), votes
 
 
+class Cases(Sequence[Case]):
+    """Cases made when first asked for (its length is known at once): a plan counts the
+    cases of every kind from the vote patterns, and reads the rows of a case (notes, flags,
+    its gold) only for the cases someone looks at. ``read`` needs the store still open."""
+
+    def __init__(self, n: int, read: Callable[[], list[Case]]):
+        self._n = n
+        self._read: Callable[[], list[Case]] | None = read
+        self._cases: list[Case] | None = None
+
+    @property
+    def loaded(self) -> bool:
+        return self._cases is not None
+
+    @property
+    def cases(self) -> list[Case]:
+        if self._cases is None:
+            assert self._read is not None
+            self._cases = self._read()  # one case per (item, question) the plan counted
+            self._read = None
+        return self._cases
+
+    def __len__(self) -> int:
+        return self._n
+
+    def __getitem__(self, index: Any) -> Any:
+        return self.cases[index]
+
+    def __iter__(self) -> Iterator[Case]:
+        return iter(self.cases)
+
+    def __repr__(self) -> str:
+        return f"Cases({self._n}{', loaded' if self.loaded else ''})"
+
+
+@dataclass(frozen=True)
+class MajorityVotes:
+    """The majority gold of a plan as arrays, for :func:`write_majority`: the cases in the
+    order the labels were read (item id, then question), each as its item, question and
+    vote pattern."""
+
+    items: Sequence[str]
+    """Action ids by item number."""
+    questions: tuple[Question, ...]
+    patterns: Sequence[tuple[Answer | None, ...]]
+    """Each selected coder's answer (None: none), by pattern number."""
+    item: Any
+    question: Any
+    pattern: Any
+
+
 @dataclass(frozen=True)
 class GoldPlan:
     """What adjudication will do for the selected codebook, sample and coders."""
@@ -183,20 +242,32 @@ class GoldPlan:
     codebook: Codebook
     sample: str | None
     coders: tuple[str, ...]
-    majority: tuple[Case, ...]
+    majority: Sequence[Case]
     """Cases a strict majority decides (not flagged, no decided gold yet)."""
-    to_decide: tuple[Case, ...]
+    to_decide: Sequence[Case]
     """Ties, too few answers for a majority, flagged items: for the adjudicator."""
-    kept: tuple[Case, ...]
+    kept: Sequence[Case]
     """Cases whose gold is already decided (or was not made here): left alone."""
     too_few: int
     """Items and questions answered by fewer than two of the coders: left for later."""
     stale: tuple[tuple[str, str], ...] = ()
     """(action id, question) of majority gold that no majority backs any more."""
+    answered: dict[str, int] = field(default_factory=dict)
+    """Cases (item and question) each coder answered, among the plan's cases."""
+    votes: MajorityVotes | None = None
+    """The majority cases as arrays (what :func:`write_majority` writes)."""
 
     @property
     def undecided(self) -> list[Case]:
         return [c for c in self.to_decide if not c.decided]
+
+    @property
+    def n_undecided(self) -> int:
+        """How many cases are undecided, without reading them when they were not read
+        (a case is decided only through a case object)."""
+        if isinstance(self.to_decide, Cases) and not self.to_decide.loaded:
+            return len(self.to_decide)
+        return len(self.undecided)
 
 
 CELL_COLUMNS = (
@@ -212,6 +283,8 @@ CELL_COLUMNS = (
 )
 """What a case needs of each coder's label (a smaller row per label at corpus scale)."""
 
+GOLD_COLUMNS = ("action_id", "value", "codes", "other_text", "source", "meta")
+
 
 def _note(row: dict[str, Any]) -> str | None:
     return row.get("note") or (row.get("meta") or {}).get("note") or None
@@ -221,9 +294,18 @@ def _answer(
     row: dict[str, Any], made: dict[tuple[Any, ...], Answer] | None = None
 ) -> Answer | None:
     """The row's answer; ``made`` keeps one object per distinct answer (a corpus has few)."""
-    if row["value"] is None and not row["codes"]:
+    return _made(row["value"], tuple(row["codes"]), row["other_text"], made)
+
+
+def _made(
+    value: str | None,
+    codes: tuple[str, ...],
+    other_text: str | None,
+    made: dict[tuple[Any, ...], Answer] | None = None,
+) -> Answer | None:
+    if value is None and not codes:
         return None
-    key = (row["value"], tuple(row["codes"]), row["other_text"])
+    key = (value, codes, other_text)
     if made is None:
         return Answer(*key)
     found = made.get(key)
@@ -254,104 +336,331 @@ def _coder_answer(
     return found
 
 
-def plan_gold(store: Store, selection: Selection) -> GoldPlan:
-    """Read the labels and gold of the selection and sort every item into a plan."""
+def _numbered_values(questions: Sequence[Question]) -> tuple[str, ...]:
+    """The values SQL numbers for the vote patterns: every question's codes and "other"."""
+    return tuple(dict.fromkeys([*(c for q in questions for c in q.codes), OTHER]))
+
+
+@dataclass
+class _Patterns:
+    """Vote patterns as SQL packs them, numbered as they come, and decoded to answers."""
+
+    scope: VoteScope
+    number: dict[Any, int] = field(default_factory=dict)
+    made: dict[tuple[Any, ...], Answer] = field(default_factory=dict)
+
+    def numbers(self, patterns: Sequence[Any], rich: Sequence[str | None]) -> list[int]:
+        number = self.number
+        keys = (p if r is None else (p, r) for p, r in zip(patterns, rich, strict=True))
+        return [number.setdefault(k, len(number)) for k in keys]
+
+    def answers(self) -> list[tuple[Answer | None, ...]]:
+        """Each pattern's answers, by pattern number."""
+        return [self._decode(key) for key in self.number]
+
+    def _decode(self, key: Any) -> tuple[Answer | None, ...]:
+        pattern, rich = key if isinstance(key, tuple) else (key, None)
+        scope = self.scope
+        n = len(scope.labels.coders)
+        numbers = [0] * n
+        if isinstance(pattern, int):
+            mask = (1 << scope.value_bits) - 1
+            numbers = [(pattern >> (i * scope.value_bits)) & mask for i in range(n)]
+        elif pattern:
+            for part in pattern.split(","):
+                coder, value = part.split(":")
+                numbers[int(coder)] = int(value)
+        values = scope.values
+        answers = [
+            _made(values[v - 1], (), None, self.made) if 1 <= v <= len(values) else None
+            for v in numbers
+        ]
+        for coder, value, codes, other_text in json.loads(f"[{rich}]") if rich else ():
+            answers[coder] = _made(
+                value, tuple(json.loads(codes)) if codes else (), other_text, self.made
+            )
+        return tuple(answers)
+
+
+SAMPLE_LOOKUP = 8
+"""A sample's items are looked up one by one when this many times their number is fewer
+than the labels (each lookup costs several times the label a full pass reads)."""
+
+
+def plan_gold(store: Store, selection: Selection, *, read_cases: bool = True) -> GoldPlan:
+    """Read the labels and gold of the selection and sort every item into a plan.
+
+    The sorting works on vote patterns (SQL packs each item's answers into one number) and
+    NumPy arrays; :class:`Case` objects are made for the cases a person sees (ties, flagged,
+    kept gold) with the plan (``read_cases``; else when first asked for), and for the
+    majority cases only when asked for (``--majority-only`` writes their gold without)."""
+    import numpy as np
+
     cb = selection.codebook
     coders = selection.coders
+    questions = selection.questions
+    nq = len(questions)
     sample = selection.sample if selection.action_ids is not None else None
-    majority: list[Case] = []
-    to_decide: list[Case] = []
-    kept: list[Case] = []
-    stale: list[tuple[str, str]] = []
-    too_few = 0
+    labels = LabelScope(cb.name, tuple(q.id for q in questions), coders, sample)
+    scope = VoteScope(labels, _numbered_values(questions))
+    patterns = _Patterns(scope)
     with store.read_snapshot():
-        for q in selection.questions:
-            rows = store.label_rows(
-                cb.name, coders=coders, sample=sample, question=q.id, columns=CELL_COLUMNS
+        numbering = _ItemNumbers(store, selection)
+        # a sample small beside the labels: its items' labels are looked up, else read all
+        n_sample = len(selection.action_ids) if selection.action_ids is not None else None
+        through = n_sample is not None and n_sample * SAMPLE_LOOKUP < store.labels_upper_bound()
+        item_parts, question_parts, pattern_parts = [], [], []
+        in_sample = (lambda positions: positions) if through else numbering.merger()
+        for rows in store.vote_patterns(scope, through_sample=through):
+            ids, qs, packed, rich = zip(*rows, strict=True)
+            at = in_sample(ids)
+            item_parts.append(np.array(at, dtype=np.int64) if sample is not None else at)
+            question_parts.append(np.array(qs, dtype=np.int64))
+            pattern_parts.append(np.array(patterns.numbers(packed, rich), dtype=np.int64))
+        flags = store.flagged_cells(labels, through_sample=through)
+        golds = store.gold_states(
+            replace(labels, coders=(GOLD_CODER,)), GOLD_SOURCE, through_sample=through
+        )
+        numbering.add(f[0] for f in flags)
+        items = numbering.items
+        item = numbering.numbers(item_parts)
+        del item_parts
+        question = np.concatenate(question_parts) if question_parts else np.zeros(0, np.int64)
+        pattern = np.concatenate(pattern_parts) if pattern_parts else np.zeros(0, np.int64)
+        inside = item >= 0  # the sample's items
+        item, question, pattern = item[inside], question[inside], pattern[inside]
+        # flagged (item, question): a case even without answers (then with none)
+        flag_items = numbering.numbers([[f[0] for f in flags]])
+        flag_keys = np.unique(flag_items * nq + np.array([f[1] for f in flags], dtype=np.int64))
+        keys = item * nq + question
+        flag_only = np.setdiff1d(flag_keys, keys, assume_unique=True)
+        if len(flag_only):
+            none = patterns.numbers([None], [None])[0]
+            item = np.concatenate([item, flag_only // nq])
+            question = np.concatenate([question, flag_only % nq])
+            pattern = np.concatenate([pattern, np.full(len(flag_only), none, np.int64)])
+            keys = np.concatenate([keys, flag_only])
+        flagged = _positions(flag_keys, keys) >= 0  # (searches the few flags: no sort of all)
+        answers = patterns.answers()
+        n_answers = np.array([sum(a is not None for a in p) for p in answers], dtype=np.int64)
+        fit = np.array(
+            [
+                [best is not None and fits(best, q) for q in questions]
+                for best, _ in (majority_answer(p, len(coders)) for p in answers)
+            ],
+            dtype=bool,
+        ).reshape(len(answers), nq)
+        # gold already stored: kept (decided, or not made here), or made by a majority
+        gold_at: Sequence[Any] = [g[0] for g in golds]
+        if sample is not None and golds and not through:  # the gold of the sample's items
+            gold_at = numbering.merger()(gold_at)
+            golds = [g for g, at in zip(golds, gold_at, strict=True) if at >= 0]
+            gold_at = [at for at in gold_at if at >= 0]
+        gold_item = numbering.numbers([gold_at])  # -1: an item without labels
+        gold_keys = gold_item * nq + np.array([g[1] for g in golds], dtype=np.int64)
+        gold_case = _positions(keys, gold_keys)
+        gold_case[gold_item < 0] = -1
+        kept_gold = np.array([not g[2] or g[3] == "decided" for g in golds], dtype=bool)
+        kept = np.zeros(len(keys), dtype=bool)
+        kept[gold_case[(gold_case >= 0) & kept_gold]] = True
+
+        n = n_answers[pattern]
+        wanted = (n >= 2) | flagged
+        too_few = int(((n == 1) & ~flagged).sum())
+        kept &= wanted
+        majority = wanted & ~kept & ~flagged & fit[pattern, question]
+        to_decide = wanted & ~kept & ~majority
+        stale_rows = [
+            (g[0] if sample is None else items[i], g[1])
+            for g, i, case in zip(golds, gold_item.tolist(), gold_case.tolist(), strict=True)
+            if g[2] and g[3] == "majority" and (case < 0 or not majority[case])
+        ]
+        stale = tuple((a, questions[q].id) for a, q in sorted(stale_rows, key=lambda r: r[::-1]))
+        counts = np.bincount(pattern[wanted], minlength=len(answers))
+        answered = {
+            c: int(sum(counts[p] for p, a in enumerate(answers) if a[i] is not None))
+            for i, c in enumerate(coders)
+        }
+
+        def cases(mask: Any, shown: bool) -> Cases:
+            at = np.flatnonzero(mask)
+            at = at[np.lexsort((item[at], question[at]))]  # by question, then item
+            cells = (question[at], item[at])
+            return Cases(len(at), lambda: _read_cases(store, selection, items, cells, shown))
+
+        plan = GoldPlan(
+            cb,
+            selection.sample,
+            coders,
+            majority=cases(majority, False),
+            to_decide=cases(to_decide, True),
+            kept=cases(kept, True),
+            too_few=too_few,
+            stale=stale,
+            answered=answered,
+            votes=MajorityVotes(
+                items, questions, answers, item[majority], question[majority], pattern[majority]
+            ),
+        )
+        if read_cases:  # the screen shows these: read them in the same snapshot
+            for shown in (plan.to_decide, plan.kept):
+                assert isinstance(shown, Cases)
+                shown.cases  # noqa: B018
+    return plan
+
+
+def _positions(keys: Any, wanted: Any) -> Any:
+    """Where each of ``wanted`` is in ``keys`` (distinct integers), -1 where it is not."""
+    import numpy as np
+
+    if not len(keys) or not len(wanted):
+        return np.full(len(wanted), -1, dtype=np.int64)
+    order = np.argsort(keys, kind="stable")
+    at = np.minimum(np.searchsorted(keys[order], wanted), len(keys) - 1)
+    return np.where(keys[order][at] == wanted, order[at], -1)
+
+
+class _ItemNumbers:
+    """Items as numbers: with a sample, the index of the item in the sample; without, the
+    index in the sorted ids of the items with labels or flags (:meth:`add` every id before
+    the first number)."""
+
+    def __init__(self, store: Store, selection: Selection):
+        self.store = store
+        self.sample = selection.sample if selection.action_ids is not None else None
+        self.sample_ids = selection.action_ids
+        self.positions: Any = None
+        """The sample's positions in order, when they are not 0..n-1."""
+        if self.sample is not None and not store.sample_positions_dense(self.sample):
+            self.positions = store.sample_positions(self.sample)
+        self.found: set[str] = set()
+        self.ids: list[str] | None = None
+        self.number: dict[str, int] = {}
+
+    def merger(self) -> Callable[[Sequence[str]], Any]:
+        """A function from ids (each call's after the last's, ascending) to what
+        :meth:`numbers` reads: with a sample, their positions (-1: not in the sample), by
+        one merge with the sample's ids in the same order (no dict of a million ids);
+        without, the ids (kept, to number them)."""
+        if self.sample is None:
+
+            def keep(ids: Sequence[str]) -> Sequence[str]:
+                self.found.update(ids)
+                return ids
+
+            return keep
+        rows = self.store.sample_items_by_id(self.sample)
+        state = [next(rows, (None, -1))]
+
+        def positions(ids: Sequence[str]) -> list[int]:
+            at, position = state[0]
+            out = []
+            append = out.append
+            for a in ids:
+                while at is not None and at < a:
+                    at, position = next(rows, (None, -1))
+                append(position if at == a else -1)
+            state[0] = (at, position)
+            return out
+
+        return positions
+
+    def add(self, ids: Iterable[Any]) -> None:
+        if self.sample is None:
+            assert self.ids is None, "every id is added before the first number"
+            self.found.update(ids)
+
+    @property
+    def items(self) -> Sequence[str]:
+        if self.sample_ids is not None:
+            return self.sample_ids
+        if self.ids is None:
+            self.ids = sorted(self.found)
+            self.number = {a: i for i, a in enumerate(self.ids)}
+        return self.ids
+
+    def numbers(self, parts: Sequence[Sequence[Any]]) -> Any:
+        """The numbers of the items in these parts (sample positions, or ids without a
+        sample, as :meth:`merger` makes them): -1 for none (outside the sample)."""
+        import numpy as np
+
+        if self.sample is None:
+            self.items  # noqa: B018
+            return np.array(
+                [self.number.get(k, -1) for part in parts for k in part], dtype=np.int64
             )
+        found = (
+            np.concatenate([np.asarray(p, dtype=np.int64) for p in parts])
+            if parts
+            else np.zeros(0, dtype=np.int64)
+        )
+        if self.positions is None:
+            return found
+        return np.where(found >= 0, np.searchsorted(self.positions, found), -1)
+
+
+def _read_cases(
+    store: Store,
+    selection: Selection,
+    items: Sequence[str],
+    cells: tuple[Any, Any],
+    shown: bool,
+) -> list[Case]:
+    """The cases of these question numbers and item numbers (two arrays), in this order,
+    with every coder's row (answer, note, flag) and the gold; ``shown``: with their
+    actions too."""
+    cb = selection.codebook
+    coders = selection.coders
+    out: list[Case] = []
+    by_question: dict[int, list[str]] = {}
+    for q, i in zip(cells[0].tolist(), cells[1].tolist(), strict=True):
+        by_question.setdefault(q, []).append(items[i])
+    with store.read_snapshot():
+        for q_number, ids in by_question.items():
+            q = selection.questions[q_number]
+            by_item: dict[str, dict[str, dict[str, Any]]] = {}
+            for r in store.label_rows_of(cb.name, q.id, coders, ids, CELL_COLUMNS):
+                by_item.setdefault(r["action_id"], {})[r["coder"]] = r
             golds = {
                 r["action_id"]: r
-                for r in store.label_rows(
-                    cb.name, coders=[GOLD_CODER], sample=sample, question=q.id
-                )
+                for r in store.label_rows_of(cb.name, q.id, [GOLD_CODER], ids, GOLD_COLUMNS)
                 if _answer(r) is not None
             }
             made: dict[tuple[Any, ...], Answer] = {}
-            by_item: dict[str, dict[str, dict[str, Any]]] = {}
-            for r in rows:
-                by_item.setdefault(r["action_id"], {})[r["coder"]] = r
-            ids = selection.action_ids
-            order = [i for i in ids if i in by_item] if ids is not None else sorted(by_item)
-            wanted: list[tuple[str, tuple[CoderAnswer, ...]]] = []
             shared: dict[tuple[Any, ...], CoderAnswer] = {}  # a corpus has few distinct rows
-            for item in order:
-                cells = by_item[item]
-                answers = tuple(_coder_answer(c, cells.get(c), made, shared) for c in coders)
-                n_answers = sum(a.answer is not None for a in answers)
-                flagged = any(a.flagged for a in answers)
-                if n_answers < 2 and not flagged:
-                    too_few += n_answers == 1
-                    continue
-                wanted.append((item, answers))
-            undecided: list[Case] = []
-            kept_here: list[Case] = []
             votes_of: dict[tuple[int, ...], tuple[Answer | None, int]] = {}
-            for item, answers in wanted:
+            for action_id in ids:
+                rows = by_item.get(action_id, {})
+                answers = tuple(_coder_answer(c, rows.get(c), made, shared) for c in coders)
                 given = [a.answer for a in answers]
                 vote_key = tuple(map(id, given))  # answers are shared objects (``made``)
                 found = votes_of.get(vote_key)
                 if found is None:
                     found = votes_of[vote_key] = majority_answer(given, len(coders))
                 best, votes = found
-                gold_row = golds.get(item)
-                case = Case(
-                    action_id=item,
-                    question=q,
-                    answers=answers,
-                    majority=best,
-                    votes=votes,
-                    flagged_by=tuple(a.coder for a in answers if a.flagged),
-                    gold=_answer(gold_row) if gold_row else None,
-                    gold_meta=(
-                        (gold_row["meta"] or {}) | {"source": gold_row["source"]}
-                        if gold_row
-                        else {}
-                    ),
-                    load_action=store.action,
+                gold_row = golds.get(action_id)
+                out.append(
+                    Case(
+                        action_id=action_id,
+                        question=q,
+                        answers=answers,
+                        majority=best,
+                        votes=votes,
+                        flagged_by=tuple(a.coder for a in answers if a.flagged),
+                        gold=_answer(gold_row) if gold_row else None,
+                        gold_meta=(
+                            (gold_row["meta"] or {}) | {"source": gold_row["source"]}
+                            if gold_row
+                            else {}
+                        ),
+                        load_action=store.action,
+                    )
                 )
-                if case.kept_gold:
-                    kept_here.append(case)
-                elif best is not None and not case.flagged_by and fits(best, q):
-                    majority.append(case)
-                else:
-                    undecided.append(case)
-            # the cases a person sees (or has decided) get their actions now, one query per
-            # 900; a majority case reads its action only if asked (`--majority-only` never)
-            shown = undecided + kept_here
-            for case, action in zip(
-                shown, store.actions_by_ids([c.action_id for c in shown]), strict=True
-            ):
+        if shown:  # their actions now, one query per 900
+            actions = store.actions_by_ids([c.action_id for c in out])
+            for case, action in zip(out, actions, strict=True):
                 case.loaded = action
-            to_decide += undecided
-            kept += kept_here
-            backed = {c.action_id for c in majority if c.question.id == q.id}
-            stale += [
-                (item, q.id)
-                for item, row in golds.items()
-                if row["source"] == GOLD_SOURCE
-                and (row["meta"] or {}).get("method") == "majority"
-                and item not in backed
-            ]
-    return GoldPlan(
-        cb,
-        selection.sample,
-        coders,
-        tuple(majority),
-        tuple(to_decide),
-        tuple(kept),
-        too_few,
-        tuple(stale),
-    )
+    return out
 
 
 def gold_meta(case: Case, method: Method, adjudicator: str, coders: Sequence[str]) -> dict:
@@ -364,33 +673,64 @@ def gold_meta(case: Case, method: Method, adjudicator: str, coders: Sequence[str
     }
 
 
+def _gold_kinds(plan: GoldPlan, adjudicator: str) -> tuple[list[GoldKind], Any]:
+    """The distinct majority golds of the plan (answer and provenance) and, for each
+    majority case, the number of its gold."""
+    import numpy as np
+
+    votes = plan.votes
+    assert votes is not None
+    nq = len(votes.questions)
+    kinds_of, kind = np.unique(votes.pattern * nq + votes.question, return_inverse=True)
+    kinds = []
+    for key in kinds_of.tolist():
+        answers = votes.patterns[key // nq]
+        q = votes.questions[key % nq]
+        best, n = majority_answer(answers, len(plan.coders))
+        assert best is not None
+        best.check(q)  # as every gold written is (a majority fits its question)
+        case = Case(
+            "",
+            q,
+            tuple(CoderAnswer(c, a) for c, a in zip(plan.coders, answers, strict=True)),
+            best,
+            n,
+            (),
+        )
+        kinds.append(GoldKind.of(q.id, best, gold_meta(case, "majority", adjudicator, plan.coders)))
+    return kinds, kind
+
+
+def _gold_rows(votes: MajorityVotes, kind: Any, chunk: int = 1 << 16) -> Iterator[tuple]:
+    """(action id, gold number) of each majority case, a chunk of the arrays at a time."""
+    ids = votes.items
+    for start in range(0, len(kind), chunk):
+        numbers = votes.item[start : start + chunk].tolist()
+        kinds = kind[start : start + chunk].tolist()
+        yield from zip(map(ids.__getitem__, numbers), kinds, strict=True)
+
+
 def write_majority(store: Store, plan: GoldPlan, adjudicator: str) -> int:
     """Store the majority gold of the plan and retract its stale majority gold, in one
-    transaction; return how many cases have majority gold."""
-    metas: dict[tuple[int, ...], dict] = {}  # cases with the same answers share their meta
-    writes = []
-    for c in plan.majority:
-        if c.majority is None:
-            continue
-        key = (id(c.question), id(c.majority), c.votes, *map(id, c.answers))
-        meta = metas.get(key)
-        if meta is None:
-            meta = metas[key] = gold_meta(c, "majority", adjudicator, plan.coders)
-        writes.append(
-            LabelWrite(
-                c.action_id, c.question.id, GOLD_CODER, c.majority, source=GOLD_SOURCE, meta=meta
-            )
-        )
-    with store.transaction():
-        if writes:
-            store.save_gold(plan.codebook, writes)
-        for action_id, question in plan.stale:
-            store.clear_answer(action_id, plan.codebook.name, question, GOLD_CODER)
+    transaction; return how many cases have majority gold.
+
+    The gold goes in with one ``INSERT ... SELECT`` over staged rows (one provenance JSON
+    per distinct pattern of answers), in the order the labels were read (item id), which
+    is the order of every index of ``labels`` that the gold enters."""
+    votes = plan.votes
+    assert votes is not None
+    n = len(votes.item)
+    with store.transaction(), store.larger_cache():
+        if n:
+            kinds, kind = _gold_kinds(plan, adjudicator)
+            store.write_gold(plan.codebook, GOLD_CODER, GOLD_SOURCE, kinds, _gold_rows(votes, kind))
+        store.clear_answers(plan.codebook.name, GOLD_CODER, plan.stale)
     retracted = set(plan.stale)
-    for case in plan.to_decide:
-        if (case.action_id, case.question.id) in retracted:
-            case.gold, case.gold_meta = None, {}
-    return len(writes)
+    if retracted and (not isinstance(plan.to_decide, Cases) or plan.to_decide.loaded):
+        for case in plan.to_decide:
+            if (case.action_id, case.question.id) in retracted:
+                case.gold, case.gold_meta = None, {}
+    return n
 
 
 def decide(store: Store, plan: GoldPlan, case: Case, answer: Answer, adjudicator: str) -> None:

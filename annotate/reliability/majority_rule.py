@@ -56,8 +56,7 @@ class MajorityRule:
 
 
 def majority_rule(plan: GoldPlan) -> MajorityRule:
-    cases = (*plan.majority, *plan.to_decide, *plan.kept)
-    answered = Counter(a.coder for c in cases for a in c.answers if a.answer is not None)
+    answered = Counter({c: n for c, n in plan.answered.items() if n})
     busiest = max(answered.values(), default=0)
     sparse = tuple(c for c in plan.coders if answered.get(c, 0) < SPARSE_SHARE * busiest)
     if len(sparse) == len(plan.coders) or len(plan.coders) - len(sparse) < 2:

@@ -1,0 +1,327 @@
+"""The reads and the bulk write of adjudication (`annotate adjudicate`): the coders' answers
+as one small row per item and question (their vote pattern, packed in SQL), the flags and
+the gold already stored, and the majority gold written with one ``INSERT ... SELECT``.
+
+At corpus scale (1M items x 3 coders) no Python object is made per label: SQLite groups
+the labels of an item and question in its ordered pass over the covering index
+``labels_answered`` and packs the coders' value numbers into one integer; only answers a
+number cannot say (codes, an "Other" text, a value the codebook does not list) come as
+JSON, which the few such labels cost.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from annotate.codebook import Answer, Codebook
+from annotate.store.base import StoreBase, dumps, now
+from annotate.store.label_cells import ANSWERED, CHUNK, LabelScope
+from annotate.store.labels import _codes_json, _upsert_sql
+
+PATTERN_BITS = 62
+"""The coders' value numbers are packed into one SQLite integer while they fit in this
+many bits; past that (many coders, many codes) the pattern is a text ``"coder:number,..."``."""
+
+
+@dataclass(frozen=True)
+class VoteScope:
+    """What `adjudicate` reads: a label scope, and the values its SQL numbers (1..n, in
+    this order; anything else comes as JSON with the label's answer)."""
+
+    labels: LabelScope
+    values: tuple[str, ...]
+
+    @property
+    def value_bits(self) -> int:
+        return (len(self.values) + 1).bit_length()
+
+    @property
+    def packed(self) -> bool:
+        """Whether a pattern is one integer (else a text)."""
+        return len(self.labels.coders) * self.value_bits <= PATTERN_BITS
+
+
+def _case(column: str, names: Sequence[str], default: int, start: int = 0) -> tuple[str, list[Any]]:
+    """``CASE column WHEN name0 THEN start ... ELSE default END``: names to integers in SQL."""
+    if not names:
+        return str(default), []
+    whens = " ".join(f"WHEN ? THEN {start + i}" for i in range(len(names)))
+    return f"CASE {column} {whens} ELSE {default} END", list(names)
+
+
+@dataclass(frozen=True)
+class GoldKind:
+    """One distinct majority gold: the answer and provenance many items share."""
+
+    question: str
+    value: str | None
+    codes: str | None
+    """The codes as the store keeps them (a sorted JSON list), or None."""
+    other_text: str | None
+    meta: str
+    """The provenance as the store keeps it (:func:`annotate.store.base.dumps`)."""
+
+    @classmethod
+    def of(cls, question: str, answer: Answer, meta: dict[str, Any]) -> GoldKind:
+        """The answer and provenance as :meth:`save_gold` stores them."""
+        return cls(question, answer.value, _codes_json(answer), answer.other_text, dumps(meta))
+
+
+def _source(scope: LabelScope, index: str, through_sample: bool) -> tuple[str, str, str, list[Any]]:
+    """(item column, tables, condition, parameters) of a pass over the scope's labels:
+    through the sample's items in id order (the item is the position), or over ``index``
+    alone (the item is the action id; the sample is not applied)."""
+    cond, params = scope.where()
+    if not through_sample:
+        return "l.action_id", f"labels l INDEXED BY {index}", cond, params
+    assert scope.sample is not None
+    tables = (
+        "sample_items s INDEXED BY sample_items_action CROSS JOIN "
+        f"labels l INDEXED BY {index} ON l.action_id = s.action_id"
+    )
+    return "s.position", tables, f"s.sample = ? AND {cond}", [scope.sample, *params]
+
+
+class GoldVotesMixin(StoreBase):
+    def vote_patterns_sql(
+        self, scope: VoteScope, *, through_sample: bool = False
+    ) -> tuple[str, list[Any]]:
+        """The query of :meth:`vote_patterns` (exposed for its EXPLAIN QUERY PLAN test)."""
+        labels = scope.labels
+        ccase, cparams = _case("l.coder", labels.coders, -1)
+        qcase, qparams = _case("l.question", labels.questions, -1)
+        vcase, vparams = _case("l.value", scope.values, len(scope.values) + 1, start=1)
+        if scope.packed:
+            pattern = f"sum({vcase} << ({ccase} * {scope.value_bits}))"
+            pparams = [*vparams, *cparams]
+        else:
+            pattern = f"group_concat({ccase} || ':' || {vcase})"
+            pparams = [*cparams, *vparams]
+        known = ",".join("?" * len(scope.values))
+        rich = "l.codes IS NOT NULL OR l.other_text IS NOT NULL OR l.value IS NULL" + (
+            f" OR l.value NOT IN ({known})" if scope.values else ""
+        )
+        columns = (
+            f"{qcase}, {pattern}, group_concat(CASE WHEN {rich} THEN "
+            f"json_array({ccase}, l.value, l.codes, l.other_text) END)"
+        )
+        item, source, cond, params = _source(labels, "labels_answered", through_sample)
+        sql = (
+            f"SELECT {item}, {columns} FROM {source} WHERE {cond} AND {ANSWERED} "
+            f"GROUP BY {item}, l.question"
+        )
+        return sql, [*qparams, *pparams, *scope.values, *cparams, *params]
+
+    def vote_patterns(
+        self, scope: VoteScope, *, through_sample: bool = False
+    ) -> Iterator[list[tuple[Any, ...]]]:
+        """The scope's answered labels, one row per item and question, in chunks. Each row
+        is: the item; the question's index in ``scope.labels.questions``; the vote
+        pattern; and None, or the JSON arrays (``[coder, value, codes, other_text]``,
+        comma-separated) of the labels whose answer is more than a listed value (codes,
+        an "Other" text, an unlisted value).
+
+        The pattern, with :attr:`VoteScope.packed`, is the sum of each answering coder's
+        value number (1 + the value's index in ``scope.values``, ``len(values) + 1`` for
+        any other) shifted left by the coder's index times :attr:`VoteScope.value_bits`;
+        else the text ``"coder:number,..."``.
+
+        The item is the action id, in id order, and the scope's sample is not applied:
+        every labelled item of the codebook comes, in one ordered pass over the covering
+        index (the caller keeps the sample's items by merging with
+        :meth:`sample_items_by_id`); looking each item of a large sample up in the index
+        instead costs twice as much (and SQLite then sorts the groups). With
+        ``through_sample`` (a sample small beside the labels), the item is its sample
+        position, and each item's labels are looked up."""
+        sql, params = self.vote_patterns_sql(scope, through_sample=through_sample)
+        cursor = self.conn.cursor()
+        cursor.row_factory = None
+        cursor.execute(sql, params)
+        while rows := cursor.fetchmany(CHUNK):
+            yield rows
+
+    def flagged_cells_sql(
+        self, scope: LabelScope, *, through_sample: bool = False
+    ) -> tuple[str, list[Any]]:
+        ccase, cparams = _case("l.coder", scope.coders, -1)
+        qcase, qparams = _case("l.question", scope.questions, -1)
+        columns = f"{qcase}, {ccase}"
+        if scope.sample is not None and not through_sample:  # few flags: look them up
+            cond, params = scope.where()
+            sql = (
+                f"SELECT s.position, {columns} FROM labels l INDEXED BY labels_progress "
+                "CROSS JOIN sample_items s ON s.sample = ? AND s.action_id = l.action_id "
+                f"WHERE {cond} AND l.flagged"
+            )
+            return sql, [*qparams, *cparams, scope.sample, *params]
+        item, source, cond, params = _source(scope, "labels_progress", through_sample)
+        sql = f"SELECT {item}, {columns} FROM {source} WHERE {cond} AND l.flagged"
+        return sql, [*qparams, *cparams, *params]
+
+    def flagged_cells(
+        self, scope: LabelScope, *, through_sample: bool = False
+    ) -> list[tuple[Any, int, int]]:
+        """(item, question index, coder index) of the scope's flagged labels, answered or
+        not; the item is its sample position, or its action id without a sample. The
+        flags are read from ``labels_progress``, the table only for the flagged labels."""
+        sql, params = self.flagged_cells_sql(scope, through_sample=through_sample)
+        cursor = self.conn.cursor()
+        cursor.row_factory = None
+        return cursor.execute(sql, params).fetchall()
+
+    def gold_states_sql(
+        self, scope: LabelScope, source: str, *, through_sample: bool = False
+    ) -> tuple[str, list[Any]]:
+        qcase, qparams = _case("l.question", scope.questions, -1)
+        item, tables, cond, params = _source(scope, "labels_progress", through_sample)
+        sql = (
+            f"SELECT {item}, {qcase}, l.source IS ?, json_extract(l.meta, '$.method') "
+            f"FROM {tables} WHERE {cond} AND (l.value IS NOT NULL OR "
+            f"coalesce(l.codes, '[]') NOT IN ('[]', ''))"
+        )
+        if not through_sample:
+            sql += " ORDER BY l.action_id"
+        return sql, [*qparams, source, *params]
+
+    def gold_states(
+        self, scope: LabelScope, source: str, *, through_sample: bool = False
+    ) -> list[tuple[Any, int, int, Any]]:
+        """(item, question index, whether ``source`` made it, the ``method`` of its meta)
+        of the answered labels of the scope's coder (the gold). The item is as in
+        :meth:`vote_patterns`: the action id in id order, the sample not applied, or
+        with ``through_sample`` the sample position."""
+        sql, params = self.gold_states_sql(scope, source, through_sample=through_sample)
+        cursor = self.conn.cursor()
+        cursor.row_factory = None
+        return cursor.execute(sql, params).fetchall()
+
+    def labels_upper_bound(self) -> int:
+        """More than the number of labels, at once (the largest id; ids are not reused
+        while the largest stays)."""
+        return self.conn.execute("SELECT coalesce(max(id), 0) FROM labels").fetchone()[0]
+
+    def sample_items_by_id(self, sample: str) -> Iterator[tuple[str, int]]:
+        """(action id, position) of the sample's items in action id order (the order of
+        :meth:`vote_patterns`), from the covering index ``sample_items_action``."""
+        cursor = self.conn.cursor()
+        cursor.row_factory = None
+        cursor.execute(
+            "SELECT action_id, position FROM sample_items INDEXED BY sample_items_action "
+            "WHERE sample = ? ORDER BY action_id",
+            (sample,),
+        )
+        while rows := cursor.fetchmany(CHUNK):
+            yield from rows
+
+    def label_rows_of(
+        self,
+        codebook: str,
+        question: str,
+        coders: Sequence[str],
+        action_ids: Sequence[str],
+        columns: Sequence[str],
+    ) -> list[dict[str, Any]]:
+        """The labels of these items (any order), as :meth:`label_rows` makes them: by the
+        unique index, 900 items per query."""
+        out: list[dict[str, Any]] = []
+        who = ",".join("?" * len(coders))
+        for start in range(0, len(action_ids), 900):
+            chunk = list(action_ids[start : start + 900])
+            marks = ",".join("?" * len(chunk))
+            rows = self.conn.execute(
+                f"SELECT {', '.join(columns)} FROM labels WHERE action_id IN ({marks}) "
+                f"AND codebook = ? AND question = ? AND coder IN ({who})",
+                [*chunk, codebook, question, *coders],
+            )
+            for r in rows:
+                d = dict(r)
+                if "codes" in d:
+                    d["codes"] = tuple(json.loads(d["codes"])) if d["codes"] else ()
+                if "meta" in d:
+                    meta = d["meta"]
+                    d["meta"] = json.loads(meta) if meta and meta != "{}" else {}
+                out.append(d)
+        return out
+
+    def write_gold_kinds_sql(self) -> str:
+        """The statement that writes the gold of :meth:`write_gold` (for its query plan)."""
+        upsert = _upsert_sql(True)
+        conflict = upsert[upsert.index("ON CONFLICT") :]  # the same upsert as save_gold
+        return (
+            "INSERT INTO labels (action_id, codebook, codebook_hash, question, coder, value, "
+            "codes, other_text, skipped, seconds, source, meta, note, created_at, updated_at) "
+            "SELECT g.action_id, ?, ?, k.question, ?, k.value, k.codes, k.other_text, 0, NULL, "
+            "?, k.meta, NULL, ?, ? FROM temp._gold_items g CROSS JOIN temp._gold_kinds k "
+            f"ON k.id = g.kind WHERE 1 {conflict}"
+        )
+
+    def write_gold(
+        self,
+        codebook: Codebook,
+        coder: str,
+        source: str,
+        kinds: Sequence[GoldKind],
+        items: Iterable[tuple[str, int]],
+    ) -> int:
+        """Store gold for many items at once (upserts as :meth:`save_gold` makes them: a
+        label whose answer, source, meta and codebook version are unchanged stays as it
+        was); ``items`` are (action id, index in ``kinds``), best in action id order (the
+        indexes then take them in order). Return how many labels changed. The rows are
+        staged in temporary tables, then written by one statement."""
+        with self.transaction() as conn:  # joins the caller's transaction, if any
+            return self._write_gold(conn, codebook, coder, source, kinds, items)
+
+    def _write_gold(
+        self,
+        conn: Any,
+        codebook: Codebook,
+        coder: str,
+        source: str,
+        kinds: Sequence[GoldKind],
+        items: Iterable[tuple[str, int]],
+    ) -> int:
+        conn.execute(
+            "CREATE TEMP TABLE IF NOT EXISTS _gold_kinds (id INTEGER PRIMARY KEY, "
+            "question TEXT, value TEXT, codes TEXT, other_text TEXT, meta TEXT)"
+        )
+        conn.execute(
+            "CREATE TEMP TABLE IF NOT EXISTS _gold_items (action_id TEXT NOT NULL, "
+            "kind INTEGER NOT NULL)"
+        )
+        conn.execute("DELETE FROM temp._gold_kinds")
+        conn.execute("DELETE FROM temp._gold_items")
+        conn.executemany(
+            "INSERT INTO temp._gold_kinds VALUES (?, ?, ?, ?, ?, ?)",
+            ((i, k.question, k.value, k.codes, k.other_text, k.meta) for i, k in enumerate(kinds)),
+        )
+        conn.executemany("INSERT INTO temp._gold_items VALUES (?, ?)", items)
+        stamp = now()
+        before = conn.total_changes
+        conn.execute(
+            self.write_gold_kinds_sql(),
+            (codebook.name, codebook.version_hash, coder, source, stamp, stamp),
+        )
+        changed = conn.total_changes - before
+        conn.execute("DELETE FROM temp._gold_items")
+        return changed
+
+    def clear_answers(self, codebook: str, coder: str, cells: Sequence[tuple[str, str]]) -> None:
+        """:meth:`clear_answer` for many (action id, question) of one coder, in one
+        transaction."""
+        if not cells:
+            return
+        stamp = now()
+        with self.transaction() as conn:
+            conn.executemany(
+                "UPDATE labels SET value = NULL, codes = NULL, other_text = NULL, updated_at = ? "
+                "WHERE action_id = ? AND codebook = ? AND question = ? AND coder = ?",
+                ((stamp, a, codebook, q, coder) for a, q in cells),
+            )
+            conn.executemany(
+                "DELETE FROM labels WHERE action_id = ? AND codebook = ? AND question = ? "
+                "AND coder = ? AND flagged = 0 AND skipped = 0 AND note IS NULL",
+                ((a, codebook, q, coder) for a, q in cells),
+            )

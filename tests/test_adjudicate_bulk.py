@@ -1,0 +1,382 @@
+"""Adjudication at corpus scale plans on vote patterns and writes the majority gold in bulk:
+it must plan and store exactly what the per-case path (one `Case` per item from dict rows,
+one `LabelWrite` per majority case through `save_gold`) did, on a mixed project: ties,
+flags (with and without answers), notes, skips, "Other" texts, multi-select and yes/no
+questions with reasons, kept decided and imported gold, stale majority gold, an item one
+coder answered, with and without a sample (dense positions or not)."""
+
+from __future__ import annotations
+
+import random
+import shutil
+import sqlite3
+from collections import Counter
+from contextlib import closing
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import annotate.store.gold_votes
+import annotate.store.labels
+from annotate.codebook import Answer, find_codebook
+from annotate.io.importing import import_files
+from annotate.reliability import adjudication as adj
+from annotate.reliability.agreement_data import select
+from annotate.reliability.majority_rule import majority_rule
+from annotate.store import LabelWrite, Store
+from annotate.store.agreement_runs import GOLD_CODER, GOLD_SOURCE
+from annotate.store.gold_votes import PATTERN_BITS, VoteScope
+from annotate.store.label_cells import LabelScope
+from tests.conftest import DEMO
+
+MIXED = """
+name: mixed
+title: Mixed
+version: "1"
+questions:
+  - id: act
+    prompt: Which act?
+    allow_other: true
+    options:
+      - {code: a, label: A, key: "1"}
+      - {code: b, label: B, key: "2"}
+      - {code: c, label: C, key: "3"}
+  - id: tags
+    prompt: Which tags?
+    kind: multi
+    allow_other: true
+    options:
+      - {code: x, label: X, key: "1"}
+      - {code: y, label: Y, key: "2"}
+      - {code: z, label: Z, key: "3"}
+  - id: ok
+    prompt: Is it clear?
+    kind: yes_no_reasons
+    allow_other: true
+    options:
+      - {code: n1, label: Vague, key: "1"}
+      - {code: n2, label: Wrong, key: "2"}
+"""
+
+CODERS = ("ana", "ben", "caro")
+
+
+def _answer(rng: random.Random, question: str) -> Answer:
+    if question == "act":
+        value = rng.choice(["a", "a", "a", "b", "c", "other"])
+        return Answer(value, (), rng.choice(["hi", "hello"]) if value == "other" else None)
+    if question == "tags":
+        codes = tuple(sorted(rng.sample(["x", "y", "z", "other"], rng.choice([1, 1, 2]))))
+        return Answer(None, codes, "misc" if "other" in codes else None)
+    if rng.random() < 0.6:
+        return Answer("yes")
+    codes = tuple(sorted(rng.sample(["n1", "n2", "other"], rng.choice([1, 2]))))
+    return Answer("no", codes, "odd" if "other" in codes else None)
+
+
+def _mixed_project(path: Path, tmp_path: Path, *, sample: bool) -> list[str]:
+    book = tmp_path / "mixed.yaml"
+    book.write_text(MIXED)
+    loaded = find_codebook(str(book))
+    cb = loaded.codebook
+    rng = random.Random(11)
+    with Store(path) as s:
+        import_files(s, sorted(DEMO.glob("*.jsonl")))
+        s.register_codebook(loaded)
+        ids = [r["id"] for r in s.action_rows()][:70]
+        for i, action_id in enumerate(ids):
+            for q in cb.questions:
+                truth = _answer(rng, q.id)
+                for coder in CODERS:
+                    if i % 17 == 5 and coder != "ana":
+                        continue  # answered by one coder: left for later
+                    if rng.random() < 0.1:
+                        continue  # not answered
+                    answer = truth if rng.random() < 0.7 else _answer(rng, q.id)
+                    s.save_answer(action_id, cb, q.id, coder, answer)
+                    if rng.random() < 0.08:
+                        s.set_note(action_id, cb, coder, [q.id], f"note {i}")
+                    if rng.random() < 0.04:
+                        s.set_skipped(action_id, cb, coder, [q.id])
+        for action_id in ids[:6]:
+            s.set_flag(action_id, cb, "ben", ["act"])
+        for action_id in ids[60:62]:  # flagged without an answer by anyone
+            s.clear_answer(action_id, cb.name, "tags", "ana")
+            s.clear_answer(action_id, cb.name, "tags", "ben")
+            s.clear_answer(action_id, cb.name, "tags", "caro")
+            s.set_flag(action_id, cb, "caro", ["tags"])
+        if sample:
+            s.create_sample("main", ids[3:66])
+    return ids
+
+
+def _reference_plan(store: Store, selection: Any) -> adj.GoldPlan:
+    """The plan as `plan_gold` made it before the vote patterns (main at 8f993e9)."""
+    cb = selection.codebook
+    coders = selection.coders
+    sample = selection.sample if selection.action_ids is not None else None
+    majority, to_decide, kept, stale = [], [], [], []
+    too_few = 0
+    for q in selection.questions:
+        rows = store.label_rows(
+            cb.name, coders=coders, sample=sample, question=q.id, columns=adj.CELL_COLUMNS
+        )
+        golds = {
+            r["action_id"]: r
+            for r in store.label_rows(cb.name, coders=[GOLD_CODER], sample=sample, question=q.id)
+            if adj._answer(r) is not None
+        }
+        made: dict = {}
+        by_item: dict = {}
+        for r in rows:
+            by_item.setdefault(r["action_id"], {})[r["coder"]] = r
+        ids = selection.action_ids
+        order = [i for i in ids if i in by_item] if ids is not None else sorted(by_item)
+        shared: dict = {}
+        for item in order:
+            answers = tuple(
+                adj._coder_answer(c, by_item[item].get(c), made, shared) for c in coders
+            )
+            n_answers = sum(a.answer is not None for a in answers)
+            if n_answers < 2 and not any(a.flagged for a in answers):
+                too_few += n_answers == 1
+                continue
+            best, votes = adj.majority_answer([a.answer for a in answers], len(coders))
+            gold_row = golds.get(item)
+            case = adj.Case(
+                action_id=item,
+                question=q,
+                answers=answers,
+                majority=best,
+                votes=votes,
+                flagged_by=tuple(a.coder for a in answers if a.flagged),
+                gold=adj._answer(gold_row) if gold_row else None,
+                gold_meta=(
+                    (gold_row["meta"] or {}) | {"source": gold_row["source"]} if gold_row else {}
+                ),
+            )
+            if case.kept_gold:
+                kept.append(case)
+            elif best is not None and not case.flagged_by and adj.fits(best, q):
+                majority.append(case)
+            else:
+                to_decide.append(case)
+        backed = {c.action_id for c in majority if c.question.id == q.id}
+        stale += [
+            (item, q.id)
+            for item, row in golds.items()
+            if row["source"] == GOLD_SOURCE
+            and (row["meta"] or {}).get("method") == "majority"
+            and item not in backed
+        ]
+    return adj.GoldPlan(
+        cb, selection.sample, coders, majority, to_decide, kept, too_few, tuple(stale)
+    )
+
+
+def _reference_write(store: Store, plan: adj.GoldPlan, adjudicator: str) -> int:
+    """The per-case write of main at 8f993e9: a LabelWrite per case through save_gold."""
+    writes = [
+        LabelWrite(
+            c.action_id,
+            c.question.id,
+            GOLD_CODER,
+            c.majority,
+            source=GOLD_SOURCE,
+            meta=adj.gold_meta(c, "majority", adjudicator, plan.coders),
+        )
+        for c in plan.majority
+        if c.majority is not None
+    ]
+    with store.transaction():
+        if writes:
+            store.save_gold(plan.codebook, writes)
+        for action_id, question in plan.stale:
+            store.clear_answer(action_id, plan.codebook.name, question, GOLD_CODER)
+    return len(writes)
+
+
+def _case(c: adj.Case) -> tuple:
+    return (
+        c.action_id,
+        c.question.id,
+        c.answers,
+        c.majority,
+        c.votes,
+        c.flagged_by,
+        c.gold,
+        c.gold_meta,
+    )
+
+
+def _rows(path: Path) -> list[tuple]:
+    with closing(sqlite3.connect(path)) as conn:
+        return conn.execute(
+            "SELECT action_id, codebook, codebook_hash, question, coder, value, codes, "
+            "other_text, note, flagged, skipped, seconds, source, meta, created_at, updated_at "
+            "FROM labels ORDER BY action_id, codebook, question, coder"
+        ).fetchall()
+
+
+@pytest.fixture
+def fixed_clock(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Both paths stamp rows with the same time (one per write)."""
+    stamp = ["2026-01-01T00:00:00.000Z"]
+    for module in (annotate.store.labels, annotate.store.gold_votes):
+        monkeypatch.setattr(module, "now", lambda: stamp[0])
+    return stamp
+
+
+def _both(path: Path, tmp_path: Path, adjudicator: str, stamp: list[str]) -> tuple[Path, Path]:
+    """Adjudicate a copy of ``path`` by the bulk path and another by the per-case path,
+    checking the plans agree; return both copies."""
+    run = len(list(tmp_path.glob("*-bulk.db")))
+    bulk, old = tmp_path / f"{run}-bulk.db", tmp_path / f"{run}-old.db"
+    for copy in (bulk, old):
+        shutil.copy(path, copy)
+    with Store(bulk) as s:
+        selection = select(s, codebook="mixed")
+        plan = adj.plan_gold(s, selection)
+        reference = _reference_plan(s, selection)
+        assert [_case(c) for c in plan.majority] == [_case(c) for c in reference.majority]
+        assert [_case(c) for c in plan.to_decide] == [_case(c) for c in reference.to_decide]
+        assert [_case(c) for c in plan.kept] == [_case(c) for c in reference.kept]
+        assert plan.too_few == reference.too_few and plan.stale == reference.stale
+        answered = Counter(
+            a.coder
+            for c in (*reference.majority, *reference.to_decide, *reference.kept)
+            for a in c.answers
+            if a.answer is not None
+        )
+        assert majority_rule(plan).answered == dict(answered)
+        written = adj.write_majority(s, plan, adjudicator)
+    with Store(old) as s:
+        reference = _reference_plan(s, select(s, codebook="mixed"))
+        assert _reference_write(s, reference, adjudicator) == written
+    assert _rows(bulk) == _rows(old)
+    stamp[0] = f"2026-01-01T00:00:{run + 1:02d}.000Z"  # the next write's time
+    return bulk, old
+
+
+@pytest.mark.parametrize(
+    ("sample", "lookup"),
+    [(False, 0), (True, 10**9), ("sparse", 10**9), (True, 0), ("sparse", 0)],
+    ids=["no-sample", "sample-read-all", "sparse-read-all", "sample-looked-up", "sparse-looked-up"],
+)
+def test_bulk_gold_is_what_the_per_case_path_wrote(
+    tmp_path: Path,
+    fixed_clock: list[str],
+    monkeypatch: pytest.MonkeyPatch,
+    sample: bool | str,
+    lookup: int,
+) -> None:
+    """Each way of reading a sample: every label, merged with the sample's ids (as for a
+    large sample), or the sample's items looked up one by one (``SAMPLE_LOOKUP`` 0: as
+    for a sample small beside the labels)."""
+    monkeypatch.setattr(adj, "SAMPLE_LOOKUP", lookup)
+    path = tmp_path / "mixed.db"
+    _mixed_project(path, tmp_path, sample=bool(sample))
+    if sample == "sparse":  # positions no longer 0..n-1
+        with closing(sqlite3.connect(path)) as conn, conn:
+            conn.execute("DELETE FROM sample_items WHERE position IN (0, 7, 20)")
+    bulk, _ = _both(path, tmp_path, "zoe", fixed_clock)
+    with Store(bulk) as s:
+        plan = adj.plan_gold(s, select(s, codebook="mixed"))
+        assert len(plan.majority) > 20 and len(plan.to_decide) > 10 and plan.too_few
+        assert {c.question.kind for c in plan.majority} == {"single", "multi", "yes_no_reasons"}
+        assert any(c.majority and c.majority.other_text for c in plan.majority)
+        assert any(not c.answers[0].answer and not c.answers[1].answer for c in plan.to_decide)
+        assert any(a.note for c in plan.majority for a in c.answers)
+    # the same again by someone else: the provenance is brought up to date, nothing else
+    # a decided gold, an imported gold, and majorities broken or flagged since
+    bulk, _ = _both(bulk, tmp_path, "max", fixed_clock)
+    with Store(bulk) as s:
+        cb = s.stored_codebook("mixed")
+        plan = adj.plan_gold(s, select(s, codebook="mixed"))
+        adj.decide(s, plan, plan.majority[0], Answer("b"), "zoe")
+        imported = next(c for c in plan.majority[3:] if c.question.id == "act")
+        other = Answer("a" if imported.majority != Answer("a") else "b")  # changed: replaced
+        s.save_answers(
+            cb, [LabelWrite(imported.action_id, imported.question.id, GOLD_CODER, other)]
+        )
+        for case in plan.majority[5:9]:
+            for a in case.answers:
+                s.set_flag(case.action_id, cb, a.coder, [case.question.id])
+        for case in plan.majority[10:14]:
+            for a in case.answers[:2]:
+                s.clear_answer(case.action_id, cb.name, case.question.id, a.coder)
+    with Store(bulk) as s:
+        assert len(adj.plan_gold(s, select(s, codebook="mixed")).stale) >= 6
+    bulk, _ = _both(bulk, tmp_path, "zoe", fixed_clock)
+    with Store(bulk) as s:
+        plan = adj.plan_gold(s, select(s, codebook="mixed"))
+        assert len(plan.kept) == 2 and len(plan.stale) == 0  # retracted by the last run
+
+
+def test_a_pattern_too_wide_for_an_integer_is_text(tmp_path: Path, fixed_clock) -> None:
+    """Many coders x many values: the pattern is "coder:number,..." and plans the same."""
+    path = tmp_path / "mixed.db"
+    _mixed_project(path, tmp_path, sample=False)
+    values = tuple(f"v{i}" for i in range(2000))
+    scope = VoteScope(LabelScope("mixed", ("act",), CODERS * 2), values)
+    assert not scope.packed and len(CODERS) * 2 * scope.value_bits > PATTERN_BITS
+    original = VoteScope.packed
+    try:
+        VoteScope.packed = property(lambda self: False)  # type: ignore[method-assign]
+        _both(path, tmp_path, "zoe", fixed_clock)
+    finally:
+        VoteScope.packed = original  # type: ignore[method-assign]
+
+
+def test_majority_cases_are_read_only_when_asked_for(tmp_path: Path) -> None:
+    path = tmp_path / "mixed.db"
+    _mixed_project(path, tmp_path, sample=True)
+    with Store(path) as s:
+        plan = adj.plan_gold(s, select(s, codebook="mixed"), read_cases=False)
+        assert isinstance(plan.majority, adj.Cases) and not plan.majority.loaded
+        assert not plan.to_decide.loaded and plan.n_undecided == len(plan.to_decide) > 0
+        assert adj.write_majority(s, plan, "zoe") == len(plan.majority)
+        assert not plan.majority.loaded and not plan.to_decide.loaded
+        assert len(plan.undecided) == plan.n_undecided  # read now, the store still open
+        assert plan.to_decide.loaded
+
+
+def test_adjudication_queries_use_indexes_and_sort_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every statement of a plan and its bulk write, for a large sample, a small one and
+    no sample: no SCAN of a big table (see tests/test_scale_query_plans.py); the passes
+    over every label go in index order (no sort; a small sample's lookups may sort their
+    few groups); the gold goes in through the staged rows and the kinds' primary key."""
+    from tests.test_scale_query_plans import captured, plan, unindexed
+
+    path = tmp_path / "mixed.db"
+    _mixed_project(path, tmp_path, sample=True)
+    with Store(path) as s:
+        statements: list[str] = []
+        for sample, lookup in (("main", 10**9), ("main", 0), (None, 0)):
+            monkeypatch.setattr(adj, "SAMPLE_LOOKUP", lookup)
+            if sample is None:
+                s.conn.execute("DELETE FROM samples WHERE name = 'main'")
+            selection = select(s, codebook="mixed")  # (select is agree's: tested there)
+            with captured(s) as run:
+                p = adj.plan_gold(s, selection, read_cases=False)
+                adj.write_majority(s, p, "zoe")
+            statements += run
+        hot = [q for q in dict.fromkeys(statements) if "labels" in q or "sample_items" in q]
+        assert sum("GROUP BY l.action_id, l.question" in q for q in hot) == 1
+        assert sum("GROUP BY s.position, l.question" in q for q in hot) == 1
+        assert sum("l.flagged" in q for q in hot) == 3
+        assert any("FROM sample_items INDEXED BY sample_items_action" in q for q in hot)
+        assert unindexed(s, statements) == []
+        for q in hot:
+            if q.lstrip().upper().startswith(("SELECT", "INSERT")):
+                lines = plan(s, q)
+                assert not [x for x in lines if x.startswith("SCAN labels")], (q, lines)
+                if "FROM sample_items s INDEXED BY sample_items_action CROSS JOIN" not in q:
+                    assert not [x for x in lines if "TEMP B-TREE" in x], (q, lines)
+        inserts = [q for q in hot if q.startswith("INSERT INTO labels") and "_gold_items" in q]
+        assert inserts
+        for q in inserts:
+            assert plan(s, q) == ["SCAN g", "SEARCH k USING INTEGER PRIMARY KEY (rowid=?)"]
