@@ -212,3 +212,17 @@ def test_a_run_keeps_the_revision_of_every_label_it_used(coded: Store) -> None:
         assert {r["id"]: label_digest(r) for r in rows} == stored["label_digests"]
         assert labels_hash_of(revisions) == stored["labels_hash"] == run.labels_hash
         assert len({r["other_text"] for r in rows} & set(TRICKY)) >= 3
+
+
+def test_the_gold_adjudicate_writes_carries_the_revision_of_its_content(coded: Store) -> None:
+    from annotate.reliability.adjudication import plan_gold, write_majority
+    from annotate.store.revisions import stored_revision
+
+    selection = select(coded, codebook="traum", sample=None, purpose="adjudication")
+    assert write_majority(coded, plan_gold(coded, selection), "lead") > 0
+    rows = coded.conn.execute(
+        "SELECT action_id, question, coder, value, codes, other_text, codebook_hash, revision "
+        "FROM labels"
+    ).fetchall()
+    assert any(r["coder"] == "gold" for r in rows)
+    assert all(r["revision"] == stored_revision(tuple(r)[:7]) for r in rows)

@@ -18,8 +18,9 @@ from typing import Any
 
 from annotate.codebook import Answer, Codebook
 from annotate.store.base import StoreBase, dumps, now
-from annotate.store.label_cells import ANSWERED, CHUNK, LabelScope
+from annotate.store.label_cells import ANSWERED, CHUNK, LabelScope, sql_case
 from annotate.store.labels import _codes_json, _upsert_sql
+from annotate.store.revisions import content_revision
 
 PATTERN_BITS = 62
 """The coders' value numbers are packed into one SQLite integer while they fit in this
@@ -42,14 +43,6 @@ class VoteScope:
     def packed(self) -> bool:
         """Whether a pattern is one integer (else a text)."""
         return len(self.labels.coders) * self.value_bits <= PATTERN_BITS
-
-
-def _case(column: str, names: Sequence[str], default: int, start: int = 0) -> tuple[str, list[Any]]:
-    """``CASE column WHEN name0 THEN start ... ELSE default END``: names to integers in SQL."""
-    if not names:
-        return str(default), []
-    whens = " ".join(f"WHEN ? THEN {start + i}" for i in range(len(names)))
-    return f"CASE {column} {whens} ELSE {default} END", list(names)
 
 
 @dataclass(frozen=True)
@@ -91,9 +84,9 @@ class GoldVotesMixin(StoreBase):
     ) -> tuple[str, list[Any]]:
         """The query of :meth:`vote_patterns` (exposed for its EXPLAIN QUERY PLAN test)."""
         labels = scope.labels
-        ccase, cparams = _case("l.coder", labels.coders, -1)
-        qcase, qparams = _case("l.question", labels.questions, -1)
-        vcase, vparams = _case("l.value", scope.values, len(scope.values) + 1, start=1)
+        ccase, cparams = sql_case("l.coder", labels.coders, -1)
+        qcase, qparams = sql_case("l.question", labels.questions, -1)
+        vcase, vparams = sql_case("l.value", scope.values, len(scope.values) + 1, start=1)
         if scope.packed:
             pattern = f"sum({vcase} << ({ccase} * {scope.value_bits}))"
             pparams = [*vparams, *cparams]
@@ -146,8 +139,8 @@ class GoldVotesMixin(StoreBase):
     def flagged_cells_sql(
         self, scope: LabelScope, *, through_sample: bool = False
     ) -> tuple[str, list[Any]]:
-        ccase, cparams = _case("l.coder", scope.coders, -1)
-        qcase, qparams = _case("l.question", scope.questions, -1)
+        ccase, cparams = sql_case("l.coder", scope.coders, -1)
+        qcase, qparams = sql_case("l.question", scope.questions, -1)
         columns = f"{qcase}, {ccase}"
         if scope.sample is not None and not through_sample:  # few flags: look them up
             cond, params = scope.where()
@@ -175,7 +168,7 @@ class GoldVotesMixin(StoreBase):
     def gold_states_sql(
         self, scope: LabelScope, source: str, *, through_sample: bool = False
     ) -> tuple[str, list[Any]]:
-        qcase, qparams = _case("l.question", scope.questions, -1)
+        qcase, qparams = sql_case("l.question", scope.questions, -1)
         item, tables, cond, params = _source(scope, "labels_progress", through_sample)
         sql = (
             f"SELECT {item}, {qcase}, l.source IS ?, json_extract(l.meta, '$.method') "
@@ -252,9 +245,11 @@ class GoldVotesMixin(StoreBase):
         conflict = upsert[upsert.index("ON CONFLICT") :]  # the same upsert as save_gold
         return (
             "INSERT INTO labels (action_id, codebook, codebook_hash, question, coder, value, "
-            "codes, other_text, skipped, seconds, source, meta, note, created_at, updated_at) "
+            "codes, other_text, skipped, seconds, source, meta, note, created_at, updated_at, "
+            "revision) "
             "SELECT g.action_id, ?, ?, k.question, ?, k.value, k.codes, k.other_text, 0, NULL, "
-            "?, k.meta, NULL, ?, ? FROM temp._gold_items g CROSS JOIN temp._gold_kinds k "
+            "?, k.meta, NULL, ?, ?, g.revision FROM temp._gold_items g "
+            "CROSS JOIN temp._gold_kinds k "
             f"ON k.id = g.kind WHERE 1 {conflict}"
         )
 
@@ -289,7 +284,7 @@ class GoldVotesMixin(StoreBase):
         )
         conn.execute(
             "CREATE TEMP TABLE IF NOT EXISTS _gold_items (action_id TEXT NOT NULL, "
-            "kind INTEGER NOT NULL)"
+            "kind INTEGER NOT NULL, revision INTEGER NOT NULL)"
         )
         conn.execute("DELETE FROM temp._gold_kinds")
         conn.execute("DELETE FROM temp._gold_items")
@@ -297,7 +292,20 @@ class GoldVotesMixin(StoreBase):
             "INSERT INTO temp._gold_kinds VALUES (?, ?, ?, ?, ?, ?)",
             ((i, k.question, k.value, k.codes, k.other_text, k.meta) for i, k in enumerate(kinds)),
         )
-        conn.executemany("INSERT INTO temp._gold_items VALUES (?, ?)", items)
+        codes = [json.loads(k.codes) if k.codes else () for k in kinds]
+        version = codebook.version_hash
+
+        def with_revision(action_id: str, kind: int) -> tuple[str, int, int]:
+            k = kinds[kind]
+            found = content_revision(
+                action_id, k.question, coder, k.value, codes[kind], k.other_text, version
+            )
+            return action_id, kind, found
+
+        conn.executemany(
+            "INSERT INTO temp._gold_items VALUES (?, ?, ?)",
+            (with_revision(a, kind) for a, kind in items),
+        )
         stamp = now()
         before = conn.total_changes
         conn.execute(

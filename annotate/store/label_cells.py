@@ -71,11 +71,18 @@ class CellChunk:
     """int64 revisions (the digest a run keeps, to tell later which labels changed)."""
 
 
-def _case(column: str, names: Sequence[str], default: int) -> tuple[str, list[Any]]:
-    """``CASE column WHEN name0 THEN 0 ... ELSE default END``: names to integers in SQL."""
+CHUNK = 1 << 15
+"""Rows per fetch where rows are fetched one by one: a few C-level calls per chunk, and flat
+memory."""
+
+
+def sql_case(
+    column: str, names: Sequence[str], default: int, start: int = 0
+) -> tuple[str, list[Any]]:
+    """``CASE column WHEN name0 THEN start ... ELSE default END``: names to integers in SQL."""
     if not names:
         return str(default), []
-    whens = " ".join(f"WHEN ? THEN {i}" for i in range(len(names)))
+    whens = " ".join(f"WHEN ? THEN {start + i}" for i in range(len(names)))
     return f"CASE {column} {whens} ELSE {default} END", list(names)
 
 
@@ -166,8 +173,8 @@ class LabelCellsMixin(StoreBase):
         """(item position, coder index, question index, codes JSON) of the scope's labels
         with codes (multi questions, the reasons of a yes/no)."""
         items, iparams = self._items(scope)
-        qcase, qparams = _case("l.question", scope.questions, -1)
-        ccase, cparams = _case("l.coder", scope.coders, -1)
+        qcase, qparams = sql_case("l.question", scope.questions, -1)
+        ccase, cparams = sql_case("l.coder", scope.coders, -1)
         cond, params = scope.where()
         yield from self.conn.execute(
             f"SELECT s.position, {ccase}, {qcase}, l.codes FROM ({items}) s "
@@ -221,10 +228,10 @@ class LabelCellsMixin(StoreBase):
             raise ValueError("too many coders or questions to read at once")
         if len(values) >= UNKNOWN_VALUE or len(versions) >= UNKNOWN_VERSION:
             raise ValueError("too many distinct values or codebook versions to read at once")
-        qcase, qparams = _case("l.question", scope.questions, -1)
-        ccase, cparams = _case("l.coder", scope.coders, -1)
-        vcase, vparams = _case("l.value", values, UNKNOWN_VALUE)
-        hcase, hparams = _case("l.codebook_hash", versions, UNKNOWN_VERSION)
+        qcase, qparams = sql_case("l.question", scope.questions, -1)
+        ccase, cparams = sql_case("l.coder", scope.coders, -1)
+        vcase, vparams = sql_case("l.value", values, UNKNOWN_VALUE)
+        hcase, hparams = sql_case("l.codebook_hash", versions, UNKNOWN_VERSION)
         value = f"CASE WHEN l.value IS NULL THEN 0 ELSE {vcase} + 1 END"
         key = (
             f"((((s.position << {CODER_BITS} | {ccase}) << {VALUE_BITS} | {value}) "

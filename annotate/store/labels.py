@@ -51,6 +51,10 @@ class LabelWrite:
     """A note to set with the answer (None leaves a stored note as it is)."""
 
 
+def _codes_json(answer: Answer) -> str | None:
+    return json.dumps(sorted(answer.codes)) if answer.codes else None
+
+
 def _upsert_sql(provenance: bool) -> str:
     refresh = (
         "OR labels.source IS NOT excluded.source OR labels.meta IS NOT excluded.meta "
@@ -83,7 +87,6 @@ def _upsert_params(
     codebook: Codebook, w: LabelWrite, seconds: float | None, stamp: str
 ) -> tuple[Any, ...]:
     a = w.answer
-    codes = sorted(a.codes)
     return (
         w.action_id,
         codebook.name,
@@ -91,7 +94,7 @@ def _upsert_params(
         w.question,
         w.coder,
         a.value,
-        json.dumps(codes) if codes else None,
+        _codes_json(a),
         a.other_text,
         seconds,
         w.source,
@@ -100,7 +103,13 @@ def _upsert_params(
         stamp,
         stamp,
         content_revision(
-            w.action_id, w.question, w.coder, a.value, codes, a.other_text, codebook.version_hash
+            w.action_id,
+            w.question,
+            w.coder,
+            a.value,
+            sorted(a.codes),
+            a.other_text,
+            codebook.version_hash,
         ),
     )
 
