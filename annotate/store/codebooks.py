@@ -50,8 +50,9 @@ class CodebooksMixin(StoreBase):
             dict(r)
             for r in self.conn.execute(
                 "SELECT c.name, c.version_hash, c.title, c.version, c.added_at, "
-                "(SELECT count(*) FROM labels l WHERE l.codebook = c.name "
-                " AND l.codebook_hash = c.version_hash AND l.value IS NOT NULL) AS labels "
+                "(SELECT count(*) FROM labels l INDEXED BY labels_progress "
+                "WHERE l.codebook = c.name AND l.codebook_hash = c.version_hash "
+                "AND l.value IS NOT NULL) AS labels "
                 "FROM codebooks c ORDER BY c.name, c.added_at"
             )
         ]
