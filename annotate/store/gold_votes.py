@@ -19,7 +19,7 @@ from typing import Any
 from annotate.codebook import Answer, Codebook
 from annotate.store.base import StoreBase, dumps, now
 from annotate.store.label_cells import ANSWERED, CHUNK, LabelScope, sql_case
-from annotate.store.labels import _codes_json, _upsert_sql
+from annotate.store.labels import _codes_json, _upsert_sql, decoded_label
 from annotate.store.revisions import content_revision
 
 PATTERN_BITS = 62
@@ -229,14 +229,7 @@ class GoldVotesMixin(StoreBase):
                 f"AND codebook = ? AND question = ? AND coder IN ({who})",
                 [*chunk, codebook, question, *coders],
             )
-            for r in rows:
-                d = dict(r)
-                if "codes" in d:
-                    d["codes"] = tuple(json.loads(d["codes"])) if d["codes"] else ()
-                if "meta" in d:
-                    meta = d["meta"]
-                    d["meta"] = json.loads(meta) if meta and meta != "{}" else {}
-                out.append(d)
+            out += map(decoded_label, rows)
         return out
 
     def write_gold_kinds_sql(self) -> str:

@@ -51,6 +51,17 @@ class LabelWrite:
     """A note to set with the answer (None leaves a stored note as it is)."""
 
 
+def decoded_label(row: Any) -> dict[str, Any]:
+    """A label row as a dict, its codes a tuple and its meta a dict (when read)."""
+    d = dict(row)
+    if "codes" in d:
+        d["codes"] = tuple(json.loads(d["codes"])) if d["codes"] else ()
+    if "meta" in d:
+        meta = d["meta"]
+        d["meta"] = json.loads(meta) if meta and meta != "{}" else {}
+    return d
+
+
 def _codes_json(answer: Answer) -> str | None:
     return json.dumps(sorted(answer.codes)) if answer.codes else None
 
@@ -312,16 +323,10 @@ class LabelsMixin(StoreBase):
         if sample is not None:
             sql += " AND action_id IN (SELECT action_id FROM sample_items WHERE sample = ?)"
             params.append(sample)
-        rows = []
-        for r in self.conn.execute(sql + " ORDER BY action_id, question, coder", params):
-            d = dict(r)
-            if "codes" in d:
-                d["codes"] = tuple(json.loads(d["codes"])) if d["codes"] else ()
-            if "meta" in d:
-                meta = d["meta"]
-                d["meta"] = json.loads(meta) if meta and meta != "{}" else {}
-            rows.append(d)
-        return rows
+        return [
+            decoded_label(r)
+            for r in self.conn.execute(sql + " ORDER BY action_id, question, coder", params)
+        ]
 
     def labels_frame(self, codebook: str, **filters: Any) -> pd.DataFrame:
         """Labels as a long table (one row per action, question and coder)."""

@@ -36,17 +36,9 @@ def label_content(
     )
 
 
-def content_revision(
-    action_id: str,
-    question: str,
-    coder: str,
-    value: str | None,
-    codes: Sequence[str],
-    other_text: str | None,
-    codebook_hash: str,
-) -> int:
-    """The revision of a label with this content."""
-    text = label_content(action_id, question, coder, value, codes, other_text, codebook_hash)
+def content_revision(*content: Any) -> int:
+    """The revision of a label with this content (the arguments of :func:`label_content`)."""
+    text = label_content(*content)
     return int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "big", signed=True)
 
 
