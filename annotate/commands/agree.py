@@ -112,7 +112,10 @@ def agree_command(
     its id is printed. The same labels with the same settings again store nothing new: the
     output says "same as run N".
     """
+    from annotate.memory import fixed_mmap_threshold
     from annotate.reliability.agreement_data import agree, list_disagreements, select, stored_run
+
+    fixed_mmap_threshold()  # the labels are read in chunks: give each back when done
 
     with open_store(db) as store:
         if runs:
@@ -211,10 +214,12 @@ def adjudicate_command(
 
     Gold is stored as coder 'gold', with who adjudicated and how (majority or decided).
     """
+    from annotate.memory import fixed_mmap_threshold
     from annotate.reliability.adjudication import plan_gold, write_majority
     from annotate.reliability.agreement_data import select
     from annotate.reliability.majority_rule import majority_rule
 
+    fixed_mmap_threshold()  # the labels are read in chunks: give each back when done
     name = adjudicator or _login()
     with open_store(db) as store:
         selection = select(

@@ -29,6 +29,7 @@ from annotate.errors import AnnotateError, CodebookError, NotFoundError, UsageEr
 from annotate.models import describe
 from annotate.reliability.question_labels import QuestionData, labels_hash_of, read_questions
 from annotate.store.agreement_runs import AgreementRunRecord
+from annotate.store.item_ids import ItemIds
 from annotate.store.revisions import content_revision, revision_hex
 
 if TYPE_CHECKING:
@@ -51,7 +52,9 @@ class Selection:
 
     codebook: Codebook
     sample: str | None
-    action_ids: tuple[str, ...] | None
+    action_ids: Sequence[str] | None
+    """The sample's items in order (an :class:`~annotate.store.item_ids.ItemIds` where the
+    ids allow it), None without a sample."""
     coders: tuple[str, ...]
     questions: tuple[Question, ...]
     defaults: tuple[str, ...] = ()
@@ -257,12 +260,12 @@ def select(
     the codebook.
     """
     notes: list[str] = []
-    action_ids: tuple[str, ...] | None = None
+    action_ids: Sequence[str] | None = None
     if sample is not None:
-        action_ids = tuple(store.sample_ids(sample))  # NotFoundError names the samples
+        action_ids = store.sample_item_ids(sample)  # NotFoundError names the samples
     elif any(s["name"] == DEFAULT_SAMPLE for s in store.samples()):
         sample = DEFAULT_SAMPLE
-        action_ids = tuple(store.sample_ids(sample))
+        action_ids = store.sample_item_ids(sample)
         notes.append(f"sample {sample}")
     else:
         notes.append("every labelled item (there is no sample 'main')")
@@ -472,7 +475,7 @@ def value_matrix(data: QuestionData) -> LabelMatrix:
     dtype = _code_dtype(len(resolved))
     lookup = np.array([position.get(n, MISSING) for n in named] + [MISSING], dtype=dtype)
     codes = lookup[data.codes] if data.codes.size else np.empty(data.codes.shape, dtype=dtype)
-    items = np.array(data.items, dtype=object)
+    items = data.items if isinstance(data.items, ItemIds) else np.array(data.items, dtype=object)
     return _trusted(codes, resolved, tuple(data.coders), items)
 
 
@@ -813,7 +816,8 @@ def run_agreement(
 def _sample_hash(action_ids: Sequence[str] | None) -> str | None:
     if action_ids is None:
         return None
-    return hashlib.sha256("\n".join(action_ids).encode()).hexdigest()
+    text = action_ids.text if isinstance(action_ids, ItemIds) else "\n".join(action_ids)
+    return hashlib.sha256(text.encode()).hexdigest()
 
 
 def agree(

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from annotate.codebook import NO, OTHER, Question
+from annotate.store.item_ids import ItemIds
 from annotate.store.label_cells import UNKNOWN_VALUE, UNKNOWN_VERSION, LabelScope, unpack
 
 if TYPE_CHECKING:
@@ -30,7 +31,7 @@ class QuestionData:
 
     question: Question
     coders: tuple[str, ...]
-    items: tuple[str, ...]
+    items: Sequence[str]
     """Items answered by at least one selected coder, in sample (else id) order."""
     codes: np.ndarray
     """``codes[i, j]``: index into ``names`` of coder j's value for item i; -1 for none."""
@@ -111,7 +112,7 @@ def labels_hash_of(revisions: np.ndarray) -> str:
     """SHA-256 of the labels' revisions (the hashes of their contents) in sorted order: the
     same labels hash the same, in this file or in another."""
     ordered = np.sort(revisions.view(np.uint64)).astype(">u8")
-    return hashlib.sha256(ordered.tobytes()).hexdigest()
+    return hashlib.sha256(memoryview(ordered).cast("B")).hexdigest()
 
 
 def _expected_values(questions: Sequence[Question]) -> list[str]:
@@ -234,7 +235,11 @@ def _table(
             question.kind == "yes_no_reasons" and v >= 0 and names[v] == NO
         ):
             sets[(i, j)] = frozenset(json.loads(raw))
-    items = tuple(id_of) if every else tuple(id_of[p] for p in rated.tolist())
+    items: Sequence[str]
+    if isinstance(id_of, ItemIds):  # no Python string per item
+        items = id_of if every else id_of.take(rated)
+    else:
+        items = tuple(id_of) if every else tuple(id_of[p] for p in rated.tolist())
     not_coded: list[tuple[str, str]] = []
     if selection.action_ids is not None and len(rated) < len(id_of):
         answered = np.zeros(len(id_of), dtype=bool)

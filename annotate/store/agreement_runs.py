@@ -57,9 +57,10 @@ DIGESTS_DTYPE = ">u8"
 the hex of a digest's 8 bytes is :func:`~annotate.reliability.agreement_data.label_digest`."""
 
 
-def _label_set(label_ids: Any, digests: Any) -> tuple[bytes, bytes]:
-    """Label ids and their digests (NumPy arrays, any order) as two BLOBs sorted by id, each
-    id once (the first digest of a repeated id, as one row per label kept it)."""
+def _label_set(label_ids: Any, digests: Any) -> tuple[memoryview, memoryview]:
+    """Label ids and their digests (NumPy arrays, any order) as the two BLOBs' bytes sorted
+    by id, each id once (the first digest of a repeated id, as one row per label kept it),
+    copied only where the order or byte order needs it (3M labels: 24 MB per copy)."""
     import numpy as np
 
     ids = np.asarray(label_ids, dtype=np.int64)
@@ -67,12 +68,23 @@ def _label_set(label_ids: Any, digests: Any) -> tuple[bytes, bytes]:
     if ids.size and (ids[1:] < ids[:-1]).any():
         order = np.argsort(ids, kind="stable")
         ids, found = ids[order], found[order]
-    first = np.ones(len(ids), dtype=bool)
-    first[1:] = ids[1:] != ids[:-1]
-    return (
-        ids[first].astype(IDS_DTYPE).tobytes(),
-        found[first].astype(DIGESTS_DTYPE).tobytes(),
-    )
+    repeated = ids[1:] == ids[:-1]
+    if repeated.any():
+        first = np.r_[True, ~repeated]
+        ids, found = ids[first], found[first]
+    ids = np.ascontiguousarray(ids.astype(IDS_DTYPE, copy=False))
+    return memoryview(ids).cast("B"), memoryview(found.astype(DIGESTS_DTYPE)).cast("B")
+
+
+BLOB_PIECE = 1 << 20
+
+
+def _write_blob(conn: Any, column: str, row: int, data: memoryview) -> None:
+    """Write ``data`` into the zeroblob of ``column`` a piece at a time: binding it as a
+    parameter would copy it whole (3M labels: 24 MB per BLOB)."""
+    with conn.blobopen("agreement_run_label_sets", column, row) as blob:
+        for start in range(0, len(data), BLOB_PIECE):
+            blob.write(data[start : start + BLOB_PIECE])
 
 
 def unpack_label_set(ids: bytes, digests: bytes | None) -> tuple[list[int], list[str | None]]:
@@ -269,11 +281,13 @@ class AgreementRunsMixin(StoreBase):
             run_id = int(cur.lastrowid or 0)
             if run.aligned_digests is not None:
                 ids, digests = _label_set(run.label_ids, run.aligned_digests)
-                conn.execute(
+                row = conn.execute(
                     "INSERT INTO agreement_run_label_sets (run_id, label_ids, digests) "
-                    "VALUES (?, ?, ?)",
-                    (run_id, ids, digests),
-                )
+                    "VALUES (?, zeroblob(?), zeroblob(?))",
+                    (run_id, len(ids), len(digests)),
+                ).lastrowid
+                for column, data in (("label_ids", ids), ("digests", digests)):
+                    _write_blob(conn, column, int(row or 0), data)
             else:
                 found = run.label_digests or {}
                 conn.executemany(
@@ -310,11 +324,12 @@ class AgreementRunsMixin(StoreBase):
         if wanted.size and not (wanted[1:] > wanted[:-1]).all():  # not sorted and unique
             wanted = np.sort(wanted)
             wanted = wanted[np.r_[True, wanted[1:] != wanted[:-1]]]
-        packed = wanted.astype(IDS_DTYPE).tobytes()
         for (run_id,) in rows:
-            stored = self._run_label_set(run_id)
-            if stored is not None:
-                if stored[0] == packed:
+            stored = self.conn.execute(
+                "SELECT label_ids FROM agreement_run_label_sets WHERE run_id = ?", (run_id,)
+            ).fetchone()
+            if stored is not None:  # compared where it lies: no copy of either side
+                if np.array_equal(np.frombuffer(stored[0], dtype=IDS_DTYPE), wanted):
                     return int(run_id)
                 continue
             ids = self.conn.execute(

@@ -101,7 +101,20 @@ class SamplesMixin(StoreBase):
             (name, seed, n, stratify, where, origin, now()),
         )
 
-    def sample_ids(self, name: str) -> list[str]:
+    def sample_item_ids(self, name: str) -> Sequence[str]:
+        """The sample's action ids in order, as one string (:class:`ItemIds`) where they can
+        be: no Python object per id (a sample of a million items: 44 MB instead of 93)."""
+        from annotate.store.item_ids import ItemIds
+
+        self._check_sample(name)
+        n, text = self.conn.execute(
+            "SELECT count(*), group_concat(action_id, char(10)) FROM ("
+            "SELECT action_id FROM sample_items WHERE sample = ? ORDER BY position)",
+            (name,),
+        ).fetchone()
+        return ItemIds.joined(text, n) or self.sample_ids(name)
+
+    def _check_sample(self, name: str) -> None:
         if not self.conn.execute("SELECT 1 FROM samples WHERE name = ?", (name,)).fetchone():
             names = [r[0] for r in self.conn.execute("SELECT name FROM samples ORDER BY name")]
             raise NotFoundError(
@@ -112,6 +125,9 @@ class SamplesMixin(StoreBase):
                     else "make one with `annotate sample --n 180 --seed 7 --name main`"
                 ),
             )
+
+    def sample_ids(self, name: str) -> list[str]:
+        self._check_sample(name)
         plain = self.conn.cursor()  # tuples, not Row objects: 1M ids in a third less time
         plain.row_factory = None
         plain.execute(
