@@ -226,3 +226,17 @@ def test_the_gold_adjudicate_writes_carries_the_revision_of_its_content(coded: S
     ).fetchall()
     assert any(r["coder"] == "gold" for r in rows)
     assert all(r["revision"] == stored_revision(tuple(r)[:7]) for r in rows)
+
+
+def test_a_revision_hashes_the_content_json_dumps_makes() -> None:
+    import hashlib
+    import json
+
+    from annotate.store.revisions import answer_tail, item_revision
+
+    for text in TRICKY:
+        content = [text, "q", text, None, ["a", "b_c-1"], text, "h"]
+        made = json.dumps(content, ensure_ascii=False, separators=(",", ":")).encode()
+        expected = int.from_bytes(hashlib.sha256(made).digest()[:8], "big", signed=True)
+        assert content_revision(*content) == expected
+        assert item_revision(text, answer_tail(*content[1:])) == expected

@@ -20,7 +20,7 @@ from annotate.codebook import Answer, Codebook
 from annotate.store.base import StoreBase, dumps, now
 from annotate.store.label_cells import ANSWERED, CHUNK, LabelScope, sql_case
 from annotate.store.labels import _codes_json, _upsert_sql, decoded_label
-from annotate.store.revisions import content_revision
+from annotate.store.revisions import answer_tail, item_revision
 
 PATTERN_BITS = 62
 """The coders' value numbers are packed into one SQLite integer while they fit in this
@@ -285,15 +285,17 @@ class GoldVotesMixin(StoreBase):
             "INSERT INTO temp._gold_kinds VALUES (?, ?, ?, ?, ?, ?)",
             ((i, k.question, k.value, k.codes, k.other_text, k.meta) for i, k in enumerate(kinds)),
         )
-        codes = [json.loads(k.codes) if k.codes else () for k in kinds]
         version = codebook.version_hash
+        tails = [
+            answer_tail(
+                k.question, coder, k.value, json.loads(k.codes) if k.codes else (),
+                k.other_text, version,
+            )
+            for k in kinds
+        ]  # fmt: skip
 
         def with_revision(action_id: str, kind: int) -> tuple[str, int, int]:
-            k = kinds[kind]
-            found = content_revision(
-                action_id, k.question, coder, k.value, codes[kind], k.other_text, version
-            )
-            return action_id, kind, found
+            return action_id, kind, item_revision(action_id, tails[kind])
 
         conn.executemany(
             "INSERT INTO temp._gold_items VALUES (?, ?, ?)",

@@ -14,6 +14,7 @@ import hashlib
 import json
 import sqlite3
 from collections.abc import Sequence
+from json.encoder import encode_basestring  # json.dumps' own, for ensure_ascii=False
 from typing import Any
 
 CHUNK = 5_000
@@ -38,7 +39,19 @@ def label_content(
 
 def content_revision(*content: Any) -> int:
     """The revision of a label with this content (the arguments of :func:`label_content`)."""
-    text = label_content(*content)
+    return item_revision(content[0], answer_tail(*content[1:]))
+
+
+def answer_tail(*answer: Any) -> str:
+    """What follows the item in :func:`label_content` (its arguments but the action id):
+    the same for every item given the same answer by the same coder."""
+    return label_content("", *answer)[3:]  # after '[""'
+
+
+def item_revision(action_id: str, tail: str) -> int:
+    """The revision of the label on ``action_id`` whose content ends with ``tail`` (see
+    :func:`answer_tail`): one answer written on many items is encoded once."""
+    text = "[" + encode_basestring(action_id) + tail
     return int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "big", signed=True)
 
 
