@@ -124,6 +124,18 @@ def test_the_main_pass_needs_no_sort(coded: Store) -> None:
             # each item's labels are looked up, not scanned over the chunk's range per item
             on_labels = [line for line in plan if line.startswith("SEARCH l ")]
             assert len(on_labels) == 1 and on_labels[0].endswith("(codebook=? AND action_id=?)")
+        # the chunks' bounds are found in an index of the items, without a sort
+        with coded.read_snapshot():
+            if sample is None:
+                coded.number_labelled_items(scope)
+            items, params = coded._items(scope, "action_id > ?")
+            plan = [
+                r[3]
+                for r in coded.conn.execute(
+                    f"EXPLAIN QUERY PLAN {items} ORDER BY action_id LIMIT 1 OFFSET 5", [*params, ""]
+                )
+            ]
+        assert not any("TEMP B-TREE" in line or line.startswith("SCAN") for line in plan), plan
 
 
 def test_answering_coders_are_the_coders_with_answers(coded: Store) -> None:

@@ -149,7 +149,7 @@ class LabelCellsMixin(StoreBase):
             dtype=np.int64,
         )  # fmt: skip
 
-    def number_labelled_items(self, scope: LabelScope) -> list[str]:
+    def number_labelled_items(self, scope: LabelScope) -> Sequence[str]:
         """Number every item the scope (without a sample) has answered labels on, in action
         id order, in a temporary table that :meth:`label_arrays` reads; return their ids.
         Call it inside the same read snapshot as :meth:`label_arrays`."""
@@ -157,7 +157,7 @@ class LabelCellsMixin(StoreBase):
         cond, params = scope.where()
         self.conn.execute(
             f"CREATE TEMP TABLE IF NOT EXISTS {ALL_ITEMS.split('.')[1]} "
-            "(position INTEGER PRIMARY KEY, action_id TEXT NOT NULL)"
+            "(position INTEGER PRIMARY KEY, action_id TEXT NOT NULL UNIQUE)"
         )
         self.conn.execute(f"DELETE FROM {ALL_ITEMS}")
         self.conn.execute(
@@ -167,6 +167,15 @@ class LabelCellsMixin(StoreBase):
             f"WHERE {cond} AND {ANSWERED})",
             params,
         )
+        from annotate.store.item_ids import ItemIds
+
+        n, text = self.conn.execute(
+            f"SELECT count(*), group_concat(action_id, char(10)) FROM "
+            f"(SELECT action_id FROM {ALL_ITEMS} ORDER BY position)"
+        ).fetchone()
+        found = ItemIds.joined(text, n)
+        if found is not None:
+            return found
         return [r[0] for r in self.conn.execute(f"SELECT action_id FROM {ALL_ITEMS} ORDER BY 1")]
 
     def coded_sets(self, scope: LabelScope) -> Iterator[tuple[int, int, int, str]]:
