@@ -2,8 +2,8 @@
 
 Each table is an :class:`ExportQuery`: its columns (name, SQL expression, kind), the FROM
 and WHERE it reads, and its order. :mod:`annotate.io.export` asks SQLite for each row as one
-piece of text (``json_object`` for JSON lines, ``json_array`` for CSV), so that a million
-rows cost a million strings, not ten million cells.
+piece of text (``json_object`` for JSON lines and Parquet, one ``printf`` CSV line for CSV),
+so that a million rows cost a million strings, not ten million cells.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ class Column:
     name: str
     expr: str
     kind: Kind = "text"
+    """"text": the expression gives text or NULL (a TEXT column, or an expression of text)"""
     nullable: bool = True
 
 
@@ -41,10 +42,24 @@ class ExportQuery:
     def sql(self, select: str) -> str:
         return f"SELECT {select} {self.source} ORDER BY {self.order_by}"
 
-    def json_arrays(self) -> str:
-        """Each row as a JSON array; a missing value is '' (an empty CSV cell), not null."""
-        cells = (f"coalesce({c.expr}, '')" if c.nullable else c.expr for c in self.columns)
-        return f"json_array({', '.join(cells)})"
+    def csv_lines(self) -> str:
+        """Each row as one CSV line without its line end, written by SQLite's ``printf``:
+        a text in double quotes with its quotes doubled (``%w``), a number as SQLite prints
+        it (as ``json_array`` does), a missing value as ``""``. A text held by a number
+        column is quoted as any text is."""
+        formats, args = [], []
+        for c in self.columns:
+            if c.kind == "text":
+                formats.append('"%w"')
+                args.append(f"coalesce({c.expr}, '')" if c.nullable else c.expr)
+            else:
+                e = c.expr
+                formats.append("%s")
+                args.append(
+                    f"CASE typeof({e}) WHEN 'integer' THEN {e} WHEN 'real' THEN {e} "
+                    f"WHEN 'null' THEN '\"\"' ELSE printf('\"%w\"', {e}) END"
+                )
+        return f"printf('{','.join(formats)}', {', '.join(args)})"
 
     def json_objects(self) -> str:
         """Each row as a JSON object keyed by the column names."""
