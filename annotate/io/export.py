@@ -1,8 +1,9 @@
 """`annotate export`: a table streamed from one cursor to CSV, JSON lines or Parquet.
 
 Nothing holds the table: SQLite turns each row into one piece of text (``json_object`` for
-JSON lines and Parquet, a CSV line from ``printf`` for CSV), and the rows go out in batches of
-:data:`ROWS_PER_CHUNK`, so memory stays flat however many rows there are.
+JSON lines and Parquet, ``json_array`` or a CSV line from ``printf`` for CSV), and the rows
+go out in batches of :data:`ROWS_PER_CHUNK`, so memory stays flat however many rows there
+are.
 
 CSV quotes every text cell and no number, so a text that looks like a number stays text
 (``"007"``); an empty cell is a missing value. A real number is written with 15
@@ -94,20 +95,42 @@ def safe_cell(value: object) -> object:
     return value
 
 
-# -- CSV ------------------------------------------------------------------------------------
+# -- CSV from JSON arrays -----------------------------------------------------------------
 #
-# SQLite writes each row as a CSV line (ExportQuery.csv_lines) in which every text is in
-# double quotes, with each quote inside it doubled, and no number is. Inside a text cell a
-# quote is always one of a pair, so a quote that follows the start of a line or a comma
-# and is followed by a formula's first character opens a text cell that starts a formula.
+# SQLite writes each row as a JSON array in which every text is in double quotes and no
+# number is (json_array builds a row faster than printf). Without its brackets, a batch of
+# rows is already CSV that quotes every text, but for JSON's escapes: each becomes the
+# character itself, except an escaped quote, which CSV doubles. A newline inside a text is
+# escaped in JSON, so "]\n[" only ever stands between two rows.
+#
+# Inside a text cell of that CSV a quote is always one of a pair, so a quote that follows
+# the start of a line or a comma and is followed by a formula's first character opens a
+# text cell that starts a formula. A table whose texts are JSON (labels, LLM items) has an
+# escaped quote in most rows: SQLite writes its CSV lines with printf instead (%w doubles
+# each quote), which costs more in SQLite than json_array but leaves Python nothing to
+# unescape.
 
+JSON_ESCAPE = re.compile(r'\\(?:u([0-9a-fA-F]{4})|(["\\/bfnrt]))')
+UNESCAPED = {'"': '""', "\\": "\\", "/": "/", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t"}
 FORMULA_CELL = re.compile('"[=+@\t\r-]')
 """A quote followed by a formula's first character: the start of a cell to defuse when
 the line starts there or a comma comes before it."""
 
 
-def _csv_batch(lines: list[str], safe: bool) -> str:
-    text = "\n".join(lines) + "\n"
+def _unescaped(match: re.Match[str]) -> str:
+    code = match.group(1)
+    return chr(int(code, 16)) if code else UNESCAPED[match.group(2)]
+
+
+def _csv_batch(arrays: list[str], safe: bool) -> str:
+    text = "\n".join(arrays)[1:-1].replace("]\n[", "\n") + "\n"
+    if "\\" in text:
+        # most often every escape is a quote's (a JSON text in a cell): one replace
+        quotes = text.count('\\"')
+        if quotes == text.count("\\"):
+            text = text.replace('\\"', '""')
+        else:
+            text = JSON_ESCAPE.sub(_unescaped, text)
     return _defused(text) if safe else text
 
 
@@ -142,8 +165,13 @@ def chunks(
     """The CSV or JSON-lines text of the table in pieces, each with its number of rows."""
     if ExportFormat(fmt) is ExportFormat.csv:
         yield ",".join(query.names) + "\n", 0
-        for lines in _batches(store, query, query.csv_lines()):
-            yield _csv_batch(lines, safe_csv), len(lines)
+        if query.json_texts:  # SQLite writes the CSV lines
+            for lines in _batches(store, query, query.csv_lines()):
+                text = "\n".join(lines) + "\n"
+                yield _defused(text) if safe_csv else text, len(lines)
+            return
+        for arrays in _batches(store, query, query.json_arrays()):
+            yield _csv_batch(arrays, safe_csv), len(arrays)
     else:
         for objects in _batches(store, query, query.json_objects()):
             yield "\n".join(objects) + "\n", len(objects)

@@ -2,7 +2,8 @@
 
 Each table is an :class:`ExportQuery`: its columns (name, SQL expression, kind), the FROM
 and WHERE it reads, and its order. :mod:`annotate.io.export` asks SQLite for each row as one
-piece of text (``json_object`` for JSON lines and Parquet, one ``printf`` CSV line for CSV),
+piece of text (``json_object`` for JSON lines and Parquet, ``json_array`` or one ``printf``
+for a CSV line),
 so that a million rows cost a million strings, not ten million cells.
 """
 
@@ -23,7 +24,6 @@ class Column:
     name: str
     expr: str
     kind: Kind = "text"
-    """"text": the expression gives text or NULL (a TEXT column, or an expression of text)"""
     nullable: bool = True
 
 
@@ -34,6 +34,9 @@ class ExportQuery:
     """``FROM ... [WHERE ...]``"""
     order_by: str
     params: tuple[Any, ...] = field(default=())
+    json_texts: bool = False
+    """Its rows hold JSON texts (a label's meta, an LLM's replies): in a JSON array of the
+    row each of their quotes is escaped, so CSV is written by ``printf`` instead."""
 
     @property
     def names(self) -> list[str]:
@@ -41,6 +44,11 @@ class ExportQuery:
 
     def sql(self, select: str) -> str:
         return f"SELECT {select} {self.source} ORDER BY {self.order_by}"
+
+    def json_arrays(self) -> str:
+        """Each row as a JSON array; a missing value is '' (an empty CSV cell), not null."""
+        cells = (f"coalesce({c.expr}, '')" if c.nullable else c.expr for c in self.columns)
+        return f"json_array({', '.join(cells)})"
 
     def csv_lines(self) -> str:
         """Each row as one CSV line without its line end, written by SQLite's ``printf``:
@@ -197,6 +205,7 @@ class ExportMixin(StoreBase):
             f"WHERE {' AND '.join(where)}",
             "l.codebook, l.action_id, l.question, l.coder",
             params,
+            json_texts=True,
         )
 
     def _filters(
@@ -254,6 +263,7 @@ class ExportMixin(StoreBase):
             f"LEFT JOIN actions a ON a.id = i.action_id{join} WHERE {' AND '.join(where)}",
             "i.run_id, i.phase, i.action_id",
             params,
+            json_texts=True,
         )
 
     def export_rows(self, query: ExportQuery, select: str) -> sqlite3.Cursor:
