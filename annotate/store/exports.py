@@ -3,8 +3,7 @@
 Each table is an :class:`ExportQuery`: its columns (name, SQL expression, kind), the FROM
 and WHERE it reads, and its order. :mod:`annotate.io.export` asks SQLite for each row as one
 piece of text (``json_object`` for JSON lines and Parquet, ``json_array`` or one ``printf``
-for a CSV line),
-so that a million rows cost a million strings, not ten million cells.
+for a CSV line), so that a million rows cost a million strings, not ten million cells.
 """
 
 from __future__ import annotations
@@ -24,6 +23,7 @@ class Column:
     name: str
     expr: str
     kind: Kind = "text"
+    """"text": the expression gives text or NULL (a TEXT column, or text built from one)"""
     nullable: bool = True
 
 
