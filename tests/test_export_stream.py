@@ -5,6 +5,7 @@ every odd cell reads back as stored (CSV, JSON lines, Parquet), and the hot quer
 from __future__ import annotations
 
 import csv
+import dataclasses
 import io
 import json
 from pathlib import Path
@@ -201,3 +202,35 @@ def test_hot_queries_use_an_index(odd_db) -> None:
         query = s.export_actions_query(sample="main")
         plan = _plan(s, query.plain_sql(), query.params)
         assert "TEMP B-TREE" not in plan
+
+
+@pytest.mark.parametrize("what", ["actions", "labels"])
+@pytest.mark.parametrize("safe", [True, False])
+def test_both_csv_writers_give_the_same_bytes(odd_db, what, safe) -> None:
+    """SQLite's printf lines (tables with JSON texts) and json_array rows unescaped in Python
+    (the others) are one CSV: odd texts, JSON in a cell, text held by a number column."""
+    with Store(odd_db) as s:
+        s.conn.execute('UPDATE labels SET meta = \'{"a": "=x", "b": "\\\\n"}\' WHERE rowid = 1')
+        s.conn.execute('UPDATE labels SET codes = \'["n1","-n3"]\', seconds = 1e20 WHERE rowid = 2')
+        s.conn.execute("UPDATE labels SET seconds = '-abc' WHERE rowid = 3")
+        s.conn.execute("UPDATE actions SET elapsed_s = '=\"x' WHERE id = 'a01'")
+        s.conn.execute("UPDATE actions SET elapsed_s = -0.0 WHERE id = 'a02'")
+        s.conn.commit()
+        query = export.build(s, what)
+        texts = {
+            json_texts: "".join(
+                t
+                for t, _ in export.chunks(
+                    s, dataclasses.replace(query, json_texts=json_texts), "csv", safe_csv=safe
+                )
+            )
+            for json_texts in (True, False)
+        }
+    assert texts[True] == texts[False]
+    rows = list(csv.DictReader(io.StringIO(texts[True])))
+    assert len(rows) == (2 * len(ODD) if what == "labels" else len(ODD))
+    if what == "labels":
+        first = next(r for r in rows if r["meta"])
+        assert json.loads(first["meta"]) == {"a": "=x", "b": "\\n"}
+        assert {r["codes"] for r in rows} >= {"n1;-n3"} and "1.0e+20" in texts[True]
+    assert {r["elapsed_s"] for r in rows} >= {"'=\"x" if safe else '="x', "0.0"}

@@ -1,8 +1,9 @@
 """`annotate export`: a table streamed from one cursor to CSV, JSON lines or Parquet.
 
 Nothing holds the table: SQLite turns each row into one piece of text (``json_object`` for
-JSON lines, ``json_array`` for CSV and Parquet), and the rows go out in batches of
-:data:`ROWS_PER_CHUNK`, so memory stays flat however many rows there are.
+JSON lines and Parquet, ``json_array`` or a CSV line from ``printf`` for CSV), and the rows
+go out in batches of :data:`ROWS_PER_CHUNK`, so memory stays flat however many rows there
+are.
 
 CSV quotes every text cell and no number, so a text that looks like a number stays text
 (``"007"``); an empty cell is a missing value. A real number is written with 15
@@ -11,7 +12,6 @@ significant digits, as SQLite prints it.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable, Generator
 from contextlib import closing
@@ -98,52 +98,54 @@ def safe_cell(value: object) -> object:
 # -- CSV from JSON arrays -----------------------------------------------------------------
 #
 # SQLite writes each row as a JSON array in which every text is in double quotes and no
-# number is. A row without a backslash has no text that holds a quote, a newline or a
-# control character (JSON escapes each of these with one), so without its brackets it is
-# already a CSV row that quotes every text, and a text cell starts wherever '"' follows the
-# row's start or a comma. A row with a backslash is parsed and written cell by cell.
+# number is (json_array builds a row faster than printf). Without its brackets, a batch of
+# rows is already CSV that quotes every text, but for JSON's escapes: each becomes the
+# character itself, except an escaped quote, which CSV doubles. A newline inside a text is
+# escaped in JSON, so "]\n[" only ever stands between two rows.
+#
+# Inside a text cell of that CSV a quote is always one of a pair, so a quote that follows
+# the start of a line or a comma and is followed by a formula's first character opens a
+# text cell that starts a formula. A table whose texts are JSON (labels, LLM items) has an
+# escaped quote in most rows: SQLite writes its CSV lines with printf instead (%w doubles
+# each quote), which costs more in SQLite than json_array but leaves Python nothing to
+# unescape.
+
+JSON_ESCAPE = re.compile(r'\\(?:u([0-9a-fA-F]{4})|(["\\/bfnrt]))')
+UNESCAPED = {'"': '""', "\\": "\\", "/": "/", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t"}
+FORMULA_CELL = re.compile('"[=+@\t\r-]')
+"""A quote followed by a formula's first character: the start of a cell to defuse when
+the line starts there or a comma comes before it."""
 
 
-class _Number(str):
-    """A number's JSON text, kept as SQLite wrote it."""
-
-
-def _csv_text(value: str, safe: bool) -> str:
-    if safe and value.startswith(FORMULA_START):
-        value = "'" + value
-    return '"' + value.replace('"', '""') + '"'
-
-
-def _csv_row_from_json(array: str, safe: bool) -> str:
-    values = json.loads(array, parse_int=_Number, parse_float=_Number, parse_constant=_Number)
-    return ",".join(
-        "" if v is None else v if isinstance(v, _Number) else _csv_text(v, safe) for v in values
-    )
-
-
-FORMULA_CELL = re.compile('"[=+@-]')
-"""A text cell of plain CSV rows that starts a formula (a tab or carriage return never
-starts one there: JSON escapes them)."""
+def _unescaped(match: re.Match[str]) -> str:
+    code = match.group(1)
+    return chr(int(code, 16)) if code else UNESCAPED[match.group(2)]
 
 
 def _csv_batch(arrays: list[str], safe: bool) -> str:
-    """CSV rows from JSON arrays (one search over the batch when it needs no change)."""
-    text = "\n".join([a[1:-1] for a in arrays]) + "\n"
-    if "\\" not in text:
-        return _defused(text) if safe else text
-    return "".join(
-        (_csv_row_from_json(a, safe) if "\\" in a else _defused(a[1:-1]) if safe else a[1:-1])
-        + "\n"
-        for a in arrays
-    )
+    text = "\n".join(arrays)[1:-1].replace("]\n[", "\n") + "\n"
+    if "\\" in text:
+        # most often every escape is a quote's (a JSON text in a cell): one replace
+        quotes = text.count('\\"')
+        if quotes == text.count("\\"):
+            text = text.replace('\\"', '""')
+        else:
+            text = JSON_ESCAPE.sub(_unescaped, text)
+    return _defused(text) if safe else text
 
 
-def _defused(plain: str) -> str:
-    """``'`` before each text cell of plain rows (no quote inside a cell) that starts a
-    formula."""
-    if FORMULA_CELL.search(plain) is None:
-        return plain
-    return FORMULA_CELL.sub(lambda m: "\"'" + m.group()[1], plain)
+def _defused(text: str) -> str:
+    """``'`` after the opening quote of each text cell of ``text`` (whole CSV lines) that
+    starts a formula."""
+    if FORMULA_CELL.search(text) is None:
+        return text
+
+    def defuse(match: re.Match[str]) -> str:
+        at = match.start()
+        opens_cell = at == 0 or text[at - 1] in ",\n"
+        return "\"'" + match.group()[1] if opens_cell else match.group()
+
+    return FORMULA_CELL.sub(defuse, text)
 
 
 def _batches(
@@ -163,6 +165,11 @@ def chunks(
     """The CSV or JSON-lines text of the table in pieces, each with its number of rows."""
     if ExportFormat(fmt) is ExportFormat.csv:
         yield ",".join(query.names) + "\n", 0
+        if query.json_texts:  # SQLite writes the CSV lines
+            for lines in _batches(store, query, query.csv_lines()):
+                text = "\n".join(lines) + "\n"
+                yield _defused(text) if safe_csv else text, len(lines)
+            return
         for arrays in _batches(store, query, query.json_arrays()):
             yield _csv_batch(arrays, safe_csv), len(arrays)
     else:
@@ -232,8 +239,10 @@ def write(
         if fmt is ExportFormat.parquet:
             rows = _write_parquet(store, query, partial)
         else:
-            with partial.open("w", encoding="utf-8", newline="") as f:
-                rows = _send(chunks(store, query, fmt, safe_csv=safe_csv), f.write)
+            # bytes: a text file's writer costs three times the encoding itself
+            with partial.open("wb") as f:
+                pieces = chunks(store, query, fmt, safe_csv=safe_csv)
+                rows = _send(pieces, lambda text: f.write(text.encode("utf-8")))
         partial.replace(out)
     except OSError as exc:
         raise UsageError(f"--out {out}: cannot write ({exc.strerror or exc})") from None

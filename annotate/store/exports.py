@@ -2,8 +2,8 @@
 
 Each table is an :class:`ExportQuery`: its columns (name, SQL expression, kind), the FROM
 and WHERE it reads, and its order. :mod:`annotate.io.export` asks SQLite for each row as one
-piece of text (``json_object`` for JSON lines, ``json_array`` for CSV), so that a million
-rows cost a million strings, not ten million cells.
+piece of text (``json_object`` for JSON lines and Parquet, ``json_array`` or one ``printf``
+for a CSV line), so that a million rows cost a million strings, not ten million cells.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ class Column:
     name: str
     expr: str
     kind: Kind = "text"
+    """"text": the expression gives text or NULL (a TEXT column, or text built from one)"""
     nullable: bool = True
 
 
@@ -33,6 +34,9 @@ class ExportQuery:
     """``FROM ... [WHERE ...]``"""
     order_by: str
     params: tuple[Any, ...] = field(default=())
+    json_texts: bool = False
+    """Its rows hold JSON texts (a label's meta, an LLM's replies): in a JSON array of the
+    row each of their quotes is escaped, so CSV is written by ``printf`` instead."""
 
     @property
     def names(self) -> list[str]:
@@ -45,6 +49,25 @@ class ExportQuery:
         """Each row as a JSON array; a missing value is '' (an empty CSV cell), not null."""
         cells = (f"coalesce({c.expr}, '')" if c.nullable else c.expr for c in self.columns)
         return f"json_array({', '.join(cells)})"
+
+    def csv_lines(self) -> str:
+        """Each row as one CSV line without its line end, written by SQLite's ``printf``:
+        a text in double quotes with its quotes doubled (``%w``), a number as SQLite prints
+        it (as ``json_array`` does), a missing value as ``""``. A text held by a number
+        column is quoted as any text is."""
+        formats, args = [], []
+        for c in self.columns:
+            if c.kind == "text":
+                formats.append('"%w"')
+                args.append(f"coalesce({c.expr}, '')" if c.nullable else c.expr)
+            else:
+                e = c.expr
+                formats.append("%s")
+                args.append(
+                    f"CASE typeof({e}) WHEN 'integer' THEN {e} WHEN 'real' THEN {e} "
+                    f"WHEN 'null' THEN '\"\"' ELSE printf('\"%w\"', {e}) END"
+                )
+        return f"printf('{','.join(formats)}', {', '.join(args)})"
 
     def json_objects(self) -> str:
         """Each row as a JSON object keyed by the column names."""
@@ -182,6 +205,7 @@ class ExportMixin(StoreBase):
             f"WHERE {' AND '.join(where)}",
             "l.codebook, l.action_id, l.question, l.coder",
             params,
+            json_texts=True,
         )
 
     def _filters(
@@ -239,6 +263,7 @@ class ExportMixin(StoreBase):
             f"LEFT JOIN actions a ON a.id = i.action_id{join} WHERE {' AND '.join(where)}",
             "i.run_id, i.phase, i.action_id",
             params,
+            json_texts=True,
         )
 
     def export_rows(self, query: ExportQuery, select: str) -> sqlite3.Cursor:
