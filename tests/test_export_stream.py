@@ -234,3 +234,24 @@ def test_both_csv_writers_give_the_same_bytes(odd_db, what, safe) -> None:
         assert json.loads(first["meta"]) == {"a": "=x", "b": "\\n"}
         assert {r["codes"] for r in rows} >= {"n1;-n3"} and "1.0e+20" in texts[True]
     assert {r["elapsed_s"] for r in rows} >= {"'=\"x" if safe else '="x', "0.0"}
+
+
+@pytest.mark.parametrize("what", ["actions", "labels"])
+def test_a_nul_in_a_text_is_exported_whole(odd_db, what) -> None:
+    """printf reads a text up to a NUL: such a row is written from its JSON array instead."""
+    with Store(odd_db) as s:
+        s.conn.execute("UPDATE labels SET other_text = 'be' || char(0) || 'fore' WHERE rowid = 1")
+        s.conn.execute("UPDATE actions SET content = 'x' || char(0) || 'y' WHERE id = 'a01'")
+        s.conn.commit()
+        query = export.build(s, what)
+        texts = {
+            json_texts: "".join(
+                t
+                for t, _ in export.chunks(
+                    s, dataclasses.replace(query, json_texts=json_texts), "csv", safe_csv=True
+                )
+            )
+            for json_texts in (True, False)
+        }
+    assert texts[True] == texts[False]
+    assert ("be\x00fore" if what == "labels" else "x\x00y") in texts[True]

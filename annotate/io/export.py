@@ -167,6 +167,8 @@ def chunks(
         yield ",".join(query.names) + "\n", 0
         if query.json_texts:  # SQLite writes the CSV lines
             for lines in _batches(store, query, query.csv_lines()):
+                if any(line.startswith("[") for line in lines):  # a text holds a NUL
+                    lines = [_csv_batch([x], False)[:-1] if x[:1] == "[" else x for x in lines]
                 text = "\n".join(lines) + "\n"
                 yield _defused(text) if safe_csv else text, len(lines)
             return

@@ -51,7 +51,8 @@ class ExportQuery:
         return f"json_array({', '.join(cells)})"
 
     def csv_lines(self) -> str:
-        """Each row as one CSV line without its line end, written by SQLite's ``printf``:
+        """Each row as one CSV line without its line end, written by SQLite's ``printf``
+        (a row with a NUL in a text: its JSON array, see :func:`annotate.io.export.chunks`):
         a text in double quotes with its quotes doubled (``%w``), a number as SQLite prints
         it (as ``json_array`` does), a missing value as ``""``. A text held by a number
         column is quoted as any text is."""
@@ -67,7 +68,11 @@ class ExportQuery:
                     f"CASE typeof({e}) WHEN 'integer' THEN {e} WHEN 'real' THEN {e} "
                     f"WHEN 'null' THEN '\"\"' ELSE printf('\"%w\"', {e}) END"
                 )
-        return f"printf('{','.join(formats)}', {', '.join(args)})"
+        # printf reads a text up to a NUL: such a row comes as its JSON array instead (a line
+        # starting with '[', which no CSV line of printf's does) and Python writes it
+        nul = " OR ".join(f"instr({c.expr}, char(0)) > 0" for c in self.columns if c.kind == "text")
+        line = f"printf('{','.join(formats)}', {', '.join(args)})"
+        return f"CASE WHEN {nul} THEN {self.json_arrays()} ELSE {line} END" if nul else line
 
     def json_objects(self) -> str:
         """Each row as a JSON object keyed by the column names."""
