@@ -65,7 +65,8 @@ def test_role_inference_and_time_order_search_actions_by_session(tmp_path) -> No
 
 
 def test_the_quick_check_of_a_line_reads_it_as_the_field_by_field_reading_does() -> None:
-    from annotate.io.importers.platform import _plain, _record
+    from annotate.io.importers.base import ImportOptions
+    from annotate.io.importers.platform import _record, _row, _usual_row
 
     line = {
         "action_id": "a1",
@@ -80,8 +81,9 @@ def test_the_quick_check_of_a_line_reads_it_as_the_field_by_field_reading_does()
         "role": None,
         "condition": "visible",
     }
-    assert _plain(line) == _record(line)
-    assert _plain(line).elapsed == 12.0
+    options = ImportOptions()
+    assert _usual_row(line, 3, options) == _row(_record(line), 3, options, {})
+    assert _usual_row(line, 3, options)[6] == 12.0
     # anything unusual goes the long way, which names the field
     for odd in ({"session_id": 7}, {"session_elapsed_seconds": True}, {"metadata": []}):
-        assert _plain({**line, **odd}) is None
+        assert _usual_row({**line, **odd}, 3, options) is None

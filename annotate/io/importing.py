@@ -1,25 +1,45 @@
-"""Import files into the store: each file is streamed into one transaction.
+"""Import files into the store, each file all or nothing.
 
-A problem on any line stops that file: the transaction rolls back, so nothing of the file
-is stored, and the error names the first bad line (the rest of the file is still read, to
-say how many more there are). With ``skip_invalid`` the bad lines are left out and listed.
+A problem on any line stops at that file: nothing of it is stored, the files before it are,
+and the error names the first bad line (the rest of the file is still read, to say how many
+more there are). With ``skip_invalid`` the bad lines are left out and listed.
+
+Files are read one after another and written in groups: once the files read hold
+:data:`GROUP_ROWS` actions (and before a bad file's error, and at the end) they are written
+in one transaction, each file in turn as if alone (its own row in ``imports``; a platform
+file's sessions put in time order, and roles inferred, after it). An import of 2,000 small
+files is then 50 transactions, not 2,000. A file larger than a group is streamed in a
+transaction of its own. A run that is killed loses the group it had not written yet: nothing
+is half-written, and running the import again adds what is missing.
+
+Time order without rewriting every row: a platform file renumbers ``seq`` by time in each
+session it touches (:meth:`Store.resequence_by_time`, after each file). For a session none of
+whose actions were stored before the group, that numbering depends only on the group's own
+rows, so it is done here, file after file exactly as the store would (the same order: time,
+then the number so far, then id), before the rows are written: each action is written once,
+instead of inserted, renumbered after its file and again after the other participant's.
+Sessions with actions stored before the group are renumbered by the store as before.
 """
 
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterator
 from dataclasses import dataclass, field
+from operator import itemgetter
 from pathlib import Path
 
 from annotate.codebook import Answer, LoadedCodebook
 from annotate.errors import AnnotateError, ImportFormatError
 from annotate.io.importers import ImportOptions, expand, parse_file, source_format
-from annotate.io.importers.base import Item, Problem
+from annotate.io.importers.base import Item, Problem, SourceFormat
 from annotate.models import Action, ImportedLabel
 from annotate.store import CORPUS_SOURCE, LabelWrite, Store
 from annotate.store.actions import ActionRow, action_row
 
-BATCH = 20_000
+GROUP_ROWS = 20_000
+"""Actions read before they are written (and a streamed file's batch): 20,000 rows are
+about 15 MB; larger groups write no faster."""
 
 
 @dataclass
@@ -49,11 +69,19 @@ def _sha256(path: Path) -> str:
 
 
 class _FileImport:
-    """The state of one file's import: batches, ids seen, problems found."""
+    """One file: the rows and labels read and not written yet, ids seen, problems found."""
 
-    def __init__(self, store: Store, path: Path, fmt_name: str, labels_as: LabelsAs | None):
-        self.store = store
+    def __init__(
+        self,
+        index: int,
+        path: Path,
+        fmt_name: str,
+        source: SourceFormat,
+        labels_as: LabelsAs | None,
+    ):
+        self.index = index
         self.path = path
+        self.source = source
         self.result = FileResult(path, fmt_name)
         self.labels_as = labels_as
         self.codes = (
@@ -67,7 +95,7 @@ class _FileImport:
         self.import_id = 0
 
     def take(self, line: int, item: Item, keep_going: bool) -> None:
-        if type(item) is tuple:  # an action row, straight from the parser (platform)
+        if type(item) is list:  # an action row, straight from the parser (platform)
             row: ActionRow = item
         elif isinstance(item, Action):
             row = action_row(item)
@@ -90,10 +118,6 @@ class _FileImport:
         first_line[action_id] = line
         if keep_going or not self.problems:
             self.actions.append(row)
-            self.sessions.add(row[1])
-            self.result.actions += 1
-            if len(self.actions) >= BATCH:
-                self.flush()
 
     def _take_label(self, label: ImportedLabel) -> None:
         if self.labels_as is None:
@@ -118,11 +142,35 @@ class _FileImport:
             )
         )
 
-    def flush(self) -> None:
+    def check(self, skip_invalid: bool) -> None:
+        """The file as read can be stored: no problem (unless skipped), some action."""
+        path = self.path
+        if self.problems and not skip_invalid:
+            first = min(self.problems, key=lambda p: p.line)
+            more = len(self.problems) - 1
+            raise ImportFormatError(
+                first.where(path)
+                + (f" (and {more} more problem{'s' if more > 1 else ''})" if more else ""),
+                hint="fix the file, or pass --skip-invalid to import the valid lines",
+            )
+        if not self.first_line:
+            raise ImportFormatError(f"{path}: no actions in this file")
+        self.sessions.update(row[1] for row in self.actions)
+        self.result.skipped = [p.where(path) for p in sorted(self.problems, key=lambda p: p.line)]
+
+    def begin(self, store: Store) -> None:
+        self.import_id = store.begin_import(
+            path=str(self.path), sha256=_sha256(self.path), fmt=self.result.format
+        )
+
+    def write(self, store: Store) -> None:
+        """Insert the rows and labels read since the last write."""
         if self.actions:
-            new = self.store.insert_actions(self.actions, self.import_id)
+            self.sessions.update(row[1] for row in self.actions)
+            self.result.actions += len(self.actions)
+            new = store.insert_actions(self.actions, self.import_id)
             if new < len(self.actions):  # some ids were stored before: the same actions?
-                clash = self.store.conflicting_actions(self.actions)
+                clash = store.conflicting_actions(self.actions)
                 if clash:
                     raise ImportFormatError(
                         f"{self.path}:{self.first_line[clash[0]]}: action id '{clash[0]}' is "
@@ -132,52 +180,217 @@ class _FileImport:
                         "file was stored",
                     )
             self.result.new_actions += new
-            self.actions.clear()
+            self.actions = []
         if self.labels and self.labels_as is not None:
             # a label whose action was skipped as invalid is skipped with it
             kept = [w for w in self.labels if w.action_id in self.first_line]
             self.result.labels += len(kept)
-            self.result.new_labels += self.store.save_answers(
-                self.labels_as.codebook.codebook, kept
-            )
-            self.labels.clear()
+            self.result.new_labels += store.save_answers(self.labels_as.codebook.codebook, kept)
+            self.labels = []
+
+    def finish(self, store: Store) -> None:
+        store.finish_import(self.import_id, self.result.actions, self.result.new_actions)
 
 
-def _import_one(
-    store: Store,
-    path: Path,
-    fmt: str | None,
-    options: ImportOptions,
-    skip_invalid: bool,
-    labels_as: LabelsAs | None,
-) -> FileResult:
-    fmt_name, source = source_format(path, fmt)
-    state = _FileImport(store, path, fmt_name, labels_as)
-    with store.transaction():
-        state.import_id = store.begin_import(path=str(path), sha256=_sha256(path), fmt=fmt_name)
-        if labels_as is not None:
-            store.register_codebook(labels_as.codebook)
-        with store.bulk_actions():
-            for line, item in parse_file(path, source, options):
-                state.take(line, item, keep_going=skip_invalid)
-            if state.problems and not skip_invalid:
-                first = min(state.problems, key=lambda p: p.line)
-                more = len(state.problems) - 1
-                raise ImportFormatError(
-                    first.where(path)
-                    + (f" (and {more} more problem{'s' if more > 1 else ''})" if more else ""),
-                    hint="fix the file, or pass --skip-invalid to import the valid lines",
-                )
-            if not state.first_line:
-                raise ImportFormatError(f"{path}: no actions in this file")
-            state.flush()
-        if source.order_by_timestamp and state.result.new_actions:
-            store.resequence_by_time(state.sessions)
-        if source.infer_roles and state.result.new_actions:
-            store.infer_roles(state.sessions)
-        store.finish_import(state.import_id, state.result.actions, state.result.new_actions)
-    state.result.skipped = [p.where(path) for p in sorted(state.problems, key=lambda p: p.line)]
-    return state.result
+class _WriteFailed(Exception):
+    """A file of a group could not be written (the group was rolled back)."""
+
+    def __init__(self, position: int, error: AnnotateError):
+        super().__init__(str(error))
+        self.position = position
+        self.error = error
+
+
+_TIME_ORDER = itemgetter(5, 4, 0)
+"""A row's place in its session: timestamp, seq, id (``Store.resequence_by_time``'s order)."""
+
+
+def _number_in_time_order(files: list[_FileImport], stored: set[str]) -> set[str]:
+    """Number ``seq`` of the group's platform rows by time, file after file, as
+    ``Store.resequence_by_time`` would after each file; return the sessions so numbered.
+
+    Left to the store: sessions with actions stored before the group (``stored``) and
+    sessions that a file of another format touches (its rows are not renumbered; they may
+    have no time). A row whose id an earlier file of the group holds is not counted: the
+    insert will ignore it (or the file fails on it)."""
+    left = set(stored)
+    for state in files:
+        if not state.source.order_by_timestamp:
+            left |= state.sessions
+    seen: set[str] = set()
+    rows_of: dict[str, list[ActionRow]] = {}
+    numbered: set[str] = set()
+    for state in files:
+        # the file's ids are those of its rows (a file with a problem is not written)
+        if seen.isdisjoint(state.first_line):
+            fresh = state.actions
+        else:
+            fresh = [row for row in state.actions if row[0] not in seen]
+        seen.update(state.first_line)
+        if not state.source.order_by_timestamp:
+            continue
+        touched: dict[str, list[ActionRow]] = {}
+        if len(state.sessions) == 1:  # a participant's file: one session
+            (session,) = state.sessions
+            if session not in left and fresh:
+                touched[session] = list(fresh)
+        else:
+            for row in fresh:
+                if row[1] not in left:
+                    touched.setdefault(row[1], []).append(row)
+        for session, rows in touched.items():
+            in_order = rows_of.get(session)
+            if in_order is None:
+                in_order = rows_of[session] = rows
+            else:
+                in_order += rows
+            in_order.sort(key=_TIME_ORDER)
+            for rank, row in enumerate(in_order):
+                row[4] = rank
+            numbered.add(session)
+    return numbered
+
+
+class _Run:
+    """One ``import``: the files read and not written yet, and what was written."""
+
+    def __init__(
+        self,
+        store: Store,
+        fmt: str | None,
+        options: ImportOptions,
+        skip_invalid: bool,
+        labels_as: LabelsAs | None,
+    ):
+        self.store = store
+        self.fmt = fmt
+        self.options = options
+        self.skip_invalid = skip_invalid
+        self.labels_as = labels_as
+        self.pending: list[_FileImport] = []
+        self.pending_rows = 0
+        self.results: list[FileResult] = []
+        self.failed = 0
+        """The index of the file an error is about."""
+
+    def add(self, index: int, path: Path) -> None:
+        """Read one file; write the group when it is full (or before this file's error)."""
+        self.failed = index
+        try:
+            state, rest = self._read(index, path)
+        except AnnotateError:
+            self.write_pending()
+            self.failed = index
+            raise
+        if rest is not None:
+            self.write_pending()
+            self.failed = index
+            self._stream(state, rest)
+            return
+        self.pending.append(state)
+        self.pending_rows += len(state.actions) + len(state.labels)
+        if self.pending_rows >= GROUP_ROWS:
+            self.write_pending()
+
+    def _read(
+        self, index: int, path: Path
+    ) -> tuple[_FileImport, Iterator[tuple[int, Item]] | None]:
+        """The file read whole; or, for a file larger than a group, its first rows and the
+        rest of its lines to stream."""
+        fmt_name, source = source_format(path, self.fmt)
+        state = _FileImport(index, path, fmt_name, source, self.labels_as)
+        items = parse_file(path, source, self.options)
+        keep_going = self.skip_invalid
+        take, actions, first_line = state.take, state.actions, state.first_line
+        for line, item in items:
+            if type(item) is list and item[0] not in first_line and not state.problems:
+                first_line[item[0]] = line  # take(), for the usual row: new, no problem yet
+                actions.append(item)
+            else:
+                take(line, item, keep_going)
+            if len(actions) >= GROUP_ROWS:
+                return state, items
+        state.check(self.skip_invalid)
+        return state, None
+
+    def _stream(self, state: _FileImport, items: Iterator[tuple[int, Item]]) -> None:
+        """A large file in a transaction of its own, written in batches as it is read."""
+        store = self.store
+        keep_going = self.skip_invalid
+        with store.transaction():
+            state.begin(store)
+            if self.labels_as is not None:
+                store.register_codebook(self.labels_as.codebook)
+            with store.bulk_actions():
+                state.write(store)
+                for line, item in items:
+                    state.take(line, item, keep_going)
+                    if len(state.actions) >= GROUP_ROWS:
+                        state.write(store)
+                state.check(self.skip_invalid)
+                state.write(store)
+            if state.result.new_actions:
+                if state.source.order_by_timestamp:
+                    store.resequence_by_time(state.sessions)
+                if state.source.infer_roles:
+                    store.infer_roles(state.sessions)
+            state.finish(store)
+        self.results.append(state.result)
+
+    def write_pending(self) -> None:
+        """Write the files read (one transaction); a file that cannot be written stops the
+        run there, with the files before it written."""
+        files, self.pending, self.pending_rows = self.pending, [], 0
+        if not files:
+            return
+        self.failed = files[0].index  # a failure of the disk loses the whole group
+        try:
+            self._write_group(files)
+        except _WriteFailed as failed:
+            # the group was rolled back, renumbered rows and all: the files before the
+            # failed one are read again and written without it
+            again = [self._read(state.index, state.path)[0] for state in files[: failed.position]]
+            if again:
+                self._write_group(again)
+            self.failed = files[failed.position].index
+            raise failed.error from None
+
+    def _write_group(self, group: list[_FileImport]) -> None:
+        store = self.store
+        with store.transaction():
+            if self.labels_as is not None:
+                store.register_codebook(self.labels_as.codebook)
+            with store.bulk_actions():
+                sessions = set().union(*(state.sessions for state in group))
+                stored = store.stored_sessions(sessions)
+                numbered = _number_in_time_order(group, stored)
+                # sessions that may hold an action without a role (role inference)
+                unroled = store.stored_sessions(stored, without_role=True) if stored else set()
+                for position, state in enumerate(group):
+                    try:
+                        self._write_file(store, state, numbered, unroled)
+                    except AnnotateError as exc:
+                        raise _WriteFailed(position, exc) from exc
+        self.results.extend(state.result for state in group)
+
+    @staticmethod
+    def _write_file(
+        store: Store, state: _FileImport, numbered: set[str], unroled: set[str]
+    ) -> None:
+        source = state.source
+        unroled.update(row[1] for row in state.actions if row[3] is None)
+        state.begin(store)
+        state.write(store)
+        if state.result.new_actions:
+            if source.order_by_timestamp:
+                left = state.sessions - numbered
+                if left:
+                    store.resequence_by_time(left)
+            if source.infer_roles:
+                touched = state.sessions & unroled
+                if touched:
+                    store.infer_roles(touched)
+        state.finish(store)
 
 
 def import_files(
@@ -189,26 +402,26 @@ def import_files(
     skip_invalid: bool = False,
     labels_as: LabelsAs | None = None,
 ) -> list[FileResult]:
-    """Import each file in its own transaction; a bad file stops the run at that file."""
-    options = options or ImportOptions()
+    """Import each file whole or not at all; a bad file stops the run at that file."""
     files = expand(paths)
-    results: list[FileResult] = []
-    for index, path in enumerate(files):
-        try:
-            results.append(_import_one(store, path, fmt, options, skip_invalid, labels_as))
-        except AnnotateError as exc:
-            if len(files) > 1:
-                exc.hint = "; ".join(
-                    part
-                    for part in (
-                        exc.hint,
-                        _names("already imported", files[:index]),
-                        _names("not tried", files[index + 1 :]),
-                    )
-                    if part
+    run = _Run(store, fmt, options or ImportOptions(), skip_invalid, labels_as)
+    try:
+        for index, path in enumerate(files):
+            run.add(index, path)
+        run.write_pending()
+    except AnnotateError as exc:
+        if len(files) > 1:
+            exc.hint = "; ".join(
+                part
+                for part in (
+                    exc.hint,
+                    _names("already imported", files[: run.failed]),
+                    _names("not tried", files[run.failed + 1 :]),
                 )
-            raise
-    return results
+                if part
+            )
+        raise
+    return run.results
 
 
 def _names(what: str, files: list[Path]) -> str:

@@ -20,21 +20,10 @@ ACTION_COLUMNS = (
     "id, session, participant, role, seq, timestamp, elapsed_s, action_type, content, "
     "condition, meta"
 )
-ActionRow = tuple[
-    str,
-    str,
-    str | None,
-    str | None,
-    int,
-    str | None,
-    float | None,
-    str,
-    str | None,
-    str | None,
-    str,
-]
+ActionRow = list[Any]
 """An action as it is inserted: the values of :data:`ACTION_COLUMNS` in order, ``meta``
-as its stored JSON. Importers build these straight from a line (no :class:`Action`)."""
+as its stored JSON. Importers build these straight from a line (no :class:`Action`); a
+list, so that an import can number ``seq`` in time order in place before it writes."""
 STRATIFY_COLUMNS = ("action_type", "condition", "role", "session", "participant")
 
 
@@ -55,7 +44,7 @@ def row_to_action(row: sqlite3.Row) -> Action:
 
 
 def action_row(a: Action) -> ActionRow:
-    return (
+    return [
         a.id,
         a.session,
         a.participant,
@@ -67,7 +56,7 @@ def action_row(a: Action) -> ActionRow:
         a.content,
         a.condition,
         dumps(a.meta),
-    )
+    ]
 
 
 class ActionsMixin(StoreBase):
@@ -125,6 +114,20 @@ class ActionsMixin(StoreBase):
             )
             clash += [r[0] for r in rows if tuple(r[1:]) != incoming[r[0]]]
         return clash
+
+    def stored_sessions(self, sessions: Iterable[str], *, without_role: bool = False) -> set[str]:
+        """Those of ``sessions`` that have actions stored (``without_role``: an action whose
+        role is not known), found on ``actions_session_seq``."""
+        wanted = list(sessions)
+        found: set[str] = set()
+        for start in range(0, len(wanted), 500):
+            chunk = wanted[start : start + 500]
+            marks = ", ".join("?" * len(chunk))
+            sql = f"SELECT DISTINCT session FROM actions WHERE session IN ({marks})"
+            if without_role:
+                sql += " AND role IS NULL"
+            found.update(r[0] for r in self.conn.execute(sql, chunk))
+        return found
 
     def finish_import(self, import_id: int, n_actions: int, n_new: int) -> None:
         if n_new == 0:  # a re-import leaves no trace

@@ -55,6 +55,10 @@ _C_ENCODE = (
 )
 
 
+encode_text = json.encoder.encode_basestring
+"""One text as :func:`dumps` writes it (quoted, escaped, non-ASCII as it is)."""
+
+
 def dumps(value: Any) -> str:
     """JSON as the store keeps it: keys sorted, text as it is."""
     if _C_ENCODE is not None and type(value) is dict:

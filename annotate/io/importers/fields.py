@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from datetime import UTC, datetime
 from typing import Any
 
@@ -83,9 +84,36 @@ def number(value: Any, name: str) -> float | None:
     return result
 
 
+_UTC_TEXT = re.compile(
+    r"[1-9][0-9]{3}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.([0-9]{1,6}))?(?:Z|\+00:00)?"
+)
+"""A time already in UTC (or naive, which is taken as UTC) written the usual way: year 1000
+or later, ``T``, ASCII digits, up to six decimals, ``Z``, ``+00:00`` or nothing."""
+_parse_iso = datetime.fromisoformat
+
+
 def utc_timestamp(value: Any, name: str = "timestamp") -> str:
     """ISO 8601 text in one fixed UTC form (``2026-04-10T21:44:11.831000Z``), so that
-    text order is time order. A time without an offset is taken as UTC."""
+    text order is time order. A time without an offset is taken as UTC.
+
+    A time of the usual UTC shape (:data:`_UTC_TEXT`, a million times in an import) is
+    written out from its own digits once ``datetime`` has accepted it (a real date and
+    time): the same text as the long way, in a third of the time."""
+    if type(value) is str:
+        usual = _UTC_TEXT.fullmatch(value)
+        if usual is not None:
+            try:
+                _parse_iso(value)
+            except ValueError:
+                pass  # not a real date or time: the long way words the error
+            else:
+                decimals = usual[1]
+                return f"{value[:19]}.{decimals.ljust(6, '0') if decimals else '000000'}Z"
+    return utc_timestamp_parsed(value, name)
+
+
+def utc_timestamp_parsed(value: Any, name: str = "timestamp") -> str:
+    """:func:`utc_timestamp` the long way, for any input: parsed, shifted to UTC, written."""
     if not isinstance(value, str):
         raise FieldError(name, f"must be ISO 8601 text, not {_kind(value)}")
     try:

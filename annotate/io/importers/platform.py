@@ -23,7 +23,7 @@ from typing import Any
 from annotate.io.importers import fields
 from annotate.io.importers.base import ImportOptions, Item, Problem
 from annotate.store.actions import ActionRow
-from annotate.store.base import dumps
+from annotate.store.base import dumps, encode_text
 
 REQUIRED = ("action_id", "timestamp", "session_id", "participant_id", "action_type")
 SKIP_META: set[str] = set()  # screenshot and html_snapshot are kept: see annotate/media.py
@@ -109,15 +109,8 @@ def _record(obj: Any) -> PlatformRecord:
 def _row(rec: PlatformRecord, seq: int, options: ImportOptions, extra: dict[str, Any]) -> ActionRow:
     kind = action_type_of(rec.action_type, rec.action_content, rec.metadata)
     participant = rec.participant_name or rec.participant_id
-    meta = {"source_type": rec.action_type, "participant_id": rec.participant_id}
-    if rec.metadata:
-        meta["metadata"] = rec.metadata
-    if extra:
-        meta.update(extra)
-    if kind == "tool":
-        meta["tool"] = rec.action_content
     roles = options.roles
-    return (
+    return [
         rec.action_id,
         rec.session_id,
         participant,
@@ -130,18 +123,39 @@ def _row(rec: PlatformRecord, seq: int, options: ImportOptions, extra: dict[str,
         kind,
         rec.action_content,
         rec.condition or options.condition,
-        dumps(meta),
-    )
+        dumps(
+            _meta(
+                rec.action_type, rec.participant_id, rec.metadata, kind, rec.action_content, extra
+            )
+        ),
+    ]
 
 
-def _plain(obj: Any) -> PlatformRecord | None:
-    """The record of a line whose every field is of the usual kind, checked cheaply; None
-    for anything else, which :func:`_record` then reads field by field (and names the
-    field that is wrong)."""
-    if type(obj) is not dict:
-        return None
+def _meta(
+    source_type: str,
+    participant_id: str,
+    metadata: dict[str, Any] | None,
+    kind: str,
+    content: str | None,
+    extra: dict[str, Any],
+) -> dict[str, Any]:
+    """An action's ``meta``: what the platform said, and the fields without a column."""
+    meta: dict[str, Any] = {"source_type": source_type, "participant_id": participant_id}
+    if metadata:
+        meta["metadata"] = metadata
+    if extra:
+        meta.update(extra)
+    if kind == "tool":
+        meta["tool"] = content
+    return meta
+
+
+def _usual_row(obj: dict[str, Any], lineno: int, options: ImportOptions) -> ActionRow | None:
+    """The row of a line whose every field is of the usual kind, checked cheaply (the same
+    row as ``_row(_record(obj), ...)``); None for anything else, which :func:`_record` then
+    reads field by field (and names the field that is wrong)."""
     get = obj.get
-    action_id, session_id, participant_id, kind, stamp = (
+    action_id, session_id, participant_id, source_type, stamp = (
         get("action_id"),
         get("session_id"),
         get("participant_id"),
@@ -155,8 +169,8 @@ def _plain(obj: Any) -> PlatformRecord | None:
         and session_id
         and type(participant_id) is str
         and participant_id
-        and type(kind) is str
-        and kind
+        and type(source_type) is str
+        and source_type
         and type(stamp) is str
         and stamp
     ):
@@ -182,54 +196,130 @@ def _plain(obj: Any) -> PlatformRecord | None:
             elapsed = float(elapsed)
         elif not (type(elapsed) is float and isfinite(elapsed)):
             return None
-    return PlatformRecord(
+    kind = action_type_of(source_type, content, metadata or {})
+    participant = name or participant_id
+    roles = options.roles
+    if roles:
+        role = roles.get(participant) or roles.get(participant_id) or role
+    if obj.keys() <= NOT_EXTRA:
+        meta = _meta_text(source_type, participant_id, metadata, kind, content)
+    else:
+        extra = {k: v for k, v in obj.items() if k not in NOT_EXTRA}
+        meta = dumps(_meta(source_type, participant_id, metadata, kind, content, extra))
+    return [
         action_id,
-        fields.utc_timestamp(stamp),
         session_id,
-        participant_id,
-        name,
+        participant,
+        role,
+        lineno,
+        fields.utc_timestamp(stamp),
+        elapsed,
         kind,
         content,
-        metadata or {},
-        elapsed,
-        role,
-        condition,
-    )
+        condition or options.condition,
+        meta,
+    ]
+
+
+_META_TAILS: dict[tuple[str, str], str] = {}
+_METADATA_TEXTS: dict[tuple[str, str], str] = {}
+CACHED = 4096
+"""Texts kept for reuse (a participant's id, one kind of metadata): a file has a few."""
+
+
+def _meta_text(
+    source_type: str,
+    participant_id: str,
+    metadata: dict[str, Any] | None,
+    kind: str,
+    content: str | None,
+) -> str:
+    """``dumps(_meta(..., extra={}))`` written from its parts: the keys in their sorted order
+    (metadata, participant_id, source_type, tool), each value as ``dumps`` writes it, and
+    the parts that repeat line after line (the participant, the kind of action, a
+    one-entry ``metadata``) taken from caches."""
+    tail = _META_TAILS.get((participant_id, source_type))
+    if tail is None:
+        if len(_META_TAILS) >= CACHED:
+            _META_TAILS.clear()
+        tail = _META_TAILS[participant_id, source_type] = (
+            f'"participant_id": {encode_text(participant_id)}, '
+            f'"source_type": {encode_text(source_type)}'
+        )
+    if kind == "tool":
+        tail += ', "tool": ' + ("null" if content is None else encode_text(content))
+    if not metadata:
+        return "{" + tail + "}"
+    if len(metadata) == 1:
+        ((key, value),) = metadata.items()
+        if type(value) is str:
+            text = _METADATA_TEXTS.get((key, value))
+            if text is None:
+                if len(_METADATA_TEXTS) >= CACHED:
+                    _METADATA_TEXTS.clear()
+                text = _METADATA_TEXTS[key, value] = dumps(metadata)
+            return '{"metadata": ' + text + ", " + tail + "}"
+    return '{"metadata": ' + dumps(metadata) + ", " + tail + "}"
 
 
 MAX_EXACT = 2**53
 """Whole seconds up to this are the same float either way; larger go the long way."""
 
+_scan = json.JSONDecoder().scan_once
+"""What ``json.loads`` runs on a line, without its wrapping: two regular-expression
+matches for white space and two calls, a third of the time of decoding a short line."""
+
+
+def _slow_item(line: str, lineno: int, options: ImportOptions) -> Item | None:
+    """A line the quick reading did not take: decoded and read field by field, so that a
+    problem is worded as it always was; None for a blank line."""
+    try:
+        # too deep nesting needs an opening bracket per level: only a line with many is walked
+        obj = (
+            json.loads(line)
+            if line.count("{") + line.count("[") <= fields.MAX_JSON_DEPTH
+            else fields.json_line(line)
+        )
+    except (ValueError, RecursionError):
+        if not line.strip():
+            return None
+        try:
+            fields.json_line(line)
+        except ValueError as exc:
+            return Problem(lineno, str(exc))
+        return None
+    try:
+        rec = _record(obj)
+    except ValueError as exc:
+        return Problem(lineno, str(exc))
+    extra = {} if obj.keys() <= NOT_EXTRA else {k: v for k, v in obj.items() if k not in NOT_EXTRA}
+    return _row(rec, lineno, options, extra)
+
 
 def parse(path: Path, options: ImportOptions) -> Iterator[tuple[int, Item]]:
-    """Action rows (no :class:`Action` objects: 1M lines are inserted, nothing more)."""
-    loads, json_line = json.loads, fields.json_line
+    """Action rows (no :class:`Action` objects: 1M lines are inserted, nothing more).
+
+    Most lines are one JSON object of the usual kinds: decoded by the JSON scanner and read
+    by :func:`_usual_row`. Anything else (white space around the object, odd types, too
+    many brackets to rule out too deep nesting) goes the long way, :func:`_slow_item`."""
+    scan, depth = _scan, fields.MAX_JSON_DEPTH
     with path.open(encoding="utf-8") as fh:
         for lineno, line in enumerate(fh, start=1):
-            try:
-                # most lines: one JSON decode and type checks; too deep nesting needs an
-                # opening bracket per level, so only a line with many is walked
-                obj = (
-                    loads(line)
-                    if line.count("{") + line.count("[") <= fields.MAX_JSON_DEPTH
-                    else json_line(line)
-                )
-            except (ValueError, RecursionError):
-                if not line.strip():
-                    continue
+            row = None
+            if line.count("{") + line.count("[") <= depth:
                 try:
-                    json_line(line)
-                except ValueError as exc:
-                    yield lineno, Problem(lineno, str(exc))
-                continue
-            try:
-                rec = _plain(obj) or _record(obj)
-            except ValueError as exc:
-                yield lineno, Problem(lineno, str(exc))
-                continue
-            extra = (
-                {}
-                if obj.keys() <= NOT_EXTRA
-                else {k: v for k, v in obj.items() if k not in NOT_EXTRA}
-            )
-            yield lineno, _row(rec, lineno, options, extra)
+                    obj, end = scan(line, 0)
+                except (StopIteration, ValueError, RecursionError):
+                    obj = None
+                if type(obj) is dict and (end == len(line) or line[end:] == "\n"):
+                    try:
+                        row = _usual_row(obj, lineno, options)
+                    except ValueError:  # a bad time: the long way words it
+                        row = None
+            if row is None:
+                item = _slow_item(line, lineno, options)
+                if item is None:
+                    continue
+                yield lineno, item
+            else:
+                yield lineno, row
