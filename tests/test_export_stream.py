@@ -204,6 +204,20 @@ def test_hot_queries_use_an_index(odd_db) -> None:
         assert "TEMP B-TREE" not in plan
 
 
+def _both_csv_writers(store: Store, what: str, safe: bool) -> dict[bool, str]:
+    """The table's CSV by SQLite's printf lines (True) and by json_array rows (False)."""
+    query = export.build(store, what)
+    return {
+        json_texts: "".join(
+            t
+            for t, _ in export.chunks(
+                store, dataclasses.replace(query, json_texts=json_texts), "csv", safe_csv=safe
+            )
+        )
+        for json_texts in (True, False)
+    }
+
+
 @pytest.mark.parametrize("what", ["actions", "labels"])
 @pytest.mark.parametrize("safe", [True, False])
 def test_both_csv_writers_give_the_same_bytes(odd_db, what, safe) -> None:
@@ -216,16 +230,7 @@ def test_both_csv_writers_give_the_same_bytes(odd_db, what, safe) -> None:
         s.conn.execute("UPDATE actions SET elapsed_s = '=\"x' WHERE id = 'a01'")
         s.conn.execute("UPDATE actions SET elapsed_s = -0.0 WHERE id = 'a02'")
         s.conn.commit()
-        query = export.build(s, what)
-        texts = {
-            json_texts: "".join(
-                t
-                for t, _ in export.chunks(
-                    s, dataclasses.replace(query, json_texts=json_texts), "csv", safe_csv=safe
-                )
-            )
-            for json_texts in (True, False)
-        }
+        texts = _both_csv_writers(s, what, safe)
     assert texts[True] == texts[False]
     rows = list(csv.DictReader(io.StringIO(texts[True])))
     assert len(rows) == (2 * len(ODD) if what == "labels" else len(ODD))
@@ -243,15 +248,6 @@ def test_a_nul_in_a_text_is_exported_whole(odd_db, what) -> None:
         s.conn.execute("UPDATE labels SET other_text = 'be' || char(0) || 'fore' WHERE rowid = 1")
         s.conn.execute("UPDATE actions SET content = 'x' || char(0) || 'y' WHERE id = 'a01'")
         s.conn.commit()
-        query = export.build(s, what)
-        texts = {
-            json_texts: "".join(
-                t
-                for t, _ in export.chunks(
-                    s, dataclasses.replace(query, json_texts=json_texts), "csv", safe_csv=True
-                )
-            )
-            for json_texts in (True, False)
-        }
+        texts = _both_csv_writers(s, what, True)
     assert texts[True] == texts[False]
     assert ("be\x00fore" if what == "labels" else "x\x00y") in texts[True]
