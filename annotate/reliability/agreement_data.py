@@ -922,10 +922,10 @@ class StoredRun:
 def _labels_now(store: Store, run: dict[str, Any]) -> tuple[set[int] | None, list[str]]:
     """Ids of the answered labels the run's selection holds now (None: sample gone)."""
     notes: list[str] = []
-    action_ids: list[str] | None = None
+    action_ids: Sequence[str] | None = None
     if run["sample"] is not None:
         try:
-            action_ids = list(store.sample_ids(run["sample"]))
+            action_ids = store.sample_item_ids(run["sample"])
         except NotFoundError:
             return None, [f"sample '{run['sample']}' no longer exists, so added is unknown"]
         if _sample_hash(action_ids) != run["sample_hash"]:

@@ -180,7 +180,7 @@ class ExportMixin(StoreBase):
         join, params = _split_join(split, "a.session")
         columns = _with_split(_action_columns("a", with_id=True, joined=False), split)
         if sample:
-            self.sample_exists_or_fail(sample)
+            self.sample_exists_or_fail(sample)  # type: ignore[attr-defined]
             return ExportQuery(
                 tuple(columns),
                 f"FROM sample_items s JOIN actions a ON a.id = s.action_id{join} "
@@ -233,7 +233,7 @@ class ExportMixin(StoreBase):
             where.append(f"{coded}.coder IN ({_marks(coders)})")
             params += tuple(coders)
         if sample:
-            self.sample_exists_or_fail(sample)
+            self.sample_exists_or_fail(sample)  # type: ignore[attr-defined]
             where.append(
                 f"{item}.action_id IN (SELECT action_id FROM sample_items WHERE sample = ?)"
             )
@@ -277,7 +277,3 @@ class ExportMixin(StoreBase):
         cursor.row_factory = None
         return cursor.execute(query.sql(select), query.params)
 
-    def sample_exists_or_fail(self, name: str) -> None:
-        """NotFoundError naming the samples there are, unless ``name`` is one."""
-        if not self.conn.execute("SELECT 1 FROM samples WHERE name = ?", (name,)).fetchone():
-            self.sample_ids(name)  # type: ignore[attr-defined]  # raises, with the hint

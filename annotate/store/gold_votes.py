@@ -260,56 +260,48 @@ class GoldVotesMixin(StoreBase):
         indexes then take them in order). Return how many labels changed. The rows are
         staged in temporary tables, then written by one statement."""
         with self.transaction() as conn:  # joins the caller's transaction, if any
-            return self._write_gold(conn, codebook, coder, source, kinds, items)
-
-    def _write_gold(
-        self,
-        conn: Any,
-        codebook: Codebook,
-        coder: str,
-        source: str,
-        kinds: Sequence[GoldKind],
-        items: Iterable[tuple[str, int]],
-    ) -> int:
-        conn.execute(
-            "CREATE TEMP TABLE IF NOT EXISTS _gold_kinds (id INTEGER PRIMARY KEY, "
-            "question TEXT, value TEXT, codes TEXT, other_text TEXT, meta TEXT)"
-        )
-        conn.execute(
-            "CREATE TEMP TABLE IF NOT EXISTS _gold_items (action_id TEXT NOT NULL, "
-            "kind INTEGER NOT NULL, revision INTEGER NOT NULL)"
-        )
-        conn.execute("DELETE FROM temp._gold_kinds")
-        conn.execute("DELETE FROM temp._gold_items")
-        conn.executemany(
-            "INSERT INTO temp._gold_kinds VALUES (?, ?, ?, ?, ?, ?)",
-            ((i, k.question, k.value, k.codes, k.other_text, k.meta) for i, k in enumerate(kinds)),
-        )
-        version = codebook.version_hash
-        tails = [
-            answer_tail(
-                k.question, coder, k.value, json.loads(k.codes) if k.codes else (),
-                k.other_text, version,
+            conn.execute(
+                "CREATE TEMP TABLE IF NOT EXISTS _gold_kinds (id INTEGER PRIMARY KEY, "
+                "question TEXT, value TEXT, codes TEXT, other_text TEXT, meta TEXT)"
             )
-            for k in kinds
-        ]  # fmt: skip
+            conn.execute(
+                "CREATE TEMP TABLE IF NOT EXISTS _gold_items (action_id TEXT NOT NULL, "
+                "kind INTEGER NOT NULL, revision INTEGER NOT NULL)"
+            )
+            conn.execute("DELETE FROM temp._gold_kinds")
+            conn.execute("DELETE FROM temp._gold_items")
+            conn.executemany(
+                "INSERT INTO temp._gold_kinds VALUES (?, ?, ?, ?, ?, ?)",
+                (
+                    (i, k.question, k.value, k.codes, k.other_text, k.meta)
+                    for i, k in enumerate(kinds)
+                ),
+            )
+            version = codebook.version_hash
+            tails = [
+                answer_tail(
+                    k.question, coder, k.value, json.loads(k.codes) if k.codes else (),
+                    k.other_text, version,
+                )
+                for k in kinds
+            ]  # fmt: skip
 
-        def with_revision(action_id: str, kind: int) -> tuple[str, int, int]:
-            return action_id, kind, item_revision(action_id, tails[kind])
+            def with_revision(action_id: str, kind: int) -> tuple[str, int, int]:
+                return action_id, kind, item_revision(action_id, tails[kind])
 
-        conn.executemany(
-            "INSERT INTO temp._gold_items VALUES (?, ?, ?)",
-            (with_revision(a, kind) for a, kind in items),
-        )
-        stamp = now()
-        before = conn.total_changes
-        conn.execute(
-            self.write_gold_kinds_sql(),
-            (codebook.name, codebook.version_hash, coder, source, stamp, stamp),
-        )
-        changed = conn.total_changes - before
-        conn.execute("DELETE FROM temp._gold_items")
-        return changed
+            conn.executemany(
+                "INSERT INTO temp._gold_items VALUES (?, ?, ?)",
+                (with_revision(a, kind) for a, kind in items),
+            )
+            stamp = now()
+            before = conn.total_changes
+            conn.execute(
+                self.write_gold_kinds_sql(),
+                (codebook.name, version, coder, source, stamp, stamp),
+            )
+            changed = conn.total_changes - before
+            conn.execute("DELETE FROM temp._gold_items")
+            return changed
 
     def clear_answers(self, codebook: str, coder: str, cells: Sequence[tuple[str, str]]) -> None:
         """:meth:`clear_answer` for many (action id, question) of one coder, in one
