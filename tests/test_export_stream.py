@@ -5,9 +5,9 @@ every odd cell reads back as stored (CSV, JSON lines, Parquet), and the hot quer
 from __future__ import annotations
 
 import csv
-import dataclasses
 import io
 import json
+from contextlib import closing
 from pathlib import Path
 
 import pandas as pd
@@ -204,50 +204,101 @@ def test_hot_queries_use_an_index(odd_db) -> None:
         assert "TEMP B-TREE" not in plan
 
 
-def _both_csv_writers(store: Store, what: str, safe: bool) -> dict[bool, str]:
-    """The table's CSV by SQLite's printf lines (True) and by json_array rows (False)."""
+def _reference_csv(store: Store, what: str, safe: bool) -> str:
+    """The table's CSV written cell by cell in Python from one column per field, a number as
+    SQLite prints it as text: what the batch writer must give, byte for byte."""
     query = export.build(store, what)
-    return {
-        json_texts: "".join(
-            t
-            for t, _ in export.chunks(
-                store, dataclasses.replace(query, json_texts=json_texts), "csv", safe_csv=safe
-            )
-        )
-        for json_texts in (True, False)
-    }
+    fields = ", ".join(f"typeof({c.expr}), CAST({c.expr} AS TEXT)" for c in query.columns)
+    cursor = store.conn.cursor()
+    cursor.row_factory = None
+    lines = [",".join(query.names)]
+    for row in cursor.execute(query.sql(fields), query.params):
+        cells = []
+        for kind, text in zip(row[::2], row[1::2], strict=True):
+            if kind in ("integer", "real"):
+                cells.append(text)
+            else:
+                text = export.safe_cell(text or "") if safe else text or ""
+                cells.append('"' + text.replace('"', '""') + '"')
+        lines.append(",".join(cells))
+    return "\n".join(lines) + "\n"
+
+
+ESCAPED = [
+    'JSON "quotes"',
+    "back\\slash \\",
+    'a\\"b',  # a backslash before a quote
+    "C:\\users\\u0041",  # a backslash before 'u': no escape of JSON's
+    "nul \x00 and \x01 \x1f",
+    "tab\tnew\nline\rreturn \b \f /slash",
+    "é 中文 \U0001f600",
+    "\\",
+]
+
+
+def _odd_texts(store: Store) -> None:
+    """JSON in a cell, every kind of JSON escape, text held by a number column."""
+    store.conn.execute('UPDATE labels SET meta = \'{"a": "=x", "b": "\\\\n"}\' WHERE rowid = 1')
+    store.conn.execute('UPDATE labels SET codes = \'["n1","-n3"]\', seconds = 1e20 WHERE rowid = 2')
+    store.conn.execute("UPDATE labels SET seconds = '-abc' WHERE rowid = 3")
+    store.conn.execute("UPDATE actions SET elapsed_s = '=\"x' WHERE id = 'a01'")
+    store.conn.execute("UPDATE actions SET elapsed_s = -0.0 WHERE id = 'a02'")
+    for k, text in enumerate(ESCAPED):
+        store.conn.execute("UPDATE labels SET note = ? WHERE rowid = ?", (text, 5 + k))
+        store.conn.execute("UPDATE actions SET content = ? WHERE id = ?", (text, f"a{4 + k:02d}"))
+    store.conn.commit()
 
 
 @pytest.mark.parametrize("what", ["actions", "labels"])
 @pytest.mark.parametrize("safe", [True, False])
-def test_both_csv_writers_give_the_same_bytes(odd_db, what, safe) -> None:
-    """SQLite's printf lines (tables with JSON texts) and json_array rows unescaped in Python
-    (the others) are one CSV: odd texts, JSON in a cell, text held by a number column."""
+@pytest.mark.parametrize("size", [1, 20_000])
+def test_csv_is_the_cells_written_one_by_one(odd_db, monkeypatch, what, safe, size) -> None:
+    """The batches' JSON arrays, unescaped over the whole batch (one row per batch: each
+    row takes the route its own escapes call for), give the CSV written cell by cell:
+    odd texts, JSON in a cell, each JSON escape, text held by a number column."""
+    monkeypatch.setattr(export, "ROWS_PER_CHUNK", size)
     with Store(odd_db) as s:
-        s.conn.execute('UPDATE labels SET meta = \'{"a": "=x", "b": "\\\\n"}\' WHERE rowid = 1')
-        s.conn.execute('UPDATE labels SET codes = \'["n1","-n3"]\', seconds = 1e20 WHERE rowid = 2')
-        s.conn.execute("UPDATE labels SET seconds = '-abc' WHERE rowid = 3")
-        s.conn.execute("UPDATE actions SET elapsed_s = '=\"x' WHERE id = 'a01'")
-        s.conn.execute("UPDATE actions SET elapsed_s = -0.0 WHERE id = 'a02'")
-        s.conn.commit()
-        texts = _both_csv_writers(s, what, safe)
-    assert texts[True] == texts[False]
-    rows = list(csv.DictReader(io.StringIO(texts[True])))
+        _odd_texts(s)
+        query = export.build(s, what)
+        raw = "".join(t for t, _ in export.chunks(s, query, "csv", safe_csv=safe))
+        assert raw == _reference_csv(s, what, safe)
+    rows = list(csv.DictReader(io.StringIO(raw)))
     assert len(rows) == (2 * len(ODD) if what == "labels" else len(ODD))
     if what == "labels":
         first = next(r for r in rows if r["meta"])
         assert json.loads(first["meta"]) == {"a": "=x", "b": "\\n"}
-        assert {r["codes"] for r in rows} >= {"n1;-n3"} and "1.0e+20" in texts[True]
+        assert {r["codes"] for r in rows} >= {"n1;-n3"} and "1.0e+20" in raw
+        assert {r["note"] for r in rows} >= set(ESCAPED)
+    else:
+        assert {r["content"] for r in rows} >= set(ESCAPED)
     assert {r["elapsed_s"] for r in rows} >= {"'=\"x" if safe else '="x', "0.0"}
 
 
-@pytest.mark.parametrize("what", ["actions", "labels"])
-def test_a_nul_in_a_text_is_exported_whole(odd_db, what) -> None:
-    """printf reads a text up to a NUL: such a row is written from its JSON array instead."""
+def test_a_nul_in_a_text_is_exported_whole(odd_db) -> None:
+    """json_array keeps a text whole where printf would cut it at its NUL."""
     with Store(odd_db) as s:
         s.conn.execute("UPDATE labels SET other_text = 'be' || char(0) || 'fore' WHERE rowid = 1")
         s.conn.execute("UPDATE actions SET content = 'x' || char(0) || 'y' WHERE id = 'a01'")
         s.conn.commit()
-        texts = _both_csv_writers(s, what, True)
-    assert texts[True] == texts[False]
-    assert ("be\x00fore" if what == "labels" else "x\x00y") in texts[True]
+    labels = _text(odd_db, "labels", export.ExportFormat.csv)
+    actions = _text(odd_db, "actions", export.ExportFormat.csv)
+    assert '"be\x00fore"' in labels and '"x\x00y"' in actions
+    with Store(odd_db) as s:
+        assert labels == _reference_csv(s, "labels", True)
+        assert actions == _reference_csv(s, "actions", True)
+
+
+def test_json_escapes_are_undone_as_csv_wants_them() -> None:
+    """Every text SQLite's json_quote escapes, alone and in a batch with the others (each
+    batch takes the cheapest route its escapes allow), comes back with its quotes doubled."""
+    import sqlite3
+
+    texts = [*ESCAPED, *(t for t in ODD if t is not None), "\x00", '\\"', "\\u00e9", "\\\\n"]
+    with closing(sqlite3.connect(":memory:")) as conn:
+        quoted = [conn.execute("SELECT json_quote(?)", (t,)).fetchone()[0][1:-1] for t in texts]
+    for text, escaped in zip(texts, quoted, strict=True):
+        assert export._json_unescaped(escaped) == text.replace('"', '""')
+    for k in range(len(texts)):
+        batch = "\n".join(quoted[k:] + quoted[:k])
+        want = "\n".join(t.replace('"', '""') for t in texts[k:] + texts[:k])
+        assert export._json_unescaped(batch) == want

@@ -1,7 +1,7 @@
 """`annotate export`: a table streamed from one cursor to CSV, JSON lines or Parquet.
 
 Nothing holds the table: SQLite turns each row into one piece of text (``json_object`` for
-JSON lines and Parquet, ``json_array`` or a CSV line from ``printf`` for CSV), and the rows
+JSON lines and Parquet, ``json_array`` for CSV), and the rows
 go out in batches of :data:`ROWS_PER_CHUNK`, so memory stays flat however many rows there
 are.
 
@@ -98,23 +98,24 @@ def safe_cell(value: object) -> object:
 # -- CSV from JSON arrays -----------------------------------------------------------------
 #
 # SQLite writes each row as a JSON array in which every text is in double quotes and no
-# number is (json_array builds a row faster than printf). Without its brackets, a batch of
-# rows is already CSV that quotes every text, but for JSON's escapes: each becomes the
-# character itself, except an escaped quote, which CSV doubles. A newline inside a text is
-# escaped in JSON, so "]\n[" only ever stands between two rows.
+# number is. Without its brackets, a row is already a CSV line that quotes every text, but
+# for JSON's escapes: each becomes the character itself, except an escaped quote, which CSV
+# doubles. A newline inside a text is escaped in JSON, so the rows of a batch joined by
+# newlines are its lines, and its escapes are undone over the whole batch at once.
+# (json_array keeps a text whole where printf would cut it at a NUL character.)
 #
 # Inside a text cell of that CSV a quote is always one of a pair, so a quote that follows
 # the start of a line or a comma and is followed by a formula's first character opens a
-# text cell that starts a formula. A table whose texts are JSON (labels, LLM items) has an
-# escaped quote in most rows: SQLite writes its CSV lines with printf instead (%w doubles
-# each quote), which costs more in SQLite than json_array but leaves Python nothing to
-# unescape.
+# text cell that starts a formula.
 
 JSON_ESCAPE = re.compile(r'\\(?:u([0-9a-fA-F]{4})|(["\\/bfnrt]))')
 UNESCAPED = {'"': '""', "\\": "\\", "/": "/", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t"}
 FORMULA_CELL = re.compile('"[=+@\t\r-]')
 """A quote followed by a formula's first character: the start of a cell to defuse when
 the line starts there or a comma comes before it."""
+PAIRED_BACKSLASH = "\x00"
+"""Stands for an escaped backslash while the other escapes are undone: json_array escapes
+every control character, so its text never holds this one."""
 
 
 def _unescaped(match: re.Match[str]) -> str:
@@ -122,16 +123,30 @@ def _unescaped(match: re.Match[str]) -> str:
     return chr(int(code, 16)) if code else UNESCAPED[match.group(2)]
 
 
-def _csv_batch(arrays: list[str], safe: bool) -> str:
-    text = "\n".join(arrays)[1:-1].replace("]\n[", "\n") + "\n"
-    if "\\" in text:
-        # most often every escape is a quote's (a JSON text in a cell): one replace
-        quotes = text.count('\\"')
-        if quotes == text.count("\\"):
-            text = text.replace('\\"', '""')
-        else:
-            text = JSON_ESCAPE.sub(_unescaped, text)
+def _csv_text(rows: list[tuple[str]], safe: bool) -> str:
+    """The CSV lines of a batch of rows, each a 1-tuple holding its JSON array."""
+    lines = [row[0][1:-1] for row in rows]
+    lines.append("")  # the last line's end, without copying the batch again
+    text = _json_unescaped("\n".join(lines))
     return _defused(text) if safe else text
+
+
+def _json_unescaped(text: str) -> str:
+    """``text`` (JSON arrays' insides) with each JSON escape undone, an escaped quote
+    doubled as CSV does: one ``replace`` per kind of escape over the whole text."""
+    if "\\" not in text:
+        return text
+    # most often every escape is a quote's (a JSON text in a cell)
+    quoted = text.replace('\\"', '""')
+    if "\\" not in quoted:
+        return quoted
+    # each backslash left after the escaped backslashes are set aside starts an escape
+    paired = text.replace("\\\\", PAIRED_BACKSLASH)
+    if "\\u" in paired:  # a control character: rare enough for the general route
+        return JSON_ESCAPE.sub(_unescaped, text)
+    for letter in '"/bfnrt':
+        paired = paired.replace("\\" + letter, UNESCAPED[letter])
+    return paired.replace(PAIRED_BACKSLASH, "\\")
 
 
 def _defused(text: str) -> str:
@@ -150,13 +165,20 @@ def _defused(text: str) -> str:
 
 def _batches(
     store: Store, query: ExportQuery, select: str, size: int | None = None
-) -> Generator[list[str]]:
+) -> Generator[list[tuple[str]]]:
+    """The rows of ``select`` (one text per row) in batches, as the cursor gives them."""
     cursor = store.export_rows(query, select)
     try:
         while rows := cursor.fetchmany(size or ROWS_PER_CHUNK):
-            yield [r[0] for r in rows]
+            yield rows
     finally:
         cursor.close()
+
+
+def _text_lines(rows: list[tuple[str]]) -> str:
+    lines = [row[0] for row in rows]
+    lines.append("")
+    return "\n".join(lines)
 
 
 def chunks(
@@ -165,18 +187,11 @@ def chunks(
     """The CSV or JSON-lines text of the table in pieces, each with its number of rows."""
     if ExportFormat(fmt) is ExportFormat.csv:
         yield ",".join(query.names) + "\n", 0
-        if query.json_texts:  # SQLite writes the CSV lines
-            for lines in _batches(store, query, query.csv_lines()):
-                if any(line.startswith("[") for line in lines):  # a text holds a NUL
-                    lines = [_csv_batch([x], False)[:-1] if x[:1] == "[" else x for x in lines]
-                text = "\n".join(lines) + "\n"
-                yield _defused(text) if safe_csv else text, len(lines)
-            return
-        for arrays in _batches(store, query, query.json_arrays()):
-            yield _csv_batch(arrays, safe_csv), len(arrays)
+        for rows in _batches(store, query, query.json_arrays()):
+            yield _csv_text(rows, safe_csv), len(rows)
     else:
-        for objects in _batches(store, query, query.json_objects()):
-            yield "\n".join(objects) + "\n", len(objects)
+        for rows in _batches(store, query, query.json_objects()):
+            yield _text_lines(rows), len(rows)
 
 
 # -- Parquet --------------------------------------------------------------------------------
@@ -203,7 +218,7 @@ def _write_parquet(store: Store, query: ExportQuery, path: Path) -> int:
     batches = _batches(store, query, query.json_objects(), max(1, ROWS_PER_CHUNK // 4))
     with pq.ParquetWriter(path, schema) as writer, closing(batches):
         for objects in batches:
-            data = ("\n".join(objects) + "\n").encode("utf-8", "surrogatepass")
+            data = _text_lines(objects).encode("utf-8", "surrogatepass")
             # one thread, one block per batch: threads only add memory on a batch this small
             read = pa_json.ReadOptions(use_threads=False, block_size=len(data) + 1)
             table = pa_json.read_json(io.BytesIO(data), read_options=read, parse_options=parse)

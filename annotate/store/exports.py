@@ -2,8 +2,8 @@
 
 Each table is an :class:`ExportQuery`: its columns (name, SQL expression, kind), the FROM
 and WHERE it reads, and its order. :mod:`annotate.io.export` asks SQLite for each row as one
-piece of text (``json_object`` for JSON lines and Parquet, ``json_array`` or one ``printf``
-for a CSV line), so that a million rows cost a million strings, not ten million cells.
+piece of text (``json_object`` for JSON lines and Parquet, ``json_array`` for a CSV line),
+so that a million rows cost a million strings, not ten million cells.
 """
 
 from __future__ import annotations
@@ -34,9 +34,6 @@ class ExportQuery:
     """``FROM ... [WHERE ...]``"""
     order_by: str
     params: tuple[Any, ...] = field(default=())
-    json_texts: bool = False
-    """Its rows hold JSON texts (a label's meta, an LLM's replies): in a JSON array of the
-    row each of their quotes is escaped, so CSV is written by ``printf`` instead."""
 
     @property
     def names(self) -> list[str]:
@@ -49,30 +46,6 @@ class ExportQuery:
         """Each row as a JSON array; a missing value is '' (an empty CSV cell), not null."""
         cells = (f"coalesce({c.expr}, '')" if c.nullable else c.expr for c in self.columns)
         return f"json_array({', '.join(cells)})"
-
-    def csv_lines(self) -> str:
-        """Each row as one CSV line without its line end, written by SQLite's ``printf``
-        (a row with a NUL in a text: its JSON array, see :func:`annotate.io.export.chunks`):
-        a text in double quotes with its quotes doubled (``%w``), a number as SQLite prints
-        it (as ``json_array`` does), a missing value as ``""``. A text held by a number
-        column is quoted as any text is."""
-        formats, args = [], []
-        for c in self.columns:
-            if c.kind == "text":
-                formats.append('"%w"')
-                args.append(f"coalesce({c.expr}, '')" if c.nullable else c.expr)
-            else:
-                e = c.expr
-                formats.append("%s")
-                args.append(
-                    f"CASE typeof({e}) WHEN 'integer' THEN {e} WHEN 'real' THEN {e} "
-                    f"WHEN 'null' THEN '\"\"' ELSE printf('\"%w\"', {e}) END"
-                )
-        # printf reads a text up to a NUL: such a row comes as its JSON array instead (a line
-        # starting with '[', which no CSV line of printf's does) and Python writes it
-        nul = " OR ".join(f"instr({c.expr}, char(0)) > 0" for c in self.columns if c.kind == "text")
-        line = f"printf('{','.join(formats)}', {', '.join(args)})"
-        return f"CASE WHEN {nul} THEN {self.json_arrays()} ELSE {line} END" if nul else line
 
     def json_objects(self) -> str:
         """Each row as a JSON object keyed by the column names."""
@@ -210,7 +183,6 @@ class ExportMixin(StoreBase):
             f"WHERE {' AND '.join(where)}",
             "l.codebook, l.action_id, l.question, l.coder",
             params,
-            json_texts=True,
         )
 
     def _filters(
@@ -268,7 +240,6 @@ class ExportMixin(StoreBase):
             f"LEFT JOIN actions a ON a.id = i.action_id{join} WHERE {' AND '.join(where)}",
             "i.run_id, i.phase, i.action_id",
             params,
-            json_texts=True,
         )
 
     def export_rows(self, query: ExportQuery, select: str) -> sqlite3.Cursor:
@@ -276,4 +247,3 @@ class ExportMixin(StoreBase):
         cursor = self.conn.cursor()
         cursor.row_factory = None
         return cursor.execute(query.sql(select), query.params)
-
