@@ -185,6 +185,12 @@ class ExportMixin(StoreBase):
             params,
         )
 
+    def has_labels_of(self, codebook: str) -> bool:
+        """One index lookup (the export's check of --codebook, which needs no list of every
+        codebook unless it fails)."""
+        sql = "SELECT EXISTS (SELECT 1 FROM labels WHERE codebook = ?)"
+        return bool(self.conn.execute(sql, (codebook,)).fetchone()[0])
+
     def _filters(
         self,
         coded: str,
