@@ -585,9 +585,9 @@ class Bench:
             peer_text = f"{peer_name} {peer['seconds']:.2f} s" + (
                 f" / {peer['peak_mb']:.0f} MB" if peer["peak_mb"] else ""
             )
+            r = secs / peer["seconds"]
+            peer_text += f" (x{r:.2f})"
             if ratio is not None:
-                r = secs / peer["seconds"]
-                peer_text += f" (x{r:.2f})"
                 goal.append(f"<= {ratio:g}x peer")
                 ok = ok and r <= ratio
         elif peer:
@@ -673,15 +673,52 @@ def case_agree(b: Bench, shape: Shape | None = None) -> None:
     )
 
 
+GOLD_COLUMNS = (
+    "action_id, codebook, codebook_hash, question, coder, value, codes, other_text, note, "
+    "flagged, skipped, seconds, source, meta, created_at, updated_at, revision"
+)
+
+
+def gold_write_floor(base: Path, adjudicated: Path, work: Path) -> list[str]:
+    """The sqlite3 shell writing the same gold rows into a copy of the same file, as
+    ``adjudicate`` leaves them (same pragmas as the store: WAL, synchronous NORMAL, 64 MB
+    page cache, foreign keys): the write alone, with nothing read or decided. The rows
+    are staged first in a file of their own, in action id order (not measured)."""
+    staged = work / "gold-staged.db"
+    staged.unlink(missing_ok=True)
+    target = work / "gold-floor.db"
+    for suffix in ("", "-wal", "-shm"):
+        Path(f"{target}{suffix}").unlink(missing_ok=True)
+    shutil.copyfile(base, target)
+    stage = (
+        f"ATTACH '{adjudicated}' AS a;\nCREATE TABLE gold AS SELECT {GOLD_COLUMNS} "
+        "FROM a.labels WHERE coder = 'gold' ORDER BY action_id;\n"
+    )
+    run(["sh", "-c", f"/usr/bin/sqlite3 {staged} <<'EOF'\n{stage}EOF"])
+    write = (
+        ".bail on\nPRAGMA synchronous = NORMAL;\nPRAGMA cache_size = -65536;\n"
+        f"PRAGMA foreign_keys = ON;\nATTACH '{staged}' AS s;\nBEGIN IMMEDIATE;\n"
+        f"INSERT INTO labels ({GOLD_COLUMNS}) SELECT {GOLD_COLUMNS} FROM s.gold;\nCOMMIT;\n"
+    )
+    return ["sh", "-c", f"/usr/bin/sqlite3 {target} <<'EOF'\n{write}EOF"]
+
+
 def case_adjudicate(b: Bench, shape: Shape | None = None) -> None:
     shape = shape or b.shape
-    db = b.copy(b.fixture("base", shape=shape), "adjudicate")
+    base = b.fixture("base", shape=shape)
+    db = b.copy(base, "adjudicate")
     label = f"adjudicate --majority-only, {shape.n_sample // 1000}k items"
+    result = measure(
+        annotate("adjudicate", "--codebook", "traum", "--majority-only", "--db", str(db))
+    )
+    floor = measure(gold_write_floor(base, db, b.work)) if "error" not in result else None
     b.add(
         label,
-        measure(annotate("adjudicate", "--codebook", "traum", "--majority-only", "--db", str(db))),
+        result,
         1.0 if shape.n_sample <= 100_000 else 6.0,
         300,
+        peer=floor,
+        peer_name="the gold write alone (sqlite3 shell)",
     )
 
 
