@@ -649,12 +649,31 @@ def sqlite3_csv(db: Path, query: str, out: Path) -> list[str]:
     return ["sh", "-c", f"/usr/bin/sqlite3 {db} <<'EOF'\n{script}EOF"]
 
 
+LABELS_QUERY = (
+    "SELECT l.*, a.session, a.participant, a.role, a.seq, a.action_type, a.content, "
+    "a.condition FROM labels l JOIN actions a ON a.id = l.action_id {where}"
+    "ORDER BY l.action_id, l.question, l.coder"
+)
 EXPORT_QUERIES = {
     "actions": "SELECT * FROM actions ORDER BY session, seq",
-    "labels": "SELECT l.*, a.session, a.participant, a.role, a.seq, a.action_type, a.content, "
-    "a.condition FROM labels l JOIN actions a ON a.id = l.action_id "
-    "ORDER BY l.action_id, l.question, l.coder",
+    "labels": LABELS_QUERY.format(where=""),
+    "gold": LABELS_QUERY.format(where="WHERE l.coder = 'gold' "),
 }
+
+
+def export_peer_query(db: Path, what: str) -> str:
+    """What the sqlite3 shell exports beside ``annotate export --what WHAT``: the rows of
+    the table with their action (for LLM replies, the command's own query, one column per
+    field; it takes no parameters)."""
+    if what in EXPORT_QUERIES:
+        return EXPORT_QUERIES[what]
+    from annotate.io.export import ExportWhat, build
+    from annotate.store import Store
+
+    with Store(db) as store:
+        query = build(store, ExportWhat(what))
+    assert not query.params
+    return query.plain_sql()
 
 
 def case_agree(b: Bench, shape: Shape | None = None) -> None:
@@ -770,22 +789,24 @@ def case_report(b: Bench) -> None:
 
 
 def case_export(b: Bench) -> None:
-    db = b.copy(b.fixture("base"), "export")
-    for what, fmt in (("actions", "csv"), ("actions", "jsonl"), ("labels", "csv")):
-        out = b.work / f"export.{fmt}"
-        peer = measure(sqlite3_csv(db, EXPORT_QUERIES[what], b.work / "peer.csv"))
-        ours = measure(
-            annotate("export", "--what", what, "--format", fmt, "--out", str(out), "--db", str(db))
-        )
-        b.add(
-            f"export --what {what} --format {fmt}",
-            ours,
-            None,
-            200,
-            peer=peer,
-            peer_name="sqlite3 .mode csv",
-            ratio=1.5,
-        )
+    """Every table in every format (the gold of the majority, and the LLM's replies of the
+    cached file), each beside the sqlite3 shell's CSV of the same rows, measured just
+    before."""
+    db = b.copy(b.fixture("gold", _gold), "export")
+    for what in ("actions", "labels", "gold", "llm"):
+        peer = measure(sqlite3_csv(db, export_peer_query(db, what), b.work / "peer.csv"))
+        for fmt in ("csv", "jsonl", "parquet"):
+            out = b.work / f"export.{fmt}"
+            argv = ["export", "--what", what, "--format", fmt, "--out", str(out)]
+            b.add(
+                f"export --what {what} --format {fmt}",
+                measure(annotate(*argv, "--db", str(db))),
+                None,
+                200,
+                peer=peer,
+                peer_name="sqlite3 .mode csv",
+                ratio=1.5,
+            )
 
 
 def case_llm_dry_run(b: Bench) -> None:
