@@ -585,9 +585,9 @@ class Bench:
             peer_text = f"{peer_name} {peer['seconds']:.2f} s" + (
                 f" / {peer['peak_mb']:.0f} MB" if peer["peak_mb"] else ""
             )
+            r = secs / peer["seconds"]
+            peer_text += f" (x{r:.2f})"
             if ratio is not None:
-                r = secs / peer["seconds"]
-                peer_text += f" (x{r:.2f})"
                 goal.append(f"<= {ratio:g}x peer")
                 ok = ok and r <= ratio
         elif peer:
@@ -649,12 +649,31 @@ def sqlite3_csv(db: Path, query: str, out: Path) -> list[str]:
     return ["sh", "-c", f"/usr/bin/sqlite3 {db} <<'EOF'\n{script}EOF"]
 
 
+LABELS_QUERY = (
+    "SELECT l.*, a.session, a.participant, a.role, a.seq, a.action_type, a.content, "
+    "a.condition FROM labels l JOIN actions a ON a.id = l.action_id {where}"
+    "ORDER BY l.action_id, l.question, l.coder"
+)
 EXPORT_QUERIES = {
     "actions": "SELECT * FROM actions ORDER BY session, seq",
-    "labels": "SELECT l.*, a.session, a.participant, a.role, a.seq, a.action_type, a.content, "
-    "a.condition FROM labels l JOIN actions a ON a.id = l.action_id "
-    "ORDER BY l.action_id, l.question, l.coder",
+    "labels": LABELS_QUERY.format(where=""),
+    "gold": LABELS_QUERY.format(where="WHERE l.coder = 'gold' "),
 }
+
+
+def export_peer_query(db: Path, what: str) -> str:
+    """What the sqlite3 shell exports beside ``annotate export --what WHAT``: the rows of
+    the table with their action (for LLM replies, the command's own query, one column per
+    field; it takes no parameters)."""
+    if what in EXPORT_QUERIES:
+        return EXPORT_QUERIES[what]
+    from annotate.io.export import ExportWhat, build
+    from annotate.store import Store
+
+    with Store(db) as store:
+        query = build(store, ExportWhat(what))
+    assert not query.params
+    return query.plain_sql()
 
 
 def case_agree(b: Bench, shape: Shape | None = None) -> None:
@@ -673,15 +692,52 @@ def case_agree(b: Bench, shape: Shape | None = None) -> None:
     )
 
 
+GOLD_COLUMNS = (
+    "action_id, codebook, codebook_hash, question, coder, value, codes, other_text, note, "
+    "flagged, skipped, seconds, source, meta, created_at, updated_at, revision"
+)
+
+
+def gold_write_floor(base: Path, adjudicated: Path, work: Path) -> list[str]:
+    """The sqlite3 shell writing the same gold rows into a copy of the same file, as
+    ``adjudicate`` leaves them (same pragmas as the store: WAL, synchronous NORMAL, 64 MB
+    page cache, foreign keys): the write alone, with nothing read or decided. The rows
+    are staged first in a file of their own, in action id order (not measured)."""
+    staged = work / "gold-staged.db"
+    staged.unlink(missing_ok=True)
+    target = work / "gold-floor.db"
+    for suffix in ("", "-wal", "-shm"):
+        Path(f"{target}{suffix}").unlink(missing_ok=True)
+    shutil.copyfile(base, target)
+    stage = (
+        f"ATTACH '{adjudicated}' AS a;\nCREATE TABLE gold AS SELECT {GOLD_COLUMNS} "
+        "FROM a.labels WHERE coder = 'gold' ORDER BY action_id;\n"
+    )
+    run(["sh", "-c", f"/usr/bin/sqlite3 {staged} <<'EOF'\n{stage}EOF"])
+    write = (
+        ".bail on\nPRAGMA synchronous = NORMAL;\nPRAGMA cache_size = -65536;\n"
+        f"PRAGMA foreign_keys = ON;\nATTACH '{staged}' AS s;\nBEGIN IMMEDIATE;\n"
+        f"INSERT INTO labels ({GOLD_COLUMNS}) SELECT {GOLD_COLUMNS} FROM s.gold;\nCOMMIT;\n"
+    )
+    return ["sh", "-c", f"/usr/bin/sqlite3 {target} <<'EOF'\n{write}EOF"]
+
+
 def case_adjudicate(b: Bench, shape: Shape | None = None) -> None:
     shape = shape or b.shape
-    db = b.copy(b.fixture("base", shape=shape), "adjudicate")
+    base = b.fixture("base", shape=shape)
+    db = b.copy(base, "adjudicate")
     label = f"adjudicate --majority-only, {shape.n_sample // 1000}k items"
+    result = measure(
+        annotate("adjudicate", "--codebook", "traum", "--majority-only", "--db", str(db))
+    )
+    floor = measure(gold_write_floor(base, db, b.work)) if "error" not in result else None
     b.add(
         label,
-        measure(annotate("adjudicate", "--codebook", "traum", "--majority-only", "--db", str(db))),
+        result,
         1.0 if shape.n_sample <= 100_000 else 6.0,
         300,
+        peer=floor,
+        peer_name="the gold write alone (sqlite3 shell)",
     )
 
 
@@ -733,22 +789,24 @@ def case_report(b: Bench) -> None:
 
 
 def case_export(b: Bench) -> None:
-    db = b.copy(b.fixture("base"), "export")
-    for what, fmt in (("actions", "csv"), ("actions", "jsonl"), ("labels", "csv")):
-        out = b.work / f"export.{fmt}"
-        peer = measure(sqlite3_csv(db, EXPORT_QUERIES[what], b.work / "peer.csv"))
-        ours = measure(
-            annotate("export", "--what", what, "--format", fmt, "--out", str(out), "--db", str(db))
-        )
-        b.add(
-            f"export --what {what} --format {fmt}",
-            ours,
-            None,
-            200,
-            peer=peer,
-            peer_name="sqlite3 .mode csv",
-            ratio=1.5,
-        )
+    """Every table in every format (the gold of the majority, and the LLM's replies of the
+    cached file), each beside the sqlite3 shell's CSV of the same rows, measured just
+    before."""
+    db = b.copy(b.fixture("gold", _gold), "export")
+    for what in ("actions", "labels", "gold", "llm"):
+        peer = measure(sqlite3_csv(db, export_peer_query(db, what), b.work / "peer.csv"))
+        for fmt in ("csv", "jsonl", "parquet"):
+            out = b.work / f"export.{fmt}"
+            argv = ["export", "--what", what, "--format", fmt, "--out", str(out)]
+            b.add(
+                f"export --what {what} --format {fmt}",
+                measure(annotate(*argv, "--db", str(db))),
+                None,
+                200,
+                peer=peer,
+                peer_name="sqlite3 .mode csv",
+                ratio=1.5,
+            )
 
 
 def case_llm_dry_run(b: Bench) -> None:

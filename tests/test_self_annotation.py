@@ -72,6 +72,8 @@ async def test_rationale_first_then_q1_to_q4_in_order_and_resume(db: Path) -> No
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause()
         assert isinstance(app.screen, TextAnswerPrompt)  # the rationale's field is open at once
+        status = app.screen_stack[-2].query_one("#status").region
+        assert app.screen.query_one("#dialog").region.y >= status.bottom  # it stays in view
         await keys(pilot, "short", "enter")  # under min_chars (10): refused, the field stays
         assert isinstance(app.screen, TextAnswerPrompt)
         assert "Write at least 10 characters first (5 so far)" in screen_text(app)

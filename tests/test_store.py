@@ -64,6 +64,38 @@ def test_older_file_is_upgraded(db_path: Path) -> None:
         assert s.schema_version() == max(n for n, _ in MIGRATIONS)
 
 
+def test_upgrading_a_large_file_says_so_once(
+    db_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import annotate.store.base as base
+
+    newest = max(n for n, _ in MIGRATIONS)
+    with Store(db_path) as s:
+        s.add_actions(_actions(3), path="x", sha256="x", fmt="jsonl")
+
+    def one_behind() -> None:
+        conn = sqlite3.connect(db_path)
+        conn.execute("DROP INDEX actions_screenshot")  # what the newest migration made
+        conn.execute("DELETE FROM _migrations WHERE id = ?", (newest,))
+        conn.commit()
+        conn.close()
+
+    one_behind()
+    Store(db_path).close()  # a small file is upgraded without a word
+    assert capsys.readouterr().err == ""
+    one_behind()
+    monkeypatch.setattr(base, "LARGE_FILE_BYTES", 1)
+    with Store(db_path) as s:
+        assert s.schema_version() == newest
+    err = capsys.readouterr().err
+    assert err == (
+        f"{db_path}: upgrading this project file from schema {newest - 1} to {newest}, once "
+        "(a large file: this can take a minute)\n"
+    )
+    Store(db_path).close()  # up to date: nothing to say
+    assert capsys.readouterr().err == ""
+
+
 def test_newer_file_is_refused_with_a_clear_message(db_path: Path) -> None:
     Store(db_path).close()
     conn = sqlite3.connect(db_path)

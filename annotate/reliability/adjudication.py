@@ -39,6 +39,7 @@ from annotate.reliability.agreement_data import Selection
 from annotate.store import LabelWrite, Store
 from annotate.store.agreement_runs import GOLD_CODER, GOLD_SOURCE
 from annotate.store.gold_votes import GoldKind, VoteScope
+from annotate.store.item_ids import ItemIds
 from annotate.store.label_cells import LabelScope
 
 Method = Literal["majority", "decided"]
@@ -705,9 +706,9 @@ def _gold_rows(votes: MajorityVotes, kind: Any, chunk: int = 1 << 16) -> Iterato
     """(action id, gold number) of each majority case, a chunk of the arrays at a time."""
     ids = votes.items
     for start in range(0, len(kind), chunk):
-        numbers = votes.item[start : start + chunk].tolist()
-        kinds = kind[start : start + chunk].tolist()
-        yield from zip(map(ids.__getitem__, numbers), kinds, strict=True)
+        numbers = votes.item[start : start + chunk]
+        found = ids.at(numbers) if isinstance(ids, ItemIds) else [ids[i] for i in numbers.tolist()]
+        yield from zip(found, kind[start : start + chunk].tolist(), strict=True)
 
 
 def write_majority(store: Store, plan: GoldPlan, adjudicator: str) -> int:

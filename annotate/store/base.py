@@ -135,6 +135,10 @@ def _tell(message: str) -> None:
         write_out(message + "\n", err=True)
 
 
+LARGE_FILE_BYTES = 256 * 1024 * 1024
+"""A project file this large is told that it is being upgraded (it can take a while)."""
+
+
 class StoreBase:
     """Owns the sqlite3 connection. Autocommit mode: writes go through :meth:`transaction`.
 
@@ -271,6 +275,14 @@ class StoreBase:
 
     # -- schema -------------------------------------------------------------------------
 
+    def _large(self) -> bool:
+        """Whether the file is large enough for an upgrade to take seconds (some upgrades
+        rewrite every label: about a minute for 3M labels)."""
+        try:
+            return self.path.stat().st_size >= LARGE_FILE_BYTES
+        except OSError:
+            return False
+
     def schema_version(self) -> int:
         row = self.conn.execute("SELECT max(id) FROM _migrations").fetchone()
         return row[0] or 0
@@ -280,6 +292,12 @@ class StoreBase:
             "CREATE TABLE IF NOT EXISTS _migrations "
             "(id INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)"
         )
+        pending = [number for number, _ in MIGRATIONS if number not in applied]
+        if applied and pending and self._large():
+            self.on_wait(
+                f"{self.path}: upgrading this project file from schema {max(applied)} to "
+                f"{pending[-1]}, once (a large file: this can take a minute)"
+            )
         for number, migration in MIGRATIONS:
             if number in applied:
                 continue

@@ -64,6 +64,15 @@ class ItemIds(Sequence[str]):
             return np.array([self._one(int(i)) for i in rows], dtype=object)
         return self._one(int(key))
 
+    def at(self, positions: np.ndarray) -> list[str]:
+        """The ids at these positions, as a list (one slice each, found by NumPy)."""
+        if len(positions) and (positions.min() < 0 or positions.max() >= len(self)):
+            raise IndexError("item position out of range")
+        text = self.text
+        begins = self._starts[positions].tolist()
+        ends = (self._starts[positions + 1] - 1).tolist()
+        return [text[b:e] for b, e in zip(begins, ends, strict=True)]
+
     def __iter__(self) -> Iterator[str]:
         return (self._one(i) for i in range(len(self)))
 

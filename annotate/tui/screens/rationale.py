@@ -1,8 +1,9 @@
 """The answer to a free-text question (a rationale: "what was I trying to do").
 
 Enter stores the text once it has the question's ``min_chars`` characters (a counter says
-how many so far); Escape leaves the question unanswered. The field sits at the top, over the
-earliest turns, so that the item, the anchor line and the question stay in view.
+how many so far); Escape leaves the question unanswered. The field sits at the top, under
+the status bar and over the earliest turns, so that the item, the anchor line and the
+question stay in view.
 """
 
 from __future__ import annotations
@@ -56,7 +57,18 @@ class TextAnswerPrompt(ModalScreen[str | None]):
             yield Label(self._hint(self.value), id="text-hint")
 
     def on_mount(self) -> None:
+        self.query_one("#dialog").styles.margin = (self._below_status(), 0, 0, 0)
         self.query_one("#text-input", Input).focus()
+
+    def _below_status(self) -> int:
+        """The rows the screen beneath gives its status bar (the coder, the progress): the
+        field opens under it."""
+        stack = self.app.screen_stack
+        beneath = stack[-2] if len(stack) > 1 and stack[-1] is self else None
+        if beneath is None:
+            return 0
+        found = beneath.query("#status")
+        return found.first().region.bottom if found else 0
 
     def _hint(self, text: str, *, short: bool = False) -> str:
         least = self.question.min_chars or 1
