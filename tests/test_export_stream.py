@@ -253,9 +253,8 @@ def _odd_texts(store: Store) -> None:
 @pytest.mark.parametrize("safe", [True, False])
 @pytest.mark.parametrize("size", [1, 20_000])
 def test_csv_is_the_cells_written_one_by_one(odd_db, monkeypatch, what, safe, size) -> None:
-    """The batches' JSON arrays, unescaped over the whole batch (one row per batch: each
-    row takes the route its own escapes call for), give the CSV written cell by cell:
-    odd texts, JSON in a cell, each JSON escape, text held by a number column."""
+    """The rows' JSON arrays, unescaped, give the CSV written cell by cell, whatever the
+    batch: odd texts, JSON in a cell, each JSON escape, text held by a number column."""
     monkeypatch.setattr(export, "ROWS_PER_CHUNK", size)
     with Store(odd_db) as s:
         _odd_texts(s)
@@ -289,8 +288,8 @@ def test_a_nul_in_a_text_is_exported_whole(odd_db) -> None:
 
 
 def test_json_escapes_are_undone_as_csv_wants_them() -> None:
-    """Every text SQLite's json_quote escapes, alone and in a batch with the others (each
-    batch takes the cheapest route its escapes allow), comes back with its quotes doubled."""
+    """Every text SQLite's json_quote escapes, alone and in lines with the others (each
+    text takes the cheapest route its escapes allow), comes back with its quotes doubled."""
     import sqlite3
 
     texts = [*ESCAPED, *(t for t in ODD if t is not None), "\x00", '\\"', "\\u00e9", "\\\\n"]
