@@ -25,8 +25,9 @@ from __future__ import annotations
 
 import gc
 import hashlib
+import sqlite3
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from operator import itemgetter
 from pathlib import Path
@@ -324,7 +325,7 @@ class _Run:
             state.begin(store)
             if self.labels_as is not None:
                 store.register_codebook(self.labels_as.codebook)
-            with store.bulk_actions():
+            with store.bulk_actions(defer_indexes=True):
                 state.write(store)
                 for line, item in items:
                     state.take(line, item, keep_going)
@@ -363,7 +364,7 @@ class _Run:
         with store.transaction():
             if self.labels_as is not None:
                 store.register_codebook(self.labels_as.codebook)
-            with store.bulk_actions():
+            with store.bulk_actions(defer_indexes=True):
                 sessions = set().union(*(state.sessions for state in group))
                 stored = store.stored_sessions(sessions)
                 numbered = _number_in_time_order(group, stored)
@@ -414,6 +415,10 @@ def import_files(
                 run.add(index, path)
             run.write_pending()
     except AnnotateError as exc:
+        # the files before it are stored: their indexes too (a failure of the disk leaves
+        # them listed, for the next open of the file)
+        with suppress(AnnotateError, sqlite3.Error):
+            store.restore_action_indexes()
         if len(files) > 1:
             exc.hint = "; ".join(
                 part
@@ -425,6 +430,7 @@ def import_files(
                 if part
             )
         raise
+    store.restore_action_indexes()
     return run.results
 
 
