@@ -29,7 +29,8 @@ import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
-from operator import itemgetter
+from itertools import compress, repeat
+from operator import is_, itemgetter
 from pathlib import Path
 
 from annotate.codebook import Answer, LoadedCodebook
@@ -40,7 +41,7 @@ from annotate.models import Action, ImportedLabel
 from annotate.store import CORPUS_SOURCE, LabelWrite, Store
 from annotate.store.actions import ActionRow, action_row
 
-_SESSION = itemgetter(1)
+_SESSION, _ROLE = itemgetter(1), itemgetter(3)
 GROUP_ROWS = 20_000
 """Actions read before they are written (and a streamed file's batch): 20,000 rows are
 about 15 MB; larger groups write no faster."""
@@ -382,7 +383,11 @@ class _Run:
         store: Store, state: _FileImport, numbered: set[str], unroled: set[str]
     ) -> None:
         source = state.source
-        unroled.update(row[1] for row in state.actions if row[3] is None)
+        # the sessions of the rows without a role, found without a Python step per row
+        actions = state.actions
+        unroled.update(
+            compress(map(_SESSION, actions), map(is_, map(_ROLE, actions), repeat(None)))
+        )
         state.begin(store)
         state.write(store)
         if state.result.new_actions:

@@ -294,11 +294,43 @@ def _usual_row(obj: dict[str, Any], lineno: int, options: ImportOptions) -> Acti
 
 _META_TAILS: dict[tuple[str, str], str] = {}
 _METADATA_TEXTS: dict[tuple[str, str], str] = {}
+_META_TEXTS: dict[tuple[str, ...], str] = {}
 CACHED = 4096
 """Texts kept for reuse (a participant's id, one kind of metadata): a file has a few."""
 
 
 def _meta_text(
+    source_type: str,
+    participant_id: str,
+    metadata: dict[str, Any] | None,
+    kind: str,
+    content: str | None,
+) -> str:
+    """:func:`_meta_written`, the same text taken whole from a cache for the usual line
+    (no metadata or a one-entry one of text, and no tool): a participant's lines repeat a
+    few of these."""
+    if kind == "tool":
+        return _meta_written(source_type, participant_id, metadata, kind, content)
+    if not metadata:
+        key: tuple[str, ...] = (participant_id, source_type)
+    elif len(metadata) == 1:
+        ((name, value),) = metadata.items()
+        if type(value) is not str:
+            return _meta_written(source_type, participant_id, metadata, kind, content)
+        key = (participant_id, source_type, name, value)
+    else:
+        return _meta_written(source_type, participant_id, metadata, kind, content)
+    text = _META_TEXTS.get(key)
+    if text is None:
+        if len(_META_TEXTS) >= CACHED:
+            _META_TEXTS.clear()
+        text = _META_TEXTS[key] = _meta_written(
+            source_type, participant_id, metadata, kind, content
+        )
+    return text
+
+
+def _meta_written(
     source_type: str,
     participant_id: str,
     metadata: dict[str, Any] | None,
