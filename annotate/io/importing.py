@@ -19,6 +19,11 @@ rows, so it is done here, file after file exactly as the store would (the same o
 then the number so far, then id), before the rows are written: each action is written once,
 instead of inserted, renumbered after its file and again after the other participant's.
 Sessions with actions stored before the group are renumbered by the store as before.
+
+Into an empty ``actions`` table, the indexes the import does not read are built once at the
+end of the run, not row by row in each group (``Store.bulk_actions(defer_indexes=True)``);
+a run that fails on a file builds them for the files before it, and one that dies leaves
+them to the next open of the file.
 """
 
 from __future__ import annotations
