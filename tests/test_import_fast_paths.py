@@ -1,7 +1,8 @@
 """The import's quick paths give exactly what the long ways give (benchmarks/README.md,
-"Import in groups"): the usual UTC time written from its digits, a usual platform line read
-without its field-by-field reading, and a group of files written at once with each
-session's time order worked out before the rows are written."""
+"Import in groups"): the usual UTC time written from its digits, a plain platform line
+decoded by msgspec and a usual one read without its field-by-field reading, and a group of
+files written at once with each session's time order worked out before the rows are
+written."""
 
 from __future__ import annotations
 
@@ -15,9 +16,10 @@ from pathlib import Path
 import pytest
 
 from annotate.io import importing
+from annotate.io.importers import platform
 from annotate.io.importers.base import ImportOptions
 from annotate.io.importers.fields import FieldError, utc_timestamp, utc_timestamp_parsed
-from annotate.io.importers.platform import NOT_EXTRA, _record, _row, _usual_row
+from annotate.io.importers.platform import NOT_EXTRA, _record, _row, _slow_item, _usual_row
 from annotate.io.importing import import_files
 from annotate.store import Store
 
@@ -119,6 +121,104 @@ def test_a_usual_line_is_read_quickly_as_the_long_way_reads_it(options) -> None:
             quick += 1
             assert row == _row(record, n, options, extra), line
     assert quick > 500
+
+
+ODD_TEXTS = [
+    # JSON texts that msgspec and json.loads might read differently: each must come out
+    # of parse() exactly as json.loads and the field-by-field reading make it
+    '{"k": NaN}', '{"k": Infinity}', '{"k": -Infinity}', '{"k": 1e400}', '{"k": -1e400}',
+    '{"k": 1e-400}', '{"k": 123456789012345678901234567890}', '{"k": -0}', '{"k": -0.0}',
+    '{"k": 0.1}', '{"k": 1E5}', '{"k": 5e-324}', '{"k": 1.7976931348623157e308}',
+    '{"k": "\\ud800"}', '{"\\ud800": 1}', '{"k": "\\u00e9\\/\\u2028"}', '{"k": true}',
+    '{"k": null}', '{"k": [1, 2]}', '{"k": {"n": 1}}', '{"k": 01}', '{"k": 1.}',
+    '{"k": "\x01"}', '{"k": "\t"}',
+]
+
+
+def _odd_lines(rng: random.Random, n: int) -> list[str]:
+    """Platform lines as text: plain ones, odd values dropped into a field, duplicate keys,
+    white space around the object, deep nesting, and lines that are not an object."""
+    base = [json.dumps(line) for line in _lines(rng, n)]
+    plain = {
+        "action_id": "p1", "timestamp": "2026-04-10T10:00:00.25Z", "session_id": "s1",
+        "participant_id": "p1", "participant_name": "Ann", "action_type": "map_draw_stop",
+        "action_content": "brush_release", "metadata": {"stroke_tool": "brush"},
+        "session_elapsed_seconds": 3, "role": "guide", "condition": "hidden",
+    }  # fmt: skip
+    out = []
+    for k, text in enumerate(base):
+        if k % 3 == 1:
+            out.append(text)
+            continue
+        line = dict(plain, action_id=f"p{k}")
+        for key in ("participant_name", "role", "condition", "metadata", "action_content"):
+            if rng.random() < 0.2:
+                line[key] = rng.choice([None, "", {}, {"n": 1.5, "b": False, "z": None}])
+            elif rng.random() < 0.1:
+                del line[key]
+        text = json.dumps(line, ensure_ascii=rng.random() < 0.5)
+        if k % 3 == 2:
+            out.append(text)
+            continue
+        field = rng.choice([*plain, "extra"])
+        odd = rng.choice(ODD_TEXTS)
+        choice = k % 9
+        if choice == 0:  # an odd value in a field, or inside metadata
+            value = odd[len('{"k": ') : -1] if rng.random() < 0.5 else odd
+            text = text[:-1] + f', "{field}": {value}}}'
+        elif choice == 3:  # a key twice (the last counts), white space around it
+            text = " " + text[:-1] + f', "{field}": {json.dumps(rng.choice([None, "x", 2]))}}} '
+        else:
+            text = rng.choice([
+                text,
+                "\t" + text,
+                text.replace('"brush"', '{"a": ' * 60 + "1" + "}" * 60),
+                text.replace('"brush"', '[' * 120 + "]" * 120),
+                text.replace('"brush"', '{"a": ' * 2000 + "1" + "}" * 2000),
+                text.replace('"s1"', '"s1", "session_id": ""'),
+                text.replace('"2026-04-10T10:00:00.25Z"', '"2026-02-30T10:00:00Z"'),
+                text.replace("3,", str(2**53 + 1) + ","),
+                text.replace("3,", "3.5e0,"),
+                "[" + text + "]",
+                text + "{}",
+                "",
+                "   ",
+                "\u2028",
+            ])  # fmt: skip
+        out.append(text)
+    return out
+
+
+@pytest.mark.parametrize(
+    "options",
+    [ImportOptions(), ImportOptions(condition="c", roles={"Ann": "follower", "p2": "guide"})],
+)
+@pytest.mark.parametrize("newline", ["\n", "\r\n"])
+def test_every_line_of_a_file_is_read_as_the_long_way_reads_it(
+    tmp_path: Path, monkeypatch, options, newline: str
+) -> None:
+    lines = _odd_lines(random.Random(11), 3000)
+    path = tmp_path / "p.jsonl"
+    path.write_bytes(newline.join(lines).encode("utf-8", "surrogatepass") + b"\n")
+    # the long way, line by line as a text file gives them
+    with path.open(encoding="utf-8") as fh:
+        expected = [
+            (n, item)
+            for n, line in enumerate(fh, start=1)
+            if (item := _slow_item(line, n, options)) is not None
+        ]
+    plain = []
+    monkeypatch.setattr(
+        platform, "_plain_row", lambda *args: plain.append(args[1]) or _plain_row(*args)
+    )
+    read = list(platform.parse(path, options))
+    assert [repr(pair) for pair in read] == [repr(pair) for pair in expected]  # 3.0 is not 3
+    rows = [item for _, item in expected if type(item) is list]
+    problems = [item for _, item in expected if type(item) is not list]
+    assert len(plain) > 600 and len(rows) > 1000 and len(problems) > 1000
+
+
+_plain_row = platform._plain_row
 
 
 def _platform_folder(folder: Path, seed: int) -> Path:

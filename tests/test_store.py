@@ -73,24 +73,22 @@ def test_upgrading_a_large_file_says_so_once(
     with Store(db_path) as s:
         s.add_actions(_actions(3), path="x", sha256="x", fmt="jsonl")
 
-    def one_behind() -> None:
-        conn = sqlite3.connect(db_path)
-        conn.execute("DROP INDEX actions_screenshot")  # what the newest migration made
-        conn.execute("DELETE FROM _migrations WHERE id = ?", (newest,))
-        conn.commit()
-        conn.close()
+    def one_more(number: int) -> None:  # a newer annotate, with one more migration
+        def m_next(conn: sqlite3.Connection) -> None:
+            conn.execute(f"CREATE TABLE next_{number} (x)")
 
-    one_behind()
+        monkeypatch.setattr(base, "MIGRATIONS", [*base.MIGRATIONS, (number, m_next)])
+
+    one_more(newest + 1)
     Store(db_path).close()  # a small file is upgraded without a word
     assert capsys.readouterr().err == ""
-    one_behind()
+    one_more(newest + 2)
     monkeypatch.setattr(base, "LARGE_FILE_BYTES", 1)
     with Store(db_path) as s:
-        assert s.schema_version() == newest
-    err = capsys.readouterr().err
-    assert err == (
-        f"{db_path}: upgrading this project file from schema {newest - 1} to {newest}, once "
-        "(a large file: this can take a minute)\n"
+        assert s.schema_version() == newest + 2
+    assert capsys.readouterr().err == (
+        f"{db_path}: upgrading this project file from schema {newest + 1} to {newest + 2}, "
+        "once (a large file: this can take a minute)\n"
     )
     Store(db_path).close()  # up to date: nothing to say
     assert capsys.readouterr().err == ""

@@ -19,14 +19,23 @@ rows, so it is done here, file after file exactly as the store would (the same o
 then the number so far, then id), before the rows are written: each action is written once,
 instead of inserted, renumbered after its file and again after the other participant's.
 Sessions with actions stored before the group are renumbered by the store as before.
+
+Into an empty ``actions`` table, the indexes the import does not read are built once at the
+end of the run, not row by row in each group (``Store.bulk_actions(defer_indexes=True)``);
+a run that fails on a file builds them for the files before it, and one that dies leaves
+them to the next open of the file.
 """
 
 from __future__ import annotations
 
+import gc
 import hashlib
+import sqlite3
 from collections.abc import Iterator
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
-from operator import itemgetter
+from itertools import compress, repeat
+from operator import is_, itemgetter
 from pathlib import Path
 
 from annotate.codebook import Answer, LoadedCodebook
@@ -37,6 +46,7 @@ from annotate.models import Action, ImportedLabel
 from annotate.store import CORPUS_SOURCE, LabelWrite, Store
 from annotate.store.actions import ActionRow, action_row
 
+_SESSION, _ROLE = itemgetter(1), itemgetter(3)
 GROUP_ROWS = 20_000
 """Actions read before they are written (and a streamed file's batch): 20,000 rows are
 about 15 MB; larger groups write no faster."""
@@ -155,7 +165,7 @@ class _FileImport:
             )
         if not self.first_line:
             raise ImportFormatError(f"{path}: no actions in this file")
-        self.sessions.update(row[1] for row in self.actions)
+        self.sessions.update(map(_SESSION, self.actions))
         self.result.skipped = [p.where(path) for p in sorted(self.problems, key=lambda p: p.line)]
 
     def begin(self, store: Store) -> None:
@@ -166,7 +176,7 @@ class _FileImport:
     def write(self, store: Store) -> None:
         """Insert the rows and labels read since the last write."""
         if self.actions:
-            self.sessions.update(row[1] for row in self.actions)
+            self.sessions.update(map(_SESSION, self.actions))
             self.result.actions += len(self.actions)
             new = store.insert_actions(self.actions, self.import_id)
             if new < len(self.actions):  # some ids were stored before: the same actions?
@@ -321,7 +331,7 @@ class _Run:
             state.begin(store)
             if self.labels_as is not None:
                 store.register_codebook(self.labels_as.codebook)
-            with store.bulk_actions():
+            with store.bulk_actions(defer_indexes=True):
                 state.write(store)
                 for line, item in items:
                     state.take(line, item, keep_going)
@@ -360,7 +370,7 @@ class _Run:
         with store.transaction():
             if self.labels_as is not None:
                 store.register_codebook(self.labels_as.codebook)
-            with store.bulk_actions():
+            with store.bulk_actions(defer_indexes=True):
                 sessions = set().union(*(state.sessions for state in group))
                 stored = store.stored_sessions(sessions)
                 numbered = _number_in_time_order(group, stored)
@@ -378,7 +388,11 @@ class _Run:
         store: Store, state: _FileImport, numbered: set[str], unroled: set[str]
     ) -> None:
         source = state.source
-        unroled.update(row[1] for row in state.actions if row[3] is None)
+        # the sessions of the rows without a role, found without a Python step per row
+        actions = state.actions
+        unroled.update(
+            compress(map(_SESSION, actions), map(is_, map(_ROLE, actions), repeat(None)))
+        )
         state.begin(store)
         state.write(store)
         if state.result.new_actions:
@@ -406,10 +420,15 @@ def import_files(
     files = expand(paths)
     run = _Run(store, fmt, options or ImportOptions(), skip_invalid, labels_as)
     try:
-        for index, path in enumerate(files):
-            run.add(index, path)
-        run.write_pending()
+        with _collector_paused():
+            for index, path in enumerate(files):
+                run.add(index, path)
+            run.write_pending()
     except AnnotateError as exc:
+        # the files before it are stored: their indexes too (a failure of the disk leaves
+        # them listed, for the next open of the file)
+        with suppress(AnnotateError, sqlite3.Error):
+            store.restore_action_indexes()
         if len(files) > 1:
             exc.hint = "; ".join(
                 part
@@ -421,7 +440,23 @@ def import_files(
                 if part
             )
         raise
+    store.restore_action_indexes()
     return run.results
+
+
+@contextmanager
+def _collector_paused() -> Iterator[None]:
+    """Python's cycle collector off while rows are read and written: every row is a new
+    list, so it ran a collection every few hundred rows, and a full one over all the
+    rows held (0.5 s of a million-action import). Rows, and what is read into them,
+    hold no cycles."""
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if collecting:
+            gc.enable()
 
 
 def _names(what: str, files: list[Path]) -> str:

@@ -166,6 +166,12 @@ class StoreBase:
         self.conn = conn
         self._in_transaction = False
         self._migrate(applied)
+        if not self.read_only:
+            self._repair()
+
+    def _repair(self) -> None:
+        """Finish what a process that died left undone (each area that can leave something
+        overrides this and calls it)."""
 
     def _open(
         self, *, create: bool, immutable: bool = False

@@ -479,6 +479,17 @@ def m016_actions_naming_screenshots(conn: sqlite3.Connection) -> None:
     )
 
 
+def m017_deferred_indexes(conn: sqlite3.Connection) -> None:
+    """The indexes of ``actions`` that an import into an empty table dropped, to build them
+    once at its end instead of row by row (``ActionsMixin.bulk_actions``), with the process
+    that did it: if that process dies before its end, the next open of the file builds them
+    (``ActionsMixin.restore_action_indexes``)."""
+    conn.execute(
+        "CREATE TABLE deferred_indexes (name TEXT PRIMARY KEY, sql TEXT NOT NULL,"
+        " pid INTEGER NOT NULL)"
+    )
+
+
 MIGRATIONS: list[tuple[int, Migration]] = [
     (1, m001_initial),
     (2, m002_llm),
@@ -496,4 +507,5 @@ MIGRATIONS: list[tuple[int, Migration]] = [
     (14, m014_label_revisions),
     (15, m015_llm_items_by_run_and_phase),
     (16, m016_actions_naming_screenshots),
+    (17, m017_deferred_indexes),
 ]

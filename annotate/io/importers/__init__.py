@@ -81,8 +81,8 @@ def detect(path: Path) -> str:
             hint="pass --format to say what it is",
         )
     if suffix in {".jsonl", ".json", ".ndjson"}:
-        objects = [obj for obj in map(_json_object, head) if obj is not None]
-        if objects and platform.looks_like_platform(objects[0]):
+        first = next((obj for obj in map(_json_object, head) if obj is not None), None)
+        if first is not None and platform.looks_like_platform(first):
             return "platform"
         return "jsonl"
     raise ImportFormatError(
