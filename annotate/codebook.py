@@ -42,11 +42,11 @@ from pydantic_core import PydanticCustomError
 
 from annotate.codebook_yaml import check_size, load_yaml
 from annotate.errors import CodebookError
+from annotate.models import ACTION_TYPES
 
 OTHER = "other"
 YES = "yes"
 NO = "no"
-ACTION_TYPES = ("message", "draw", "erase", "undo", "reset", "tool", "other")
 
 
 def _builtin_dir() -> Path:

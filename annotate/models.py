@@ -5,6 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+ACTION_TYPES = ("message", "draw", "erase", "undo", "reset", "tool", "other")
+"""What an action can be (a codebook's ``applies_to`` names some of them)."""
+
 
 @dataclass(frozen=True)
 class Action:

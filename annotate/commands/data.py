@@ -7,15 +7,11 @@ from typing import Annotated
 
 import typer
 
-from annotate.codebook import find_codebook
 from annotate.commands.common import DEFAULT_DB_PATH, DbOption, console, err_console, open_store
 from annotate.errors import UsageError
 from annotate.io.export import ExportFormat, ExportWhat, build, check_out, write
 from annotate.io.importers import PARSERS, ImportOptions
 from annotate.io.importers.base import FIELDS, parse_pairs
-from annotate.io.importing import LabelsAs, import_files
-from annotate.io.label_import import import_labels
-from annotate.io.self_reports import import_self_reports
 
 
 def import_command(
@@ -69,6 +65,10 @@ def import_command(
     JSONL or CSV. A malformed line stops the import of that file with FILE:LINE and stores
     nothing of it, unless --skip-invalid.
     """
+    # here, not at the top: they load the codebook model, which `export` does without
+    from annotate.codebook import find_codebook
+    from annotate.io.importing import LabelsAs, import_files
+
     options = ImportOptions(
         mapping=parse_pairs(mapping or [], "--map", FIELDS),
         condition=condition,
@@ -149,6 +149,10 @@ def import_labels_command(
     answer are checked. A wrong mapping or line stops the import naming the file, the line
     and the key; nothing is stored.
     """
+    from annotate.codebook import find_codebook
+    from annotate.io.label_import import import_labels
+    from annotate.io.self_reports import import_self_reports
+
     loaded = find_codebook(codebook)
     with open_store(db) as store:
         if mapping is not None:

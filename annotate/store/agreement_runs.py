@@ -15,13 +15,15 @@ import json
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from annotate.codebook import Codebook
 from annotate.coders import GOLD
 from annotate.errors import NotFoundError
 from annotate.store.base import StoreBase, dumps, now
 from annotate.store.labels import LabelWrite
+
+if TYPE_CHECKING:
+    from annotate.codebook import Codebook
 
 GOLD_CODER = GOLD
 GOLD_SOURCE = "adjudicate"

@@ -6,11 +6,13 @@ question without ``allow_other`` offered "Other", and it is read that way still.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from annotate.codebook import Codebook, LoadedCodebook, parse_codebook
 from annotate.errors import NotFoundError
 from annotate.store.base import StoreBase, now
+
+if TYPE_CHECKING:  # the codebook model (pydantic) loads when a codebook is first read
+    from annotate.codebook import Codebook, LoadedCodebook
 
 
 class CodebooksMixin(StoreBase):
@@ -41,6 +43,8 @@ class CodebooksMixin(StoreBase):
             ).fetchone()
         if row is None:
             raise NotFoundError(f"codebook '{name}' is not in this database")
+        from annotate.codebook import parse_codebook
+
         return parse_codebook(
             row["text"], f"{name}.yaml (stored)", other_by_default=bool(row["other_by_default"])
         )

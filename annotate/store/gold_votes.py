@@ -14,13 +14,15 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from annotate.codebook import Answer, Codebook
 from annotate.store.base import StoreBase, dumps, now
 from annotate.store.label_cells import ANSWERED, CHUNK, LabelScope, sql_case
 from annotate.store.labels import _codes_json, _upsert_sql, decoded_label
 from annotate.store.revisions import answer_tail, item_revision
+
+if TYPE_CHECKING:
+    from annotate.codebook import Answer, Codebook
 
 PATTERN_BITS = 62
 """The coders' value numbers are packed into one SQLite integer while they fit in this

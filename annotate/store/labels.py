@@ -7,12 +7,13 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from annotate.codebook import Answer, Codebook
 from annotate.store.base import StoreBase, dumps, now
 from annotate.store.revisions import content_revision
 
 if TYPE_CHECKING:
     import pandas as pd
+
+    from annotate.codebook import Answer, Codebook
 
 CORPUS_SOURCE = "corpus"
 """The source of labels that came with a corpus (``annotate import --labels-as``)."""

@@ -11,14 +11,16 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from annotate.codebook import Answer, Codebook
 from annotate.errors import NotFoundError, StoreError, UsageError
 from annotate.store import unsaved
 from annotate.store.base import StoreBase, dumps, now
 from annotate.store.labels import LabelWrite
 from annotate.store.llm_records import CallRecord, ItemResult, Reply
+
+if TYPE_CHECKING:
+    from annotate.codebook import Answer, Codebook
 
 LLM_SOURCE = "llm"
 
@@ -41,6 +43,8 @@ def answer_json(answer: Answer) -> dict[str, Any]:
 
 
 def answer_from_json(data: Mapping[str, Any]) -> Answer:
+    from annotate.codebook import Answer
+
     return Answer(data.get("value"), tuple(data.get("codes") or ()), data.get("other_text"))
 
 
@@ -259,6 +263,8 @@ class LLMStoreMixin(StoreBase):
         rows = self.label_rows(  # type: ignore[attr-defined]
             codebook.name, coders=[coder], action_ids=action_ids, answered_only=True
         )
+        from annotate.codebook import Answer
+
         out: dict[str, dict[str, Answer]] = {}
         for r in rows:
             out.setdefault(r["action_id"], {})[r["question"]] = Answer(

@@ -15,10 +15,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from annotate.codebook import ACTION_TYPES
 from annotate.io.importers import fields
 from annotate.io.importers.base import FIELDS, ImportOptions, Item, Problem
-from annotate.models import Action, ImportedLabel
+from annotate.models import ACTION_TYPES, Action, ImportedLabel
 
 REQUIRED = ("session", "content")
 
