@@ -208,10 +208,10 @@ def _id_order(ids: np.ndarray) -> np.ndarray:
         return np.empty(0, dtype=np.intp)
     low = int(ids.min())
     span = int(ids.max()) - low + 1
-    if span > 4 * len(ids):
+    if span > 4 * len(ids) or len(ids) >= 1 << 31:
         return np.argsort(ids, kind="stable")
-    place = np.full(span, -1, dtype=np.intp)
-    place[ids - low] = np.arange(len(ids))
+    place = np.full(span, -1, dtype=np.int32)  # half of intp: 3M labels at 1M items
+    place[ids - low] = np.arange(len(ids), dtype=np.int32)
     return place[place >= 0]
 
 
