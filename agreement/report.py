@@ -67,8 +67,9 @@ def _left_out(codes: np.ndarray, items: Any, coders: tuple[str, ...]) -> tuple[L
     present = codes >= 0
     incomplete = np.flatnonzero(~present.all(axis=1))
     out = []
-    for row in incomplete:
-        missing = tuple(c for c, p in zip(coders, present[row], strict=True) if not p)
+    # as Python lists: a NumPy row yields one NumPy bool per cell
+    for row, flags in zip(incomplete.tolist(), present[incomplete].tolist(), strict=True):
+        missing = tuple(c for c, p in zip(coders, flags, strict=True) if not p)
         rated = len(coders) - len(missing)
         item = items[row]
         item = item.item() if isinstance(item, np.generic) else item

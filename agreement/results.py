@@ -24,6 +24,11 @@ def to_jsonable(value: Any) -> Any:
     Dataclasses become dicts, tuples and lists become lists, sets become sorted lists,
     NumPy scalars become Python scalars and non-finite floats become ``None``.
     """
+    kind = type(value)
+    if kind is str or kind is int or kind is bool or value is None:  # most leaves, first
+        return value
+    if kind is float:
+        return value if math.isfinite(value) else None
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return {f.name: to_jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)}
     if isinstance(value, Mapping):

@@ -7,7 +7,10 @@ only when that command runs or shows its help, so every command starts as fast a
 
 from __future__ import annotations
 
+import gc
 import importlib
+import os
+import sys
 from collections.abc import Iterator, Mapping
 from typing import Any, NamedTuple
 
@@ -111,11 +114,31 @@ def _plain_flags(group: typer.Typer) -> None:
 
 def load_commands(module_name: str) -> dict[str, Any]:
     """Import one command module and build its commands as typer would under the root app."""
-    module = importlib.import_module(f"annotate.commands.{module_name}")
+    module = _import_uncollected(f"annotate.commands.{module_name}")
     holder = typer.Typer(rich_markup_mode=MARKUP_MODE, add_completion=False)
     module.register(holder)
     _plain_flags(holder)
     return dict(typer.main.get_group(holder).commands)
+
+
+def _import_uncollected(name: str) -> Any:
+    """Import a module with the garbage collector paused, then freeze what the import made.
+
+    An import makes tens of thousands of objects (functions, classes, their dicts) and
+    almost no garbage; the collector would scan them again and again while they are made
+    (0.03 s of `annotate agree`), and at every full collection after. Once per module and
+    process (a test process invokes commands many times)."""
+    if name in sys.modules:
+        return sys.modules[name]
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        module = importlib.import_module(name)
+    finally:
+        if collecting:
+            gc.enable()
+    gc.freeze()
+    return module
 
 
 class LazyCommands(Mapping[str, Any]):
@@ -200,5 +223,15 @@ def root(
     """Code collaboration logs, measure agreement, validate an LLM coder."""
 
 
+def single_threaded_blas() -> None:
+    """One OpenBLAS thread unless the user chose otherwise: starting its thread pool is half
+    of what importing NumPy costs (about 0.05 of 0.1 s, more on a busy machine), and the
+    statistics keep their products small enough for one thread anyway
+    (``agreement.bootstrap._product``). Set before NumPy loads; the only processes that
+    inherit it are annotate's own (`code --web` serves `annotate code`)."""
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+
 def main() -> None:
+    single_threaded_blas()
     app()

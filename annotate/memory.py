@@ -5,7 +5,6 @@ chunk's buffers when it is done with them."""
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import sys
 
 M_MMAP_THRESHOLD = -3  # glibc's malloc.h
@@ -22,7 +21,7 @@ def fixed_mmap_threshold() -> bool:
     if not sys.platform.startswith("linux"):
         return False
     try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        libc = ctypes.CDLL(None)  # the process's own symbols: libc's, without ldconfig -p
         return bool(libc.mallopt(M_MMAP_THRESHOLD, THRESHOLD))
     except (OSError, AttributeError):
         return False

@@ -252,3 +252,15 @@ def test_a_revision_hashes_the_content_json_dumps_makes() -> None:
         expected = int.from_bytes(hashlib.sha256(made).digest()[:8], "big", signed=True)
         assert content_revision(*content) == expected
         assert item_revision(text, answer_tail(*content[1:])) == expected
+
+
+@pytest.mark.parametrize("spread", [1, 3, 50])  # ids close together, and far apart
+def test_label_ids_are_ordered_as_a_sort_orders_them(spread: int) -> None:
+    import numpy as np
+
+    from annotate.reliability.question_labels import _id_order
+
+    rng = np.random.default_rng(spread)
+    for n in (0, 1, 2, 1000):
+        ids = rng.choice(n * spread + 1, size=n, replace=False).astype(np.int64) + 7
+        assert np.array_equal(_id_order(ids), np.argsort(ids, kind="stable"))

@@ -185,3 +185,29 @@ def test_code_builds_its_session_out_of_the_collectors_way(cli, demo_db: Path) -
     seen = json.loads(r.stdout.splitlines()[-1])
     assert seen["on"] and seen["n"] == 20
     assert seen["frozen"] > 10_000  # the session and every module imported to build it
+
+
+def test_a_command_module_is_imported_out_of_the_collectors_way(demo_db: Path) -> None:
+    """The command's module (and what it imports) is loaded with the garbage collector
+    paused, then frozen (kept out of its scans); the command runs with the collector on."""
+    code = (
+        "import gc, json, sys\n"
+        "from annotate.cli import main\n"
+        "import annotate.status\n"
+        "seen = {}\n"
+        "def spy(store):\n"
+        "    seen.update(on=gc.isenabled(), frozen=gc.get_freeze_count())\n"
+        "    return real(store)\n"
+        "real, annotate.status.project_status = annotate.status.project_status, spy\n"
+        f"sys.argv = ['annotate', 'status', '--db', {str(demo_db)!r}]\n"
+        "try:\n"
+        "    main()\n"
+        "except SystemExit as exc:\n"
+        "    assert not exc.code, exc.code\n"
+        "print(json.dumps(seen))\n"
+    )
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    seen = json.loads(r.stdout.splitlines()[-1])
+    assert seen["on"]
+    assert seen["frozen"] > 10_000  # the command module, the store, typer's checks...

@@ -190,7 +190,7 @@ def _read_cells(
     # sorted by id, holding as few copies at a time as can be (3M labels: 24 MB each)
     label_ids = np.concatenate(ids) if ids else np.empty(0, dtype=np.int64)
     ids.clear()
-    order = np.argsort(label_ids, kind="stable")
+    order = _id_order(label_ids)
     label_ids = label_ids[order]
     revision = np.concatenate(revisions) if revisions else np.empty(0, dtype=np.int64)
     revisions.clear()
@@ -198,6 +198,21 @@ def _read_cells(
     del order
     found = tuple(v for v, u in zip(versions, used.tolist(), strict=True) if u)
     return cells, LabelsRead(label_ids, revision, labels_hash_of(revision), found)
+
+
+def _id_order(ids: np.ndarray) -> np.ndarray:
+    """The order that sorts ``ids`` (distinct label ids): where they span at most a few times
+    their number (the usual case: labels are numbered as they are written), each id's place
+    is marked in an array over the span, which is linear; otherwise a sort."""
+    if len(ids) == 0:
+        return np.empty(0, dtype=np.intp)
+    low = int(ids.min())
+    span = int(ids.max()) - low + 1
+    if span > 4 * len(ids) or len(ids) >= 1 << 31:
+        return np.argsort(ids, kind="stable")
+    place = np.full(span, -1, dtype=np.int32)  # half of intp: 3M labels at 1M items
+    place[ids - low] = np.arange(len(ids), dtype=np.int32)
+    return place[place >= 0]
 
 
 def _table(

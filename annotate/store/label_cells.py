@@ -132,8 +132,11 @@ class LabelCellsMixin(StoreBase):
 
     def sample_positions_dense(self, sample: str) -> bool:
         """Whether the sample's positions are 0..n-1 (as :meth:`create_sample` numbers them)."""
+        # min and max apart: each one index lookup (together, one pass over every row)
         n, low, high = self.conn.execute(
-            "SELECT count(*), min(position), max(position) FROM sample_items WHERE sample = ?",
+            "SELECT (SELECT count(*) FROM sample_items WHERE sample = ?1), "
+            "(SELECT min(position) FROM sample_items WHERE sample = ?1), "
+            "(SELECT max(position) FROM sample_items WHERE sample = ?1)",
             (sample,),
         ).fetchone()
         return n == 0 or (low == 0 and high == n - 1)
@@ -237,7 +240,10 @@ class LabelCellsMixin(StoreBase):
             raise ValueError("too many coders or questions to read at once")
         if len(values) >= UNKNOWN_VALUE or len(versions) >= UNKNOWN_VERSION:
             raise ValueError("too many distinct values or codebook versions to read at once")
-        qcase, qparams = sql_case("l.question", scope.questions, -1)
+        # one question: every label the WHERE keeps is question 0 (a CASE per label saved)
+        qcase, qparams = (
+            ("0", []) if len(scope.questions) == 1 else sql_case("l.question", scope.questions, -1)
+        )
         ccase, cparams = sql_case("l.coder", scope.coders, -1)
         vcase, vparams = sql_case("l.value", values, UNKNOWN_VALUE)
         hcase, hparams = sql_case("l.codebook_hash", versions, UNKNOWN_VERSION)
