@@ -159,21 +159,15 @@ def test_the_coding_screen_starts_without_the_statistics(cli, demo_db: Path) -> 
     assert not {m for m in modules if m.startswith("annotate.reliability")}
 
 
-def test_code_builds_its_session_out_of_the_collectors_way(cli, demo_db: Path) -> None:
-    """`annotate code` builds the app with the garbage collector paused, then freezes what
-    it built (0.3 s of 0.8 s at start-up with 100k items: each collection scanned them all
-    again), and runs the app with the collector on."""
-    assert cli("sample", "--n", "20", "--seed", "1", "--name", "main").exit_code == 0
+def _seen_while_running(spy: str, argv: list[str]) -> dict:
+    """Run ``annotate ARGV`` in a new process after ``spy`` (code that fills the dict
+    ``seen``, with ``gc`` imported), and return ``seen``."""
     code = (
         "import gc, json, sys\n"
-        "from textual.app import App\n"
         "from annotate.cli import main\n"
         "seen = {}\n"
-        "def run(self, *args, **kwargs):\n"
-        "    seen.update(on=gc.isenabled(), frozen=gc.get_freeze_count(), n=self.session.n)\n"
-        "App.run = run\n"
-        "sys.argv = ['annotate', 'code', '--codebook', 'traum', '--coder', 'ana',\n"
-        f"            '--new-coder', '--db', {str(demo_db)!r}]\n"
+        f"{spy}"
+        f"sys.argv = {['annotate', *argv]!r}\n"
         "try:\n"
         "    main()\n"
         "except SystemExit as exc:\n"
@@ -182,7 +176,22 @@ def test_code_builds_its_session_out_of_the_collectors_way(cli, demo_db: Path) -
     )
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
-    seen = json.loads(r.stdout.splitlines()[-1])
+    return json.loads(r.stdout.splitlines()[-1])
+
+
+def test_code_builds_its_session_out_of_the_collectors_way(cli, demo_db: Path) -> None:
+    """`annotate code` builds the app with the garbage collector paused, then freezes what
+    it built (0.3 s of 0.8 s at start-up with 100k items: each collection scanned them all
+    again), and runs the app with the collector on."""
+    assert cli("sample", "--n", "20", "--seed", "1", "--name", "main").exit_code == 0
+    spy = (
+        "from textual.app import App\n"
+        "def run(self, *args, **kwargs):\n"
+        "    seen.update(on=gc.isenabled(), frozen=gc.get_freeze_count(), n=self.session.n)\n"
+        "App.run = run\n"
+    )
+    argv = ["code", "--codebook", "traum", "--coder", "ana", "--new-coder", "--db", str(demo_db)]
+    seen = _seen_while_running(spy, argv)
     assert seen["on"] and seen["n"] == 20
     assert seen["frozen"] > 10_000  # the session and every module imported to build it
 
@@ -190,24 +199,13 @@ def test_code_builds_its_session_out_of_the_collectors_way(cli, demo_db: Path) -
 def test_a_command_module_is_imported_out_of_the_collectors_way(demo_db: Path) -> None:
     """The command's module (and what it imports) is loaded with the garbage collector
     paused, then frozen (kept out of its scans); the command runs with the collector on."""
-    code = (
-        "import gc, json, sys\n"
-        "from annotate.cli import main\n"
+    spy = (
         "import annotate.status\n"
-        "seen = {}\n"
         "def spy(store):\n"
         "    seen.update(on=gc.isenabled(), frozen=gc.get_freeze_count())\n"
         "    return real(store)\n"
         "real, annotate.status.project_status = annotate.status.project_status, spy\n"
-        f"sys.argv = ['annotate', 'status', '--db', {str(demo_db)!r}]\n"
-        "try:\n"
-        "    main()\n"
-        "except SystemExit as exc:\n"
-        "    assert not exc.code, exc.code\n"
-        "print(json.dumps(seen))\n"
     )
-    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
-    assert r.returncode == 0, r.stderr
-    seen = json.loads(r.stdout.splitlines()[-1])
+    seen = _seen_while_running(spy, ["status", "--db", str(demo_db)])
     assert seen["on"]
     assert seen["frozen"] > 10_000  # the command module, the store, typer's checks...

@@ -322,14 +322,8 @@ class ActionsMixin(StoreBase):
         if where:
             sql += f" WHERE ({check_where(where)})"
         sql += " ORDER BY session, seq"
-        try:
-            with interruptible(self.conn, "--where"):
-                return [dict(r) for r in self.conn.execute(sql)]
-        except sqlite3.Error as exc:
-            raise UsageError(
-                f"--where: {exc}",
-                hint="a SQL condition on the columns " + ACTION_COLUMNS,
-            ) from exc
+        with self._where_query():
+            return [dict(r) for r in self.conn.execute(sql)]
 
     @contextmanager
     def read_snapshot(self) -> Iterator[None]:
@@ -346,8 +340,9 @@ class ActionsMixin(StoreBase):
                 self.conn.execute("COMMIT")
 
     @contextmanager
-    def _sampling_query(self) -> Iterator[None]:
-        """Run a draw's query (Ctrl-C stops it); a bad ``--where`` is a one-line error."""
+    def _where_query(self) -> Iterator[None]:
+        """Run a query with the user's ``--where`` (Ctrl-C stops it); a bad one is a
+        one-line error."""
         try:
             with interruptible(self.conn, "--where"):
                 yield
@@ -376,7 +371,7 @@ class ActionsMixin(StoreBase):
         if unknown:
             raise UsageError(f"--stratify: unknown column '{unknown[0]}'")
         sql = self._sampling_sql(where, stratify)
-        with self._sampling_query():
+        with self._where_query():
             cursor = self.conn.cursor()
             cursor.row_factory = None
             yield cursor.execute(sql)
@@ -392,7 +387,7 @@ class ActionsMixin(StoreBase):
         import numpy as np
 
         sql = f"SELECT group_concat(rowid) FROM ({self._sampling_sql(where, ())})"
-        with self._sampling_query():
+        with self._where_query():
             joined = self.conn.execute(sql).fetchone()[0]
         if joined is None:
             return np.empty(0, dtype=np.int64)
