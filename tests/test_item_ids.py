@@ -30,7 +30,9 @@ def test_at_gives_the_ids_of_many_positions_at_once() -> None:
     positions = np.array([3, 0, 5, 5, 1, 2, 4])
     assert held.at(positions) == [IDS[i] for i in positions]
     assert held.at(np.zeros(0, dtype=np.int64)) == []
-    for wrong in ([6], [-1], [0, 7]):
+    assert held.at(np.array([-1, -6, 2])) == ["f", "a1", "c"]  # from the end, as a tuple
+    assert list(held[np.array([-2, 0])]) == ["e-5", "a1"]
+    for wrong in ([6], [-7], [0, 7]):
         with pytest.raises(IndexError):
             held.at(np.array(wrong))
 

@@ -61,12 +61,16 @@ class ItemIds(Sequence[str]):
             return [self._one(i) for i in range(*key.indices(len(self)))]
         if isinstance(key, np.ndarray):
             rows = np.flatnonzero(key) if key.dtype == bool else key
-            return np.array([self._one(int(i)) for i in rows], dtype=object)
+            return np.array(self.at(rows), dtype=object)
         return self._one(int(key))
 
     def at(self, positions: np.ndarray) -> list[str]:
-        """The ids at these positions, as a list (one slice each, found by NumPy)."""
-        if len(positions) and (positions.min() < 0 or positions.max() >= len(self)):
+        """The ids at these positions (negative ones count from the end, as a tuple's), as
+        a list: one slice each, found by NumPy."""
+        n = len(self)
+        if len(positions) and positions.min() < 0:
+            positions = np.where(positions < 0, positions + n, positions)
+        if len(positions) and (positions.min() < 0 or positions.max() >= n):
             raise IndexError("item position out of range")
         text = self.text
         begins = self._starts[positions].tolist()
@@ -93,7 +97,7 @@ class ItemIds(Sequence[str]):
 
     def take(self, positions: np.ndarray) -> ItemIds:
         """The ids at these positions (ascending or not), as another :class:`ItemIds`."""
-        found = ItemIds.joined("\n".join(self._one(int(i)) for i in positions), len(positions))
+        found = ItemIds.joined("\n".join(self.at(positions)), len(positions))
         assert found is not None  # ASCII ids without newlines, as this one's
         return found
 
