@@ -7,6 +7,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import sqlite3
 from contextlib import closing
 from pathlib import Path
 
@@ -79,10 +80,16 @@ def odd_db(tmp_path: Path) -> Path:
     return db
 
 
+def _sent(s: Store, query, fmt, safe_csv: bool = True) -> str:
+    """What the export sends of the table (the text of each batch, in order), as one text."""
+    pieces: list[str] = []
+    export._send(s, query, export.ExportFormat(fmt), safe_csv, pieces.append)
+    return "".join(pieces)
+
+
 def _text(db: Path, what: export.ExportWhat, fmt: export.ExportFormat, **filters) -> str:
     with Store(db) as s:
-        query = export.build(s, what, **filters)
-        return "".join(text for text, _ in export.chunks(s, query, fmt))
+        return _sent(s, export.build(s, what, **filters), fmt)
 
 
 @pytest.mark.parametrize("what", list(export.ExportWhat)[:3])
@@ -120,8 +127,7 @@ def test_csv_reads_back_every_odd_cell(odd_db) -> None:
 def test_no_safe_csv_keeps_the_cells_and_jsonl_is_never_changed(odd_db) -> None:
     with Store(odd_db) as s:
         query = export.build(s, export.ExportWhat.actions)
-        pieces = export.chunks(s, query, export.ExportFormat.csv, safe_csv=False)
-        raw = "".join(t for t, _ in pieces)
+        raw = _sent(s, query, export.ExportFormat.csv, safe_csv=False)
     contents = [r["content"] for r in csv.DictReader(io.StringIO(raw))]
     assert sorted(contents) == sorted(t or "" for t in ODD)
     lines = _text(odd_db, "actions", export.ExportFormat.jsonl).splitlines()
@@ -259,7 +265,7 @@ def test_csv_is_the_cells_written_one_by_one(odd_db, monkeypatch, what, safe, si
     with Store(odd_db) as s:
         _odd_texts(s)
         query = export.build(s, what)
-        raw = "".join(t for t, _ in export.chunks(s, query, "csv", safe_csv=safe))
+        raw = _sent(s, query, "csv", safe_csv=safe)
         assert raw == _reference_csv(s, what, safe)
     rows = list(csv.DictReader(io.StringIO(raw)))
     assert len(rows) == (2 * len(ODD) if what == "labels" else len(ODD))
@@ -301,3 +307,45 @@ def test_json_escapes_are_undone_as_csv_wants_them() -> None:
         batch = "\n".join(quoted[k:] + quoted[:k])
         want = "\n".join(t.replace('"', '""') for t in texts[k:] + texts[:k])
         assert export._json_unescaped(batch) == want
+
+
+def test_batches_are_written_in_order_beside_the_reading_and_an_error_stops_both() -> None:
+    """The writing thread takes the batches in the order read; a failed write ends the
+    reading (and nothing is written after it); a failed read ends the writing."""
+    import threading
+    import time
+
+    written: list[int] = []
+    reader = threading.get_ident()
+
+    def batches(n: int, fail_at: int | None = None):
+        for i in range(n):
+            if i == fail_at:
+                raise sqlite3.OperationalError("disk I/O error")
+            yield [i] * (i % 3 + 1)
+
+    def write(batch: list[int]) -> None:
+        assert threading.get_ident() != reader
+        time.sleep(0.001 * (batch[0] % 2))  # some writes slower than the reads
+        written.append(batch[0])
+
+    assert export._beside(batches(50), write) == sum(i % 3 + 1 for i in range(50))
+    assert written == list(range(50))
+
+    written.clear()
+
+    def failing(batch: list[int]) -> None:
+        if batch[0] == 5:
+            raise OSError(28, "No space left on device")
+        written.append(batch[0])
+
+    read = batches(1000)
+    with pytest.raises(OSError, match="No space left"):
+        export._beside(read, failing)
+    assert written == [0, 1, 2, 3, 4]  # in order, and nothing after the failed one
+    assert read.gi_frame is None  # the reading was closed (its cursor with it)
+
+    written.clear()
+    with pytest.raises(sqlite3.OperationalError, match="disk I/O"):
+        export._beside(batches(20, fail_at=7), write)
+    assert written == list(range(len(written))) and len(written) <= 7  # what was read, or less

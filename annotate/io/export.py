@@ -28,6 +28,8 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
 ROWS_PER_CHUNK = 20_000
+BATCHES_AHEAD = 2
+"""Batches read ahead of the one being written (memory: a few batches)."""
 FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 
 
@@ -186,17 +188,53 @@ def _text_lines(rows: list[tuple[str]]) -> str:
     return "\n".join(lines)
 
 
-def chunks(
-    store: Store, query: ExportQuery, fmt: ExportFormat, *, safe_csv: bool = True
-) -> Generator[tuple[str, int]]:
-    """The CSV or JSON-lines text of the table in pieces, each with its number of rows."""
+def _text_format(
+    query: ExportQuery, fmt: ExportFormat, safe_csv: bool
+) -> tuple[str, str, Callable[[list[tuple[str]]], str]]:
+    """(the header, the expression SQLite makes each row with, the text of a batch of
+    rows) of the CSV or JSON-lines text of the table."""
     if ExportFormat(fmt) is ExportFormat.csv:
-        yield ",".join(query.names) + "\n", 0
-        for rows in _batches(store, query, query.json_arrays()):
-            yield _csv_text(rows, safe_csv), len(rows)
-    else:
-        for rows in _batches(store, query, query.json_objects()):
-            yield _text_lines(rows), len(rows)
+        header = ",".join(query.names) + "\n"
+        return header, query.json_arrays(), lambda rows: _csv_text(rows, safe_csv)
+    return "", query.json_objects(), _text_lines
+
+
+def _beside(batches: Generator[list[Any]], consume: Callable[[list[Any]], object]) -> int:
+    """``consume`` each batch in a thread of its own, in order, while the next batch is
+    read here; return the number of rows. SQLite makes rows without holding the GIL, so
+    reading and writing take a core each (the connection stays in this thread). At most
+    :data:`BATCHES_AHEAD` batches wait; an error on either side stops both, and nothing
+    is consumed after it."""
+    import threading
+    from collections import deque
+    from concurrent.futures import Future, ThreadPoolExecutor
+
+    failed = threading.Event()
+
+    def consume_unless_failed(batch: list[Any]) -> None:
+        if failed.is_set():  # a batch sent before the failure was known here
+            return
+        try:
+            consume(batch)
+        except BaseException:
+            failed.set()
+            raise
+
+    rows = 0
+    waiting: deque[Future[None]] = deque()
+    with ThreadPoolExecutor(1, thread_name_prefix="export") as pool, closing(batches):
+        try:
+            for batch in batches:
+                while len(waiting) >= BATCHES_AHEAD:
+                    waiting.popleft().result()
+                waiting.append(pool.submit(consume_unless_failed, batch))
+                rows += len(batch)
+            while waiting:
+                waiting.popleft().result()
+        finally:
+            for future in waiting:
+                future.cancel()
+    return rows
 
 
 # -- Parquet --------------------------------------------------------------------------------
@@ -218,17 +256,18 @@ def _write_parquet(store: Store, query: ExportQuery, path: Path) -> int:
 
     schema = _arrow_schema(query)
     parse = pa_json.ParseOptions(explicit_schema=schema, unexpected_field_behavior="error")
-    rows = 0
     # smaller batches: Arrow holds each one's JSON, its table and its row group at once
     batches = _batches(store, query, query.json_objects(), max(1, ROWS_PER_CHUNK // 4))
-    with pq.ParquetWriter(path, schema) as writer, closing(batches):
-        for objects in batches:
+    with pq.ParquetWriter(path, schema) as writer:
+
+        def write_batch(objects: list[tuple[str]]) -> None:
             data = _text_lines(objects).encode("utf-8", "surrogatepass")
             # one thread, one block per batch: threads only add memory on a batch this small
             read = pa_json.ReadOptions(use_threads=False, block_size=len(data) + 1)
             table = pa_json.read_json(io.BytesIO(data), read_options=read, parse_options=parse)
             writer.write_table(table.select(schema.names).cast(schema))
-            rows += len(objects)
+
+        rows = _beside(batches, write_batch)
         if rows == 0:
             writer.write_table(schema.empty_table())
     return rows
@@ -255,7 +294,7 @@ def write(
     if fmt is ExportFormat.parquet and out is None:
         raise UsageError("--format parquet needs --out FILE")
     if out is None:
-        return _send(chunks(store, query, fmt, safe_csv=safe_csv), write_data)
+        return _send(store, query, fmt, safe_csv, write_data)
     partial = out.with_name(f".{out.name}.partial")
     try:
         if fmt is ExportFormat.parquet:
@@ -263,8 +302,7 @@ def write(
         else:
             # bytes: a text file's writer costs three times the encoding itself
             with partial.open("wb") as f:
-                pieces = chunks(store, query, fmt, safe_csv=safe_csv)
-                rows = _send(pieces, lambda text: f.write(text.encode("utf-8")))
+                rows = _send(store, query, fmt, safe_csv, lambda t: f.write(t.encode("utf-8")))
         partial.replace(out)
     except OSError as exc:
         raise UsageError(f"--out {out}: cannot write ({exc.strerror or exc})") from None
@@ -273,13 +311,15 @@ def write(
     return rows
 
 
-def _send(pieces: Generator[tuple[str, int]], sink: Callable[[str], Any]) -> int:
-    rows = 0
-    with closing(pieces):  # a failed write closes the cursor now, while the file is open
-        for text, n in pieces:
-            sink(text)
-            rows += n
-    return rows
+def _send(
+    store: Store, query: ExportQuery, fmt: ExportFormat, safe_csv: bool, sink: Callable[[str], Any]
+) -> int:
+    """Send the table's text to ``sink`` batch by batch (made and sent beside the reading:
+    :func:`_beside`); a failed write closes the cursor at once, while the file is open."""
+    header, select, text_of = _text_format(query, fmt, safe_csv)
+    if header:
+        sink(header)
+    return _beside(_batches(store, query, select), lambda rows: sink(text_of(rows)))
 
 
 def check_out(out: Path | None) -> None:
