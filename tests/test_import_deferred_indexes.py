@@ -94,7 +94,7 @@ def test_a_bad_file_leaves_the_files_before_it_indexed(tmp_path, monkeypatch, ev
 
 
 def test_an_import_that_dies_leaves_its_indexes_to_the_next_open(
-    tmp_path: Path, every_index
+    tmp_path: Path, every_index, capsys: pytest.CaptureFixture[str]
 ) -> None:
     folder = _folder(tmp_path / "logs")
     db = tmp_path / "p.db"
@@ -121,15 +121,23 @@ def test_an_import_that_dies_leaves_its_indexes_to_the_next_open(
     # while the process that left them runs (here: this one), an open leaves them
     with closing(sqlite3.connect(db)) as conn, conn:
         conn.execute("UPDATE deferred_indexes SET pid = ?", (os.getpid(),))
+    capsys.readouterr()
     Store(db).close()
     assert len(_indexes(db)) == 2
-    # once it is gone, the next open builds them
+    assert capsys.readouterr().err == ""
+    # once it is gone, the next open builds them, and says so
     with closing(sqlite3.connect(db)) as conn, conn:
         conn.execute("UPDATE deferred_indexes SET pid = ?", (child.pid,))
     with Store(db) as store:
         assert store.count_actions() == 180
+    assert capsys.readouterr().err == (
+        f"{db}: building the indexes an interrupted import left, once "
+        "(seconds for a million actions)\n"
+    )
     assert _indexes(db) == every_index
     assert _deferred(db) == []
+    Store(db).close()
+    assert capsys.readouterr().err == ""
 
 
 def test_an_import_into_a_file_with_actions_drops_no_index(tmp_path, monkeypatch) -> None:

@@ -131,13 +131,10 @@ class ActionsMixin(StoreBase):
             for sql in now:
                 conn.execute(sql)
 
-    def restore_action_indexes(self, *, left_by_the_dead: bool = False) -> None:
-        """Build the indexes that :meth:`bulk_actions` left for the end of a run.
-        ``left_by_the_dead``: only if the process that left them is gone (opening a file
-        while another process imports into it leaves them to that process)."""
+    def restore_action_indexes(self) -> None:
+        """Build the indexes that :meth:`bulk_actions` left for the end of a run."""
         listed = "SELECT name, sql, pid FROM deferred_indexes"
-        left = self.conn.execute(listed).fetchall()
-        if not left or (left_by_the_dead and any(_running(pid) for _, _, pid in left)):
+        if not self.conn.execute(listed).fetchone():
             return
         # SQLite's sorter takes as much memory as the page cache: the default 2 MB builds
         # a million actions' indexes in 0.1 s more than 64 MB does, and 120 MB smaller
@@ -152,8 +149,16 @@ class ActionsMixin(StoreBase):
             self.conn.execute("DELETE FROM deferred_indexes")
 
     def _repair(self) -> None:
+        """The indexes an import left for its end, once the process that left them is gone
+        (opening a file while another process imports into it leaves them to that one)."""
         super()._repair()
-        self.restore_action_indexes(left_by_the_dead=True)
+        left = self.conn.execute("SELECT pid FROM deferred_indexes").fetchall()
+        if left and not any(_running(pid) for (pid,) in left):
+            self.on_wait(
+                f"{self.path}: building the indexes an interrupted import left, once "
+                "(seconds for a million actions)"
+            )
+            self.restore_action_indexes()
 
     def conflicting_actions(self, rows: Sequence[ActionRow]) -> list[str]:
         """Ids among ``rows`` already stored with another session, type or content."""
