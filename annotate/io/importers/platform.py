@@ -200,12 +200,41 @@ def _plain_row(line: _PlainLine, lineno: int, options: ImportOptions) -> ActionR
     )
     if not (action_id and session_id and participant_id and source_type and stamp):
         return None
-    content, metadata, role = line.action_content, line.metadata, line.role
+    return _checked_row(
+        options, lineno, action_id, session_id, participant_id, line.participant_name,
+        line.role, stamp, elapsed, source_type, line.action_content, line.condition,
+        line.metadata, None,
+    )  # fmt: skip
+
+
+def _checked_row(
+    options: ImportOptions,
+    lineno: int,
+    action_id: str,
+    session_id: str,
+    participant_id: str,
+    name: str | None,
+    role: str | None,
+    stamp: str,
+    elapsed: float | None,
+    source_type: str,
+    content: str | None,
+    condition: str | None,
+    metadata: dict[str, Any] | None,
+    extra: dict[str, Any] | None,
+) -> ActionRow:
+    """The row of a line whose fields are checked (both quick ways end here): its type,
+    participant, role (``--role`` first), time in UTC and meta (with ``extra``, the
+    line's other fields)."""
     kind = action_type_of(source_type, content, metadata or {})
-    participant = line.participant_name or participant_id
+    participant = name or participant_id
     roles = options.roles
     if roles:
         role = roles.get(participant) or roles.get(participant_id) or role
+    if extra:
+        meta = dumps(_meta(source_type, participant_id, metadata, kind, content, extra))
+    else:
+        meta = _meta_text(source_type, participant_id, metadata, kind, content)
     return [
         action_id,
         session_id,
@@ -216,8 +245,8 @@ def _plain_row(line: _PlainLine, lineno: int, options: ImportOptions) -> ActionR
         elapsed,
         kind,
         content,
-        line.condition or options.condition,
-        _meta_text(source_type, participant_id, metadata, kind, content),
+        condition or options.condition,
+        meta,
     ]
 
 
@@ -267,29 +296,13 @@ def _usual_row(obj: dict[str, Any], lineno: int, options: ImportOptions) -> Acti
             elapsed = float(elapsed)
         elif not (type(elapsed) is float and isfinite(elapsed)):
             return None
-    kind = action_type_of(source_type, content, metadata or {})
-    participant = name or participant_id
-    roles = options.roles
-    if roles:
-        role = roles.get(participant) or roles.get(participant_id) or role
-    if obj.keys() <= NOT_EXTRA:
-        meta = _meta_text(source_type, participant_id, metadata, kind, content)
-    else:
+    extra = None
+    if not obj.keys() <= NOT_EXTRA:
         extra = {k: v for k, v in obj.items() if k not in NOT_EXTRA}
-        meta = dumps(_meta(source_type, participant_id, metadata, kind, content, extra))
-    return [
-        action_id,
-        session_id,
-        participant,
-        role,
-        lineno,
-        fields.utc_timestamp(stamp),
-        elapsed,
-        kind,
-        content,
-        condition or options.condition,
-        meta,
-    ]
+    return _checked_row(
+        options, lineno, action_id, session_id, participant_id, name, role, stamp, elapsed,
+        source_type, content, condition, metadata, extra,
+    )  # fmt: skip
 
 
 _META_TAILS: dict[tuple[str, str], str] = {}
