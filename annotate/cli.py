@@ -32,7 +32,7 @@ COMMANDS: dict[str, Listed] = {
     "import": Listed("data", "Import action logs. Importing the same file again adds nothing."),
     "import-labels": Listed("data", "Import codings made elsewhere (a spreadsheet, another tool)."),
     "export": Listed(
-        "data", "Export actions, labels (joined with their actions), gold labels or LLM replies."
+        "export", "Export actions, labels (joined with their actions), gold labels or LLM replies."
     ),
     "sample": Listed(
         "samples", "Draw a reproducible random sample of actions and store it by name."

@@ -102,8 +102,9 @@ def test_export_to_csv_loads_no_heavy_library(demo_db: Path, tmp_path: Path) -> 
     )
     lines = target.read_text().splitlines()
     assert lines[0].startswith("id,session,") and len(lines) > 100
-    assert _commands_loaded(modules) == {"common", "data"}
+    assert _commands_loaded(modules) == {"common", "export"}
     assert not _top(modules) & HEAVY
+    assert "annotate.io.importers" not in modules  # export has a module of its own
 
 
 def test_agree_loads_the_statistics_but_not_the_llm_or_the_screens(demo_db: Path) -> None:

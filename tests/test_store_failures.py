@@ -115,11 +115,14 @@ echo =====
 $PY -m annotate sample --n 1 --seed 1 --name t --db p.db 2>&1; echo "rc=$?"
 echo =====
 $PY -m annotate agree --codebook traum --db p.db 2>&1; echo "rc=$?"
+echo =====
+$PY -m annotate export --what labels --format jsonl --db p.db 2>&1 | wc -l
 """,
         flags="-rm",
         tmp=tmp_path,
     )
-    listed, refused, sampled, agreed = outputs(r)
+    listed, refused, sampled, agreed, exported = outputs(r)
+    assert exported.strip() == "1029"  # read in ranges on connections to the file as it is
     assert "rc=0" in agreed and "Fleiss" in agreed, agreed
     assert "run not stored (p.db can only be read here): 1029 labels" in agreed
     assert sampled.splitlines()[0] == (

@@ -265,6 +265,48 @@ class StoreBase:
                 self.conn.execute("ROLLBACK")
 
     @contextmanager
+    def snapshot_readers(self, n: int, attempts: int = 3) -> Iterator[list[sqlite3.Connection]]:
+        """``n`` more connections to the file, each in a read transaction of one and the
+        same snapshot, for reading side by side in threads (one connection a thread).
+
+        No commit may come between the starts of their transactions: this connection's
+        ``PRAGMA data_version`` (it changes with every commit of another connection) is
+        read before and after, and they start again if it moved. A file written to all the
+        while gives no readers ([]) after ``attempts``: read it on this connection."""
+        target = self.path.resolve().as_uri() + "?mode=ro&immutable=1"
+        for _ in range(attempts):
+            readers: list[sqlite3.Connection] = []
+            try:
+                before = self.conn.execute("PRAGMA data_version").fetchone()[0]
+                for _ in range(n):
+                    conn = sqlite3.connect(
+                        target if self.read_only else str(self.path),
+                        uri=self.read_only,
+                        isolation_level=None,
+                        check_same_thread=False,
+                        timeout=ATTEMPT_MS / 1000,
+                    )
+                    readers.append(conn)
+                    conn.execute("PRAGMA query_only = ON")
+                    conn.execute("BEGIN")
+                    conn.execute("SELECT count(*) FROM sqlite_schema").fetchone()
+                if self.conn.execute("PRAGMA data_version").fetchone()[0] == before:
+                    break
+            except sqlite3.Error as exc:
+                for conn in readers:
+                    conn.close()
+                raise storage_error(exc, self.path, "read") from exc
+            for conn in readers:
+                conn.close()
+        else:
+            readers = []
+        try:
+            yield readers
+        finally:
+            for conn in readers:
+                conn.close()
+
+    @contextmanager
     def larger_cache(self, kib: int = 64 * 1024) -> Iterator[None]:
         """SQLite's page cache at ``kib`` KiB (the default is 2 MB) while many rows go into
         indexes with random keys (a sample of 100,000 ids, a file of actions)."""

@@ -9,7 +9,7 @@ so that a million rows cost a million strings, not ten million cells.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -31,16 +31,43 @@ class Column:
 class ExportQuery:
     columns: tuple[Column, ...]
     source: str
-    """``FROM ... [WHERE ...]``"""
+    """``FROM ...`` with its joins"""
+    where: tuple[str, ...]
     order_by: str
     params: tuple[Any, ...] = field(default=())
+    key: tuple[str, ...] = ()
+    """The columns of ``order_by`` that an index keeps in order (not always unique), for
+    reading the table in ranges of that key side by side; () when it cannot be."""
+    key_source: str = ""
+    """``FROM ... INDEXED BY ... [WHERE ...]`` of the keys: the index alone, a superset of
+    the table's rows (a range holds the rows whose key is in it)."""
+    key_params: tuple[Any, ...] = field(default=())
 
     @property
     def names(self) -> list[str]:
         return [c.name for c in self.columns]
 
-    def sql(self, select: str) -> str:
-        return f"SELECT {select} {self.source} ORDER BY {self.order_by}"
+    def sql(self, select: str, extra: Sequence[str] = ()) -> str:
+        where = [*self.where, *extra]
+        condition = f" WHERE {' AND '.join(where)}" if where else ""
+        return f"SELECT {select} {self.source}{condition} ORDER BY {self.order_by}"
+
+    def range_sql(self, select: str, lo: bool, hi: bool) -> str:
+        """``select`` of the rows whose key is above the lower bound (``lo``: there is one)
+        and at most the upper one (``hi``); the bounds' parameters follow the query's."""
+        key = f"({', '.join(self.key)})"
+        marks = f"({_marks(self.key)})"
+        return self.sql(select, [f"{key} > {marks}"] * lo + [f"{key} <= {marks}"] * hi)
+
+    def bound_sql(self, after: bool) -> str:
+        """The key ``offset`` keys after a bound (``after``) or after the start: the next
+        bound, read from the index alone. Parameters: the key parameters, the bound, the
+        offset."""
+        key = ", ".join(self.key)
+        keyed = f"({key}) > ({_marks(self.key)})"
+        joiner = " AND " if " WHERE " in self.key_source else " WHERE "
+        condition = joiner + keyed if after else ""
+        return f"SELECT {key} {self.key_source}{condition} ORDER BY {key} LIMIT 1 OFFSET ?"
 
     def json_arrays(self) -> str:
         """Each row as a JSON array; a missing value is '' (an empty CSV cell), not null."""
@@ -151,17 +178,28 @@ class ExportMixin(StoreBase):
     ) -> ExportQuery:
         """Every action in session order, or a sample's in the sample's order."""
         join, params = _split_join(split, "a.session")
-        columns = _with_split(_action_columns("a", with_id=True, joined=False), split)
+        columns = tuple(_with_split(_action_columns("a", with_id=True, joined=False), split))
         if sample:
             self.sample_exists_or_fail(sample)  # type: ignore[attr-defined]
             return ExportQuery(
-                tuple(columns),
-                f"FROM sample_items s JOIN actions a ON a.id = s.action_id{join} "
-                "WHERE s.sample = ?",
+                columns,
+                f"FROM sample_items s JOIN actions a ON a.id = s.action_id{join}",
+                ("s.sample = ?",),
                 "s.position",
                 (*params, sample),
+                key=("s.position",),
+                key_source="FROM sample_items s WHERE s.sample = ?",
+                key_params=(sample,),
             )
-        return ExportQuery(tuple(columns), f"FROM actions a{join}", "a.session, a.seq", params)
+        return ExportQuery(
+            columns,
+            f"FROM actions a{join}",
+            (),
+            "a.session, a.seq",
+            params,
+            key=("a.session", "a.seq"),
+            key_source="FROM actions a INDEXED BY actions_session_seq",
+        )
 
     def export_labels_query(
         self,
@@ -171,18 +209,28 @@ class ExportMixin(StoreBase):
         sample: str | None = None,
         split: str | None = None,
     ) -> ExportQuery:
-        """Answered labels (an answer or codes), each with its action's fields."""
+        """Answered labels (an answer or codes), each with its action's fields, in the
+        order of the index of answered labels (no sort, even of one coder's)."""
         join, params = _split_join(split, "a.session")
-        where = ["(l.value IS NOT NULL OR l.codes IS NOT NULL)"]
+        answered = "(l.value IS NOT NULL OR l.codes IS NOT NULL)"
+        where = [answered]
         params += self._filters("l", "l", codebook, coders, sample, where)
+        keyed = [answered]
+        key_params = self._filters("l", "l", codebook, coders, None, keyed)
         columns = [Column(n, e, k) for n, e, k in LABEL_EXPORT]
         columns += _action_columns("a", with_id=False, joined=True)
         return ExportQuery(
             tuple(_with_split(columns, split)),
-            f"FROM labels l LEFT JOIN actions a ON a.id = l.action_id{join} "
-            f"WHERE {' AND '.join(where)}",
+            f"FROM labels l INDEXED BY labels_answered LEFT JOIN actions a ON a.id = l.action_id"
+            f"{join}",
+            tuple(where),
             "l.codebook, l.action_id, l.question, l.coder",
             params,
+            # a key after an equal column: SQLite searches a row value in an index only
+            # from its first column or one after the equal ones
+            key=("l.codebook", "l.action_id", "l.question", "l.coder")[1 if codebook else 0 :],
+            key_source=f"FROM labels l INDEXED BY labels_answered WHERE {' AND '.join(keyed)}",
+            key_params=key_params,
         )
 
     def has_labels_of(self, codebook: str) -> bool:
@@ -212,8 +260,10 @@ class ExportMixin(StoreBase):
             params += tuple(coders)
         if sample:
             self.sample_exists_or_fail(sample)  # type: ignore[attr-defined]
+            # a lookup a row, not a list: a range of the key's index drives the reading
             where.append(
-                f"{item}.action_id IN (SELECT action_id FROM sample_items WHERE sample = ?)"
+                "EXISTS (SELECT 1 FROM sample_items si WHERE si.sample = ? "
+                f"AND si.action_id = {item}.action_id)"
             )
             params += (sample,)
         return params
@@ -243,9 +293,12 @@ class ExportMixin(StoreBase):
         return ExportQuery(
             tuple(_with_split(columns, split)),
             "FROM llm_items i JOIN llm_runs r ON r.id = i.run_id "
-            f"LEFT JOIN actions a ON a.id = i.action_id{join} WHERE {' AND '.join(where)}",
+            f"LEFT JOIN actions a ON a.id = i.action_id{join}",
+            tuple(where),
             "i.run_id, i.phase, i.action_id",
             params,
+            key=("i.run_id", "i.phase", "i.action_id"),
+            key_source="FROM llm_items i INDEXED BY llm_items_run_phase_action",
         )
 
     def export_rows(self, query: ExportQuery, select: str) -> sqlite3.Cursor:
@@ -253,3 +306,41 @@ class ExportMixin(StoreBase):
         cursor = self.conn.cursor()
         cursor.row_factory = None
         return cursor.execute(query.sql(select), query.params)
+
+    def export_bounds(self, query: ExportQuery, every: int) -> Iterator[tuple[Any, ...]]:
+        """Keys of ``query`` ``every`` keys apart, in order, read from the key's index
+        alone (a few milliseconds a bound): the bounds of ranges of about ``every`` rows
+        (fewer where the rows are a subset of the index). Fails at once when the index is
+        missing (an import that defers the indexes of actions is running)."""
+        if not query.key:
+            raise ValueError("this table has no key to read in ranges")
+        cursor = self.conn.cursor()
+        cursor.row_factory = None
+        after: tuple[Any, ...] | None = None
+        while True:
+            sql = query.bound_sql(after is not None)
+            row = cursor.execute(sql, (*query.key_params, *(after or ()), every - 1)).fetchone()
+            if row is None:
+                return
+            yield row
+            after = row
+
+    @staticmethod
+    def export_range(
+        conn: sqlite3.Connection,
+        query: ExportQuery,
+        select: str,
+        lo: tuple[Any, ...] | None,
+        hi: tuple[Any, ...] | None,
+    ) -> tuple[int, str]:
+        """(count, text) of the rows of ``select`` (one text per row) whose key is above
+        ``lo`` and at most ``hi`` (None: no bound), read on ``conn`` (a reader of
+        :meth:`snapshot_readers`): the rows' texts in order with a newline between, made
+        by SQLite in one step, so the thread that asked holds no lock of Python's while
+        the range is read (a step a row would take and give it back for each)."""
+        inner = query.range_sql(f"{select} AS line", lo is not None, hi is not None)
+        # the ORDER BY of a subquery under group_concat is kept (SQLite omits one only
+        # under no aggregate or count, min, max)
+        sql = f"SELECT count(*), coalesce(group_concat(line, char(10)), '') FROM ({inner})"
+        count, text = conn.execute(sql, (*query.params, *(lo or ()), *(hi or ()))).fetchone()
+        return count, text

@@ -490,6 +490,19 @@ def m017_deferred_indexes(conn: sqlite3.Connection) -> None:
     )
 
 
+def m018_llm_items_in_export_order(conn: sqlite3.Connection) -> None:
+    """The index of migration 15 with the action after the phase: the LLM table is exported
+    in (run, phase, action) order read from it, in ranges read side by side, instead of
+    sorted whole before its first row; the counts of a resume still read it alone."""
+    run_script(
+        conn,
+        """
+        CREATE INDEX llm_items_run_phase_action ON llm_items(run_id, phase, action_id, valid);
+        DROP INDEX llm_items_run_phase
+        """,
+    )
+
+
 MIGRATIONS: list[tuple[int, Migration]] = [
     (1, m001_initial),
     (2, m002_llm),
@@ -508,4 +521,5 @@ MIGRATIONS: list[tuple[int, Migration]] = [
     (15, m015_llm_items_by_run_and_phase),
     (16, m016_actions_naming_screenshots),
     (17, m017_deferred_indexes),
+    (18, m018_llm_items_in_export_order),
 ]

@@ -1,0 +1,203 @@
+"""`export` reads a table in ranges of its key, side by side on connections of one
+snapshot: the bytes are those of one cursor over the whole table, the ranges come from the
+key's index (no sort), a missing index or a file written to all along falls back to the
+one cursor, and an error on either side stops both."""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from contextlib import closing
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from annotate.io import export
+from annotate.store import Store
+from tests.test_export_stream import _project
+
+FORMATS = [export.ExportFormat.csv, export.ExportFormat.jsonl]
+
+
+@pytest.fixture
+def odd_db(tmp_path: Path) -> Path:
+    db = tmp_path / "odd.db"
+    _project(db)
+    return db
+
+
+def _counted(store: Store, query, fmt) -> tuple[int, str]:
+    """(rows, text) of the table from one cursor over the whole query (the fallback)."""
+    header, select, text_of, _ = export._text_format(query, fmt, True)
+    pieces = [header]
+    batches = export._batches(store, query, select)
+    rows = export._beside(batches, lambda batch: pieces.append(text_of(batch)))
+    return rows, "".join(pieces)
+
+
+def _one_cursor(store: Store, query, fmt) -> str:
+    return _counted(store, query, fmt)[1]
+
+
+def _in_ranges(store: Store, query, fmt) -> tuple[int | None, str]:
+    header, select, _, text_of_range = export._text_format(query, fmt, True)
+    pieces = [header]
+    rows = export._in_ranges(
+        store, query, select, export.ROWS_PER_CHUNK, text_of_range, pieces.append
+    )
+    return rows, "".join(pieces)
+
+
+QUERIES = {
+    "actions": {"what": "actions"},
+    "sample": {"what": "actions", "sample": "main"},
+    "labels": {"what": "labels"},
+    "one coder": {"what": "labels", "coders": ["ben"]},
+    "gold": {"what": "gold"},
+    "one codebook": {"what": "labels", "codebook": "traum"},
+    "labels of a sample": {"what": "labels", "sample": "main"},
+    "gold of a codebook's sample": {"what": "gold", "sample": "main", "codebook": "traum"},
+}
+
+
+@pytest.mark.parametrize("name", list(QUERIES))
+@pytest.mark.parametrize("fmt", FORMATS)
+@pytest.mark.parametrize("size", [1, 2, 7, 5000])
+def test_ranges_give_the_bytes_of_one_cursor(odd_db, monkeypatch, name, fmt, size) -> None:
+    monkeypatch.setattr(export, "ROWS_PER_CHUNK", size)
+    with Store(odd_db) as s:
+        if name.startswith("gold"):  # a gold label of every other action
+            s.conn.execute(
+                "INSERT INTO labels (action_id, codebook, codebook_hash, question, coder, "
+                "value, source, created_at, updated_at) SELECT action_id, codebook, "
+                "codebook_hash, question, 'gold', 'Initiate', 'adjudicate', created_at, "
+                "updated_at FROM labels WHERE coder = 'ana' AND rowid % 4 = 1"
+            )
+        query = export.build(s, **QUERIES[name])
+        rows, text = _in_ranges(s, query, fmt)
+        assert (rows, text) == _counted(s, query, fmt)
+    assert rows, "no rows, or read in one cursor"
+
+
+def test_every_table_has_a_key_read_from_an_index_without_a_sort(odd_db) -> None:
+    """The bounds come from the key's index alone, and a range is one search of it."""
+    with Store(odd_db) as s:
+        for filters in QUERIES.values():
+            query = export.build(s, **filters)
+            bound = query.bound_sql(True)
+            params = (*query.key_params, *([None] * len(query.key)), 4)
+            plan = " ".join(r[3] for r in s.conn.execute(f"EXPLAIN QUERY PLAN {bound}", params))
+            assert "COVERING INDEX" in plan and "TEMP B-TREE" not in plan, (filters, plan)
+            ranged = query.range_sql(query.json_arrays(), True, True)
+            params = (*query.params, *([None] * 2 * len(query.key)))
+            plan = " ".join(r[3] for r in s.conn.execute(f"EXPLAIN QUERY PLAN {ranged}", params))
+            assert "TEMP B-TREE" not in plan and ">" in plan and "<" in plan, (filters, plan)
+        llm = s.export_llm_query()
+        plan = " ".join(r[3] for r in s.conn.execute("EXPLAIN QUERY PLAN " + llm.plain_sql()))
+        assert "llm_items_run_phase_action" in plan and "TEMP B-TREE" not in plan
+
+
+def test_a_missing_index_reads_in_one_cursor(odd_db, monkeypatch) -> None:
+    """While an import that defers the indexes of actions runs, the key's index is not
+    there: the export reads the table in one cursor, and gives the same bytes."""
+    monkeypatch.setattr(export, "ROWS_PER_CHUNK", 3)
+    with Store(odd_db) as s:
+        query = export.build(s, "actions")
+        whole = _one_cursor(s, query, "csv")
+        s.conn.execute("DROP INDEX actions_session_seq")
+        assert _in_ranges(s, query, "csv") == (None, whole.splitlines()[0] + "\n")
+        pieces: list[str] = []
+        export._send(s, query, export.ExportFormat.csv, True, pieces.append)
+    assert "".join(pieces) == whole
+
+
+def test_readers_share_one_snapshot(odd_db) -> None:
+    """What another connection commits after the readers started is not seen by any."""
+    with Store(odd_db) as s, s.snapshot_readers(2) as readers:
+        with closing(sqlite3.connect(odd_db)) as other:
+            other.execute("DELETE FROM labels")
+            other.commit()
+        counts = [r.execute("SELECT count(*) FROM labels").fetchone()[0] for r in readers]
+        assert counts[0] == counts[1] > 0
+        assert s.conn.execute("SELECT count(*) FROM labels").fetchone()[0] == 0
+
+
+def test_a_file_written_to_while_the_readers_start_is_read_in_one_cursor(
+    odd_db, monkeypatch
+) -> None:
+    """A commit between the starts of two readers' transactions: they could see two states
+    of the file. They start again; when every attempt meets a commit, the export reads on
+    its own connection, and the text is whole."""
+    real_connect = sqlite3.connect
+    commits = 0
+
+    def connect_after_a_commit(*args, **kwargs):
+        nonlocal commits
+        with closing(real_connect(odd_db)) as other:
+            other.execute("CREATE TABLE IF NOT EXISTS poke (x)")  # a change of nothing exported
+            other.execute("INSERT INTO poke VALUES (1)")
+            other.commit()
+        commits += 1
+        return real_connect(*args, **kwargs)
+
+    with Store(odd_db) as s:
+        query = export.build(s, "labels")
+        whole = _one_cursor(s, query, "jsonl")
+        monkeypatch.setattr(sqlite3, "connect", connect_after_a_commit)
+        with s.snapshot_readers(2, attempts=3) as readers:
+            assert readers == [] and commits == 6
+        assert _in_ranges(s, query, "jsonl") == (None, "")  # JSON lines have no header
+        pieces: list[str] = []
+        export._send(s, query, export.ExportFormat.jsonl, True, pieces.append)
+    assert "".join(pieces) == whole
+
+
+def test_an_error_on_either_side_stops_both(odd_db, monkeypatch) -> None:
+    """A failed write: nothing is read or written after it. A failed range: what came
+    before it was written, in order, and nothing after."""
+    monkeypatch.setattr(export, "ROWS_PER_CHUNK", 1)
+    with Store(odd_db) as s:
+        query = export.build(s, "actions")
+        _, select, _, _ = export._text_format(query, "jsonl", True)
+        sent: list[str] = []
+        main = threading.get_ident()
+
+        def failing_sink(text: str) -> None:
+            assert threading.get_ident() == main
+            if len(sent) == 4:
+                raise OSError(28, "No space left on device")
+            sent.append(text)
+
+        with pytest.raises(OSError, match="No space left"):
+            export._in_ranges(s, query, select, 1, lambda text: text, failing_sink)
+        assert len(sent) == 4
+
+        made: list[str] = []
+
+        def failing_make(text: str) -> str:
+            if '"seq":9,' in text:
+                raise ValueError("a range that cannot be made")
+            return text
+
+        with pytest.raises(ValueError, match="cannot be made"):
+            export._in_ranges(s, query, select, 1, failing_make, made.append)
+        first = [line for line in _one_cursor(s, query, "jsonl").splitlines()]
+        assert made == first[: len(made)] and len(made) < len(first)
+
+
+def test_parquet_in_ranges_reads_back_as_one_cursor_wrote_it(odd_db, tmp_path, monkeypatch):
+    monkeypatch.setattr(export, "ROWS_PER_CHUNK", 4)
+    with Store(odd_db) as s:
+        for what in ("actions", "labels"):
+            query = export.build(s, what)
+            out = tmp_path / f"{what}.parquet"
+            assert export.write(s, query, "parquet", out) == _counted(s, query, "jsonl")[0]
+            frame = pd.read_parquet(out)
+            want = pd.read_json(
+                export.io.StringIO(_one_cursor(s, query, "jsonl")), lines=True, dtype=False
+            )
+            assert list(frame.columns) == list(want.columns)
+            assert frame["session" if what == "actions" else "action_id"].tolist() == (
+                want["session" if what == "actions" else "action_id"].tolist()
+            )
