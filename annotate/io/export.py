@@ -228,6 +228,11 @@ def _csv_of_range(arrays: str, safe: bool) -> str:
     return _defused(text) if safe else text
 
 
+def _joined(rows: list[tuple[str]]) -> str:
+    """A batch's rows as a range's text (a newline between two)."""
+    return "\n".join(row[0] for row in rows)
+
+
 def _lines_of_range(lines: str) -> str:
     return lines + "\n" if lines else ""
 
@@ -347,19 +352,20 @@ def _sent_in_order(future: Future[tuple[int, Any]], sink: Callable[[Any], object
 
 @dataclass(frozen=True)
 class _Arrow:
-    """What writing Parquet needs of Arrow: the table's schema, a parse of JSON lines
-    against it, and the writer's module."""
+    """What writing Parquet needs of Arrow: the table's schema, a CSV reader set to read
+    JSON arrays made into CSV lines against it, and the writer's module."""
 
-    pa: Any
-    pa_json: Any
     pq: Any
+    pa_csv: Any
     schema: pa.Schema
+    read: Any
     parse: Any
+    convert: Any
 
     @classmethod
     def load(cls, query: ExportQuery) -> _Arrow:
         import pyarrow as pa
-        import pyarrow.json as pa_json
+        import pyarrow.csv as pa_csv
         import pyarrow.parquet as pq
 
         # malloc's pool: Arrow's default (mimalloc) keeps what each reading thread freed,
@@ -367,24 +373,39 @@ class _Arrow:
         pa.set_memory_pool(pa.system_memory_pool())
         types = {"text": pa.string(), "int": pa.int64(), "real": pa.float64()}
         schema = pa.schema([pa.field(c.name, types[c.kind]) for c in query.columns])
-        parse = pa_json.ParseOptions(explicit_schema=schema, unexpected_field_behavior="error")
-        return cls(pa, pa_json, pq, schema, parse)
-
-    def table_of(self, lines: str) -> pa.Table:
-        """The table of JSON lines, parsed by Arrow (C++) against the schema."""
-        if not lines:  # a range of the index holding none of the table's rows
-            return self.schema.empty_table()
-        data = lines.encode("utf-8", "surrogatepass")
-        # one thread, one block per batch: threads only add memory on a batch this small
-        read = self.pa_json.ReadOptions(use_threads=False, block_size=len(data) + 1)
-        table = self.pa_json.read_json(
-            io.BytesIO(data), read_options=read, parse_options=self.parse
+        return cls(
+            pq,
+            pa_csv,
+            schema,
+            # one thread, one block per range: threads only add memory on a range this small
+            pa_csv.ReadOptions(column_names=schema.names, use_threads=False, block_size=1 << 30),
+            pa_csv.ParseOptions(newlines_in_values=True),
+            # JSON's bare null is a missing value; a text "null" is quoted, so it stays text
+            pa_csv.ConvertOptions(
+                column_types=schema,
+                null_values=["null"],
+                strings_can_be_null=True,
+                quoted_strings_can_be_null=False,
+            ),
         )
-        return table.select(self.schema.names).cast(self.schema)
+
+    def table_of(self, arrays: str) -> pa.Table:
+        """The table of a range's JSON arrays (:meth:`ExportQuery.json_values`), read by
+        Arrow's CSV reader once JSON's escapes are undone (:func:`_csv_of_range`): it reads
+        them twice as fast as its JSON reader reads the same rows as objects."""
+        if not arrays:  # a range of the index holding none of the table's rows
+            return self.schema.empty_table()
+        data = _csv_of_range(arrays, False).encode("utf-8", "surrogatepass")
+        return self.pa_csv.read_csv(
+            io.BytesIO(data),
+            read_options=self.read,
+            parse_options=self.parse,
+            convert_options=self.convert,
+        )
 
 
 def _write_parquet(store: Store, query: ExportQuery, path: Path) -> int:
-    """Each range's JSON lines are parsed by Arrow and written as a row group. Arrow is
+    """Each range is read by Arrow and written as a row group. Arrow is
     imported in a thread of its own while the first ranges are read: it costs 0.1 s, as
     long as the sqlite3 shell's whole export of 40,000 rows takes."""
     from concurrent.futures import ThreadPoolExecutor
@@ -404,11 +425,11 @@ def _write_parquet(store: Store, query: ExportQuery, path: Path) -> int:
             def table_of(lines: str) -> pa.Table:
                 return loading.result().table_of(lines)
 
-            select = query.json_objects()
+            select = query.json_values()
             rows = _in_ranges(store, query, select, ROWS_PER_CHUNK, table_of, write_table)
             if rows is None:
                 batches = _batches(store, query, select, ROWS_PER_CHUNK)
-                rows = _beside(batches, lambda rows: write_table(table_of(_text_lines(rows))))
+                rows = _beside(batches, lambda rows: write_table(table_of(_joined(rows))))
             if writer is None:  # an empty table: its schema alone
                 write_table(loading.result().schema.empty_table())
         finally:

@@ -74,6 +74,10 @@ class ExportQuery:
         cells = (f"coalesce({c.expr}, '')" if c.nullable else c.expr for c in self.columns)
         return f"json_array({', '.join(cells)})"
 
+    def json_values(self) -> str:
+        """Each row as a JSON array; a missing value is null."""
+        return f"json_array({', '.join(c.expr for c in self.columns)})"
+
     def json_objects(self) -> str:
         """Each row as a JSON object keyed by the column names."""
         pairs = (f"'{c.name}', {c.expr}" for c in self.columns)
