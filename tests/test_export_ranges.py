@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from annotate.errors import UsageError
 from annotate.io import export
 from annotate.store import Store
 from tests.test_export_stream import ESCAPED, _project
@@ -130,23 +131,26 @@ def test_a_file_written_to_while_the_readers_start_is_read_in_one_cursor(
     of the file. They start again; when every attempt meets a commit, the export reads on
     its own connection, and the text is whole."""
     real_connect = sqlite3.connect
-    commits = 0
+    opened = commits = 0
 
-    def connect_after_a_commit(*args, **kwargs):
-        nonlocal commits
-        with closing(real_connect(odd_db)) as other:
-            other.execute("CREATE TABLE IF NOT EXISTS poke (x)")  # a change of nothing exported
-            other.execute("INSERT INTO poke VALUES (1)")
-            other.commit()
-        commits += 1
+    def second_after_a_commit(*args, **kwargs):
+        """Another process commits after the first reader started, before the second."""
+        nonlocal opened, commits
+        opened += 1
+        if opened % 2 == 0:
+            with closing(real_connect(odd_db)) as other:
+                other.execute("CREATE TABLE IF NOT EXISTS poke (x)")  # nothing exported
+                other.execute("INSERT INTO poke VALUES (1)")
+                other.commit()
+            commits += 1
         return real_connect(*args, **kwargs)
 
     with Store(odd_db) as s:
         query = export.build(s, "labels")
         whole = _one_cursor(s, query, "jsonl")
-        monkeypatch.setattr(sqlite3, "connect", connect_after_a_commit)
+        monkeypatch.setattr(sqlite3, "connect", second_after_a_commit)
         with s.snapshot_readers(2, attempts=3) as readers:
-            assert readers == [] and commits == 6
+            assert readers == [] and opened == 6 and commits == 3
         assert _in_ranges(s, query, "jsonl") == (None, "")  # JSON lines have no header
         pieces: list[str] = []
         export._send(s, query, export.ExportFormat.jsonl, True, pieces.append)
@@ -211,3 +215,133 @@ def test_parquet_holds_every_cell_as_json_lines_give_it(odd_db, tmp_path, monkey
             assert table.to_pylist() == [
                 json.loads(line) for line in lines.rstrip("\n").split("\n")
             ]
+
+
+@pytest.fixture
+def busy_db(tmp_path: Path) -> Path:
+    """Keys repeated by many rows, three LLM runs with both phases, a session split."""
+    db = tmp_path / "busy.db"
+    _project(db)
+    with Store(db) as s:
+        add = (
+            "INSERT INTO actions (id, session, seq, action_type, content) VALUES (?, ?, ?, 'm', ?)"
+        )
+        for k in range(23):
+            s.conn.execute(add, (f"dup{k:02d}", "s1", 5, f"dup {k}"))
+        for k in range(7):  # repeated at the end of a session
+            s.conn.execute(add, (f"end{k}", "s2", 999, f"end {k}"))
+        s.conn.execute(
+            "INSERT INTO session_splits (name, n_test, seed, method, objective, created_at) "
+            "VALUES ('sp', 1, 1, 'x', 0, 'now')"
+        )
+        s.conn.execute(
+            "INSERT INTO session_split_items (split, session, part) "
+            "VALUES ('sp', 's0', 'test'), ('sp', 's1', 'train')"
+        )
+        run = (
+            "INSERT INTO llm_runs (id, started_at, coder, model, endpoint_host, codebook, "
+            "codebook_hash, split, prompt_hash, shot_ids, temperature, votes, context) "
+            "VALUES (?, 'now', ?, 'm', 'h', ?, 'hh', 'x', 'p', '[]', 0, 1, 0)"
+        )
+        for run_id, coder, book in (
+            (1, "llm:a", "traum"),
+            (2, "llm:b", "other"),
+            (3, "llm:a", "traum"),
+        ):
+            s.conn.execute(run, (run_id, coder, book))
+        ids = [r[0] for r in s.conn.execute("SELECT id FROM actions ORDER BY random()")]
+        for n, action in enumerate(ids):
+            for run_id in (1, 2, 3):
+                if (n + run_id) % 3:
+                    s.conn.execute(
+                        "INSERT INTO llm_items (run_id, action_id, phase, valid, request_hashes, "
+                        "raw_replies, tokens_in, tokens_out, latency_s, cached, created_at) "
+                        "VALUES (?, ?, ?, 1, '[]', '[\"{\\\"act\\\": 1}\"]', 1, 1, 0.5, 0, 'now')",
+                        (run_id, action, "validate" if n % 4 == 0 else "label"),
+                    )
+        s.conn.commit()
+    return db
+
+
+BUSY = {
+    "actions": {"what": "actions"},
+    "actions with a split": {"what": "actions", "split": "sp"},
+    "two coders": {"what": "labels", "coders": ["ana", "ben"]},
+    "a codebook, two coders, a split": {
+        "what": "labels",
+        "codebook": "traum",
+        "coders": ["ben", "ana"],
+        "split": "sp",
+    },
+    "llm": {"what": "llm"},
+    "llm of a codebook": {"what": "llm", "codebook": "traum"},
+    "llm with a split": {"what": "llm", "split": "sp"},
+}
+
+
+@pytest.mark.parametrize("name", list(BUSY))
+@pytest.mark.parametrize("size", [1, 3, 11])
+def test_repeated_keys_runs_and_splits_come_as_the_plain_query_gives_them(
+    busy_db, monkeypatch, name, size
+) -> None:
+    """Against the query's plain ORDER BY run by SQLite (no index named), not only against
+    the export's own other route: every row once, in the same order."""
+    monkeypatch.setattr(export, "ROWS_PER_CHUNK", size)
+    with Store(busy_db) as s:
+        query = export.build(s, **BUSY[name])
+        rows, text = _in_ranges(s, query, "jsonl")
+        plain_sql = query.sql(query.json_objects()).replace(" INDEXED BY labels_answered", "")
+        plain = [line for (line,) in s.conn.execute(plain_sql, query.params)]
+        assert rows == len(plain) > 0
+        assert text == "".join(line + "\n" for line in plain)
+        assert _in_ranges(s, query, "csv") == _counted(s, query, "csv")
+
+
+def test_a_range_over_sqlites_longest_text_is_read_row_by_row(odd_db, monkeypatch) -> None:
+    """A range is one text of SQLite's, whose length has a limit (1 GB): rows of 200 KB, or
+    many rows of one key, can pass it where each row is under it. Here the limit is 200 KB
+    and 30 rows of 30 KB share one key: the range is read again one row at a time."""
+    limit = 200_000
+    with Store(odd_db) as s:
+        add = (
+            "INSERT INTO actions (id, session, seq, action_type, content) VALUES (?, ?, ?, 'm', ?)"
+        )
+        for k in range(30):
+            s.conn.execute(add, (f"big{k:02d}", "s1", 5, f"{k} " + "x" * 30_000))
+    real_connect = sqlite3.connect
+
+    def limited(*args, **kwargs):
+        conn = real_connect(*args, **kwargs)
+        conn.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, limit)
+        return conn
+
+    monkeypatch.setattr(sqlite3, "connect", limited)
+    with Store(odd_db) as s:
+        query = export.build(s, "actions")
+        rows, text = _in_ranges(s, query, "jsonl")
+        assert (rows, text) == _counted(s, query, "jsonl") and rows > 30
+        assert max(map(len, text.splitlines())) < limit < len(text)
+
+
+@pytest.mark.parametrize(
+    ("column", "text"), [("elapsed_s", "nan"), ("elapsed_s", "inf"), ("seq", "0x10")]
+)
+def test_text_in_a_number_column_stops_parquet_naming_the_column(
+    odd_db, tmp_path, column, text
+) -> None:
+    """SQLite keeps a text it cannot read as a number in a number column; Arrow would read
+    these as numbers. JSON lines keep the text; Parquet stops with the column and the text,
+    and leaves no file."""
+    out = tmp_path / "actions.parquet"
+    with Store(odd_db) as s:
+        s.conn.execute(f"UPDATE actions SET {column} = ? WHERE id = 'a03'", (text,))
+        query = export.build(s, "actions")
+        line = next(x for x in _one_cursor(s, query, "jsonl").splitlines() if '"a03"' in x)
+        assert json.loads(line)[column] == text
+        with pytest.raises(UsageError) as raised:
+            export.write(s, query, "parquet", out)
+    assert str(raised.value) == (
+        f"--format parquet: column {column} holds the text {text!r} among numbers, and a "
+        "Parquet column has one type"
+    )
+    assert not list(tmp_path.glob("*.parquet*"))

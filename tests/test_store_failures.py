@@ -122,7 +122,7 @@ $PY -m annotate export --what labels --format jsonl --db p.db 2>&1 | wc -l
         tmp=tmp_path,
     )
     listed, refused, sampled, agreed, exported = outputs(r)
-    assert exported.strip() == "1029"  # read in ranges on connections to the file as it is
+    assert exported.strip() == "1029"  # readers of a file that cannot be written open it as it is
     assert "rc=0" in agreed and "Fleiss" in agreed, agreed
     assert "run not stored (p.db can only be read here): 1029 labels" in agreed
     assert sampled.splitlines()[0] == (

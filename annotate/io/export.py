@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 from annotate.errors import NotFoundError, UsageError
 from annotate.render.output import write_data
 from annotate.store import Store
-from annotate.store.exports import ExportQuery
+from annotate.store.exports import NOT_A_NUMBER, ExportQuery
 
 if TYPE_CHECKING:
     from concurrent.futures import Future
@@ -398,11 +398,28 @@ class _Arrow:
         if not arrays:  # a range of the index holding none of the table's rows
             return self.schema.empty_table()
         data = _csv_of_range(arrays, False).encode("utf-8", "surrogatepass")
-        return self.pa_csv.read_csv(
-            self.pa.BufferReader(data),
-            read_options=self.read,
-            parse_options=self.parse,
-            convert_options=self.convert,
+        try:
+            return self.pa_csv.read_csv(
+                self.pa.BufferReader(data),
+                read_options=self.read,
+                parse_options=self.parse,
+                convert_options=self.convert,
+            )
+        except self.pa.ArrowInvalid as exc:
+            raise self.not_a_number(str(exc)) from None
+
+    def not_a_number(self, arrow_says: str) -> UsageError:
+        """The one-line error for a text in a number column (Parquet keeps one type a
+        column), from Arrow's ``In CSV column #N: ... invalid value 'X'``."""
+        found = re.search(r"column #(\d+).*invalid value '(.*)'", arrow_says)
+        if found is None:
+            return UsageError(f"--format parquet: {arrow_says}")
+        name = self.schema.names[int(found.group(1))]
+        value = found.group(2).removeprefix(NOT_A_NUMBER)
+        return UsageError(
+            f"--format parquet: column {name} holds the text {value!r} among numbers, and a "
+            "Parquet column has one type",
+            hint="export this table as --format csv or jsonl, which keep it as it is",
         )
 
 

@@ -16,6 +16,8 @@ from typing import Any, Literal
 from annotate.store.base import StoreBase
 
 Kind = Literal["text", "int", "real"]
+NOT_A_NUMBER = "!"
+"""Put before a text held by a number column (:meth:`ExportQuery.json_values`)."""
 
 
 @dataclass(frozen=True)
@@ -75,8 +77,18 @@ class ExportQuery:
         return f"json_array({', '.join(cells)})"
 
     def json_values(self) -> str:
-        """Each row as a JSON array; a missing value is null."""
-        return f"json_array({', '.join(c.expr for c in self.columns)})"
+        """Each row as a JSON array; a missing value is null, and a text in a number
+        column starts with :data:`NOT_A_NUMBER` (SQLite keeps a text such as ``nan`` or
+        ``0x10`` that it cannot read as a number in such a column, and Arrow would read
+        it as one)."""
+        values = (
+            c.expr
+            if c.kind == "text"
+            else f"CASE WHEN typeof({c.expr}) = 'text' THEN '{NOT_A_NUMBER}' || {c.expr} "
+            f"ELSE {c.expr} END"
+            for c in self.columns
+        )
+        return f"json_array({', '.join(values)})"
 
     def json_objects(self) -> str:
         """Each row as a JSON object keyed by the column names."""
@@ -346,5 +358,17 @@ class ExportMixin(StoreBase):
         # the ORDER BY of a subquery under group_concat is kept (SQLite omits one only
         # under no aggregate or count, min, max)
         sql = f"SELECT count(*), coalesce(group_concat(line, char(10)), '') FROM ({inner})"
-        count, text = conn.execute(sql, (*query.params, *(lo or ()), *(hi or ()))).fetchone()
+        params = (*query.params, *(lo or ()), *(hi or ()))
+        try:
+            count, text = conn.execute(sql, params).fetchone()
+        except sqlite3.DataError as exc:
+            if "too big" not in str(exc):
+                raise
+            # over SQLite's longest text (1 GB: rows of 200 KB, or many rows of one key):
+            # the rows one by one, joined here
+            cursor = conn.cursor()
+            cursor.row_factory = None
+            rows = cursor.execute(query.range_sql(select, lo is not None, hi is not None), params)
+            lines = [line for (line,) in rows]
+            return len(lines), "\n".join(lines)
         return count, text
