@@ -345,3 +345,33 @@ def test_text_in_a_number_column_stops_parquet_naming_the_column(
         "Parquet column has one type"
     )
     assert not list(tmp_path.glob("*.parquet*"))
+
+
+@pytest.mark.parametrize(
+    "texts",
+    [
+        ['a "quote"', "back\\slash", '{"a": "b\\\\"}', "", "null", '"', "\\", '\\"'],
+        ["two\nlines", 'tab\t"q"', "C:\\new", "\\n", "é \x1b \U0001f600", "\x00"],
+    ],
+    ids=["quotes and backslashes: Arrow undoes them", "other escapes: undone first"],
+)
+def test_parquet_reads_every_escape_json_writes(texts, request, monkeypatch) -> None:
+    """Lines whose only escapes are a quote's and a backslash's go to Arrow as they are;
+    the others have their escapes undone first. Either way each text is read back whole."""
+    from annotate.store.exports import Column, ExportQuery
+
+    undone: list[str] = []
+    real_unescaped = export._json_unescaped
+    monkeypatch.setattr(export, "_json_unescaped", lambda t: undone.append(t) or real_unescaped(t))
+
+    query = ExportQuery((Column("t", "t"), Column("n", "n", "int")), "", (), "")
+    arrow = export._Arrow.load(query)
+    with closing(sqlite3.connect(":memory:")) as conn:
+        rows = [(t, k) for k, t in enumerate(texts)] + [(None, None)]
+        arrays = "\n".join(
+            conn.execute("SELECT json_array(?, ?)", row).fetchone()[0] for row in rows
+        )
+    table = arrow.table_of(arrays)
+    assert bool(undone) == ("other" in request.node.callspec.id)
+    assert table.column("t").to_pylist() == [*texts, None]
+    assert table.column("n").to_pylist() == [*range(len(texts)), None]
