@@ -529,6 +529,8 @@ class Bench:
     shape: Shape
     work: Path
     rows: list[Row] = field(default_factory=list)
+    rounds: int = 1
+    """Alternated runs of a read-only case (export), each figure their median."""
     _fixtures: dict[str, Path] = field(default_factory=dict)
 
     def fixture(
@@ -792,19 +794,40 @@ def case_report(b: Bench) -> None:
     )
 
 
+def median_run(runs: list[dict[str, float]]) -> dict[str, float]:
+    """The run of median wall time among ``runs``, with the highest peak of them all (a
+    failed run, if any)."""
+    failed = [r for r in runs if "error" in r]
+    if failed:
+        return failed[0]
+    middle = sorted(runs, key=lambda r: r["seconds"])[len(runs) // 2]
+    return {**middle, "peak_mb": max(r["peak_mb"] for r in runs)}
+
+
 def case_export(b: Bench) -> None:
     """Every table in every format (the gold of the majority, and the LLM's replies of the
     cached file), each beside the sqlite3 shell's CSV of the same rows, measured just
-    before."""
+    before. With ``--rounds N`` the shell and the three formats of a table run N times in
+    turn, and each figure is the median run: on a shared machine the speed of a core can
+    change between a peer and the command it is set beside."""
     db = b.copy(b.fixture("gold", _gold), "export")
     for what in ("actions", "labels", "gold", "llm"):
-        peer = measure(sqlite3_csv(db, export_peer_query(db, what), b.work / "peer.csv"))
+        peer_argv = sqlite3_csv(db, export_peer_query(db, what), b.work / "peer.csv")
+        argvs = {}
         for fmt in ("csv", "jsonl", "parquet"):
             out = b.work / f"export.{fmt}"
             argv = ["export", "--what", what, "--format", fmt, "--out", str(out)]
+            argvs[fmt] = annotate(*argv, "--db", str(db))
+        runs: dict[str, list[dict[str, float]]] = {"peer": [], **{f: [] for f in argvs}}
+        for _ in range(b.rounds):
+            runs["peer"].append(measure(peer_argv))
+            for fmt, argv in argvs.items():
+                runs[fmt].append(measure(argv))
+        peer = median_run(runs["peer"])
+        for fmt in argvs:
             b.add(
                 f"export --what {what} --format {fmt}",
-                measure(annotate(*argv, "--db", str(db))),
+                median_run(runs[fmt]),
                 None,
                 200,
                 peer=peer,
@@ -985,6 +1008,13 @@ def main() -> int:
         metavar="NAME",
         help="run only this case (repeatable): " + ", ".join(CASES),
     )
+    parser.add_argument(
+        "--rounds",
+        type=int,
+        default=1,
+        metavar="N",
+        help="export: N alternated runs of the shell and of each format, medians reported",
+    )
     parser.add_argument("--list", action="store_true", help="list the cases")
     parser.add_argument("--build-only", action="store_true", help="build the cached files")
     parser.add_argument("--measure-child", help=argparse.SUPPRESS)
@@ -1003,7 +1033,7 @@ def main() -> int:
     names = args.only or [n for n in CASES if not (args.quick and n.endswith("-1m"))]
     SCALE_DIR.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="bench-", dir=SCALE_DIR) as tmp:
-        b = Bench(shape, Path(tmp))
+        b = Bench(shape, Path(tmp), rounds=max(1, args.rounds))
         load_before = os.getloadavg()[0]
         for name in names:
             print(f"{name} ...", flush=True)
