@@ -41,8 +41,9 @@ class ExportQuery:
     """The columns of ``order_by`` that an index keeps in order (not always unique), for
     reading the table in ranges of that key side by side; () when it cannot be."""
     key_source: str = ""
-    """``FROM ... INDEXED BY ... [WHERE ...]`` of the keys: the index alone, a superset of
-    the table's rows (a range holds the rows whose key is in it)."""
+    """``FROM ... INDEXED BY ...`` of the keys: the index alone, with ``key_where`` a
+    superset of the table's rows (a range holds the rows whose key is in it)."""
+    key_where: tuple[str, ...] = ()
     key_params: tuple[Any, ...] = field(default=())
 
     @property
@@ -66,9 +67,8 @@ class ExportQuery:
         bound, read from the index alone. Parameters: the key parameters, the bound, the
         offset."""
         key = ", ".join(self.key)
-        keyed = f"({key}) > ({_marks(self.key)})"
-        joiner = " AND " if " WHERE " in self.key_source else " WHERE "
-        condition = joiner + keyed if after else ""
+        where = [*self.key_where, *[f"({key}) > ({_marks(self.key)})"] * after]
+        condition = f" WHERE {' AND '.join(where)}" if where else ""
         return f"SELECT {key} {self.key_source}{condition} ORDER BY {key} LIMIT 1 OFFSET ?"
 
     def json_arrays(self) -> str:
@@ -204,7 +204,8 @@ class ExportMixin(StoreBase):
                 "s.position",
                 (*params, sample),
                 key=("s.position",),
-                key_source="FROM sample_items s WHERE s.sample = ?",
+                key_source="FROM sample_items s",
+                key_where=("s.sample = ?",),
                 key_params=(sample,),
             )
         return ExportQuery(
@@ -245,7 +246,8 @@ class ExportMixin(StoreBase):
             # a key after an equal column: SQLite searches a row value in an index only
             # from its first column or one after the equal ones
             key=("l.codebook", "l.action_id", "l.question", "l.coder")[1 if codebook else 0 :],
-            key_source=f"FROM labels l INDEXED BY labels_answered WHERE {' AND '.join(keyed)}",
+            key_source="FROM labels l INDEXED BY labels_answered",
+            key_where=tuple(keyed),
             key_params=key_params,
         )
 
