@@ -462,9 +462,12 @@ def _write_parquet(store: Store, query: ExportQuery, path: Path) -> int:
                 return loading.result().table_of(lines)
 
             select = query.json_values()
-            rows = _in_ranges(store, query, select, ROWS_PER_CHUNK, table_of, write_table)
+            # half a text range: a range's text, its lines and its table are held at once
+            # (2,500 rows: the gold's peak at 144-152 MB against 181-187, the same time)
+            size = max(1, ROWS_PER_CHUNK // 2)
+            rows = _in_ranges(store, query, select, size, table_of, write_table)
             if rows is None:
-                batches = _batches(store, query, select, ROWS_PER_CHUNK)
+                batches = _batches(store, query, select, size)
                 rows = _beside(batches, lambda rows: write_table(table_of(_joined(rows))))
             if writer is None:  # an empty table: its schema alone
                 write_table(loading.result().schema.empty_table())
