@@ -46,7 +46,8 @@ def export_command(
     included (on a terminal they are shown escaped; in CSV, --safe-csv only adds a leading '
     to a cell a spreadsheet would run as a formula). A write that fails (a full disk, a size
     limit, a closed pipe) stops with an error and exit 1, never a silently shorter file.
-    Rows are streamed from the project file, so memory stays flat at any size. CSV quotes
+    Rows are streamed from the project file, so memory stays flat at any size, as the file
+    was when the export began (what others save meanwhile is not in it). CSV quotes
     every text cell and no number; an empty cell is a missing value.
     """
     check_out(out)
