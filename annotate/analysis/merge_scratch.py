@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from annotate.errors import AnnotateError
+from annotate.store.lock import process_running
 
 
 class MergeStopped(AnnotateError):
@@ -31,16 +32,6 @@ class MergeStopped(AnnotateError):
 
 def _prefix(target: Path) -> str:
     return f".{target.name}.merge-"
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # someone else's process
-        return True
-    return True
 
 
 def _places(target: Path) -> list[Path]:
@@ -52,7 +43,7 @@ def remove_stale(target: Path) -> list[Path]:
     removed = []
     for folder in (f for place in _places(target) for f in place.glob(_prefix(target) + "*")):
         pid = folder.name.removeprefix(_prefix(target))
-        if folder.is_dir() and pid.isdigit() and not _alive(int(pid)):
+        if folder.is_dir() and pid.isdigit() and not process_running(int(pid)):
             shutil.rmtree(folder, ignore_errors=True)
             removed.append(folder)
     return removed

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from annotate.errors import NotFoundError, UsageError
 from annotate.models import Action
 from annotate.store.base import StoreBase, dumps, now
+from annotate.store.lock import process_running
 from annotate.store.where import check_where, interruptible
 
 if TYPE_CHECKING:  # numpy loads when a sample is drawn, not with every command
@@ -29,19 +30,6 @@ STRATIFY_COLUMNS = ("action_type", "condition", "role", "session", "participant"
 READ_BY_IMPORT = frozenset({"actions_session_seq"})
 """The index of ``actions`` that an import reads between its groups (the sessions already
 stored, renumbered, their roles inferred): never left for the end of a run."""
-
-
-def _running(pid: int) -> bool:
-    """Whether process ``pid`` exists (on Windows, where ``os.kill`` would end it, assumed)."""
-    if pid == os.getpid() or os.name == "nt":
-        return True
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except OSError:  # another user's process
-        return True
-    return True
 
 
 def row_to_action(row: sqlite3.Row) -> Action:
@@ -153,7 +141,7 @@ class ActionsMixin(StoreBase):
         (opening a file while another process imports into it leaves them to that one)."""
         super()._repair()
         left = self.conn.execute("SELECT pid FROM deferred_indexes").fetchall()
-        if left and not any(_running(pid) for (pid,) in left):
+        if left and not any(process_running(pid) for (pid,) in left):
             self.on_wait(
                 f"{self.path}: building the indexes an interrupted import left, once "
                 "(seconds for a million actions)"

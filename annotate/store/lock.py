@@ -27,6 +27,20 @@ WAL_WRITE_LOCK = 120  # the byte of the -shm file that SQLite's WAL writer locks
 Notify = Callable[[str], None]
 
 
+def process_running(pid: int) -> bool:
+    """Whether process ``pid`` exists (on Windows, where ``os.kill`` would end it, assumed):
+    what a killed import or merge left behind is cleaned up only once its process is gone."""
+    if pid == os.getpid() or os.name == "nt":
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # another user's process
+        return True
+    return True
+
+
 def is_busy(exc: sqlite3.Error) -> bool:
     name = getattr(exc, "sqlite_errorname", "") or ""
     return name.startswith(("SQLITE_BUSY", "SQLITE_LOCKED")) or "database is locked" in str(exc)
