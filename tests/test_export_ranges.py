@@ -30,10 +30,10 @@ def odd_db(tmp_path: Path) -> Path:
 
 def _counted(store: Store, query, fmt) -> tuple[int, str]:
     """(rows, text) of the table from one cursor over the whole query (the fallback)."""
-    header, select, text_of, _ = export._text_format(query, fmt, True)
+    header, select, text_of = export._text_format(query, fmt, True)
     pieces = [header]
     batches = export._batches(store, query, select)
-    rows = export._beside(batches, lambda batch: pieces.append(text_of(batch)))
+    rows = export._beside(batches, lambda batch: pieces.append(text_of(export._joined(batch))))
     return rows, "".join(pieces)
 
 
@@ -42,7 +42,7 @@ def _one_cursor(store: Store, query, fmt) -> str:
 
 
 def _in_ranges(store: Store, query, fmt) -> tuple[int | None, str]:
-    header, select, _, text_of_range = export._text_format(query, fmt, True)
+    header, select, text_of_range = export._text_format(query, fmt, True)
     pieces = [header]
     rows = export._in_ranges(
         store, query, select, export.ROWS_PER_CHUNK, text_of_range, pieces.append
@@ -163,7 +163,7 @@ def test_an_error_on_either_side_stops_both(odd_db, monkeypatch) -> None:
     monkeypatch.setattr(export, "ROWS_PER_CHUNK", 1)
     with Store(odd_db) as s:
         query = export.build(s, "actions")
-        _, select, _, _ = export._text_format(query, "jsonl", True)
+        _, select, _ = export._text_format(query, "jsonl", True)
         sent: list[str] = []
         main = threading.get_ident()
 

@@ -140,16 +140,6 @@ def _unescaped(match: re.Match[str]) -> str:
     return chr(int(code, 16)) if code else UNESCAPED[match.group(2)]
 
 
-def _csv_text(rows: list[tuple[str]], safe: bool) -> str:
-    """The CSV lines of a batch of rows, each a 1-tuple holding its JSON array. Only a row
-    holding a backslash has escapes to undo: labels' JSON texts (an LLM's or the gold's
-    provenance) are a third of the rows but half the bytes."""
-    lines = [x[1:-1] if "\\" not in x else _json_unescaped(x[1:-1]) for (x,) in rows]
-    lines.append("")  # the last line's end, without copying the batch again
-    text = "\n".join(lines)
-    return _defused(text) if safe else text
-
-
 def _json_unescaped(text: str) -> str:
     """``text`` (a JSON array's insides) with each JSON escape undone, an escaped quote
     doubled as CSV does: a ``replace`` per kind of escape the text holds.
@@ -197,27 +187,16 @@ def _batches(
         cursor.close()
 
 
-def _text_lines(rows: list[tuple[str]]) -> str:
-    lines = [row[0] for row in rows]
-    lines.append("")
-    return "\n".join(lines)
-
-
 def _text_format(
     query: ExportQuery, fmt: ExportFormat, safe_csv: bool
-) -> tuple[str, str, Callable[[list[tuple[str]]], str], Callable[[str], str]]:
-    """(the header, the expression SQLite makes each row with, the text of a batch of
-    rows, the text of a range's rows as :meth:`Store.export_range` gives them) of the CSV
+) -> tuple[str, str, Callable[[str], str]]:
+    """(the header, the expression SQLite makes each row with, the text of a range's rows
+    as :meth:`Store.export_range` gives them, or of a batch's :func:`_joined`) of the CSV
     or JSON-lines text of the table."""
     if ExportFormat(fmt) is ExportFormat.csv:
         header = ",".join(query.names) + "\n"
-        return (
-            header,
-            query.json_arrays(),
-            lambda rows: _csv_text(rows, safe_csv),
-            lambda text: _csv_of_range(text, safe_csv),
-        )
-    return "", query.json_objects(), _text_lines, _lines_of_range
+        return header, query.json_arrays(), lambda text: _csv_of_range(text, safe_csv)
+    return "", query.json_objects(), _lines_of_range
 
 
 def _csv_of_range(arrays: str, safe: bool) -> str:
@@ -521,12 +500,13 @@ def _send(
     """Send the table's text to ``sink`` range by range (read and made side by side:
     :func:`_in_ranges`), or batch by batch from one cursor (made beside the reading:
     :func:`_beside`); a failed write stops the reading at once, while the file is open."""
-    header, select, text_of, text_of_range = _text_format(query, fmt, safe_csv)
+    header, select, text_of = _text_format(query, fmt, safe_csv)
     if header:
         sink(header)
-    rows = _in_ranges(store, query, select, ROWS_PER_CHUNK, text_of_range, sink)
+    rows = _in_ranges(store, query, select, ROWS_PER_CHUNK, text_of, sink)
     if rows is None:
-        rows = _beside(_batches(store, query, select), lambda batch: sink(text_of(batch)))
+        batches = _batches(store, query, select)
+        rows = _beside(batches, lambda batch: sink(text_of(_joined(batch))))
     return rows
 
 
