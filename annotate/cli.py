@@ -17,7 +17,7 @@ from typing import Any, NamedTuple
 import typer
 from typer.core import TyperCommand, TyperGroup
 
-from annotate import __version__
+from annotate import __version__, cli_params
 from annotate.errors import AnnotateError
 
 
@@ -118,7 +118,9 @@ def load_commands(module_name: str) -> dict[str, Any]:
     holder = typer.Typer(rich_markup_mode=MARKUP_MODE, add_completion=False)
     module.register(holder)
     _plain_flags(holder)
-    return dict(typer.main.get_group(holder).commands)
+    commands = dict(typer.main.get_group(holder).commands)
+    cli_params.install(commands.values())
+    return commands
 
 
 def _import_uncollected(name: str) -> Any:
