@@ -293,6 +293,30 @@ def test_a_nul_in_a_text_is_exported_whole(odd_db) -> None:
         assert actions == _reference_csv(s, "actions", True)
 
 
+def test_an_infinite_number_is_a_json_number_in_json_lines(odd_db, tmp_path, monkeypatch) -> None:
+    """SQLite before 3.45 writes ``Inf`` in a JSON object, which no JSON reader takes; a
+    text that holds ``":Inf`` stays as it is."""
+    texts = {"a01": 'say ":Inf," and ":-Inf}', "a02": 'back\\":Inf,'}
+    with Store(odd_db) as s:
+        s.conn.execute("UPDATE actions SET elapsed_s = 9e999 WHERE id = 'a03'")
+        s.conn.execute("UPDATE actions SET elapsed_s = -9e999 WHERE id = 'a05'")
+        for action_id, text in texts.items():
+            s.conn.execute("UPDATE actions SET content = ? WHERE id = ?", (text, action_id))
+        s.conn.commit()
+    for size in (1, 5000):
+        monkeypatch.setattr(export, "ROWS_PER_CHUNK", size)
+        text = _text(odd_db, "actions", export.ExportFormat.jsonl)
+        rows = {r["id"]: r for r in map(json.loads, text.splitlines())}
+        assert rows["a03"]["elapsed_s"] == float("inf")
+        assert rows["a05"]["elapsed_s"] == float("-inf")
+        assert {k: rows[k]["content"] for k in texts} == texts
+    out = tmp_path / "actions.jsonl"
+    with Store(odd_db) as s:
+        export.write(s, export.build(s, "actions"), export.ExportFormat.jsonl, out)
+    frame = pd.read_json(out, lines=True)
+    assert frame["elapsed_s"].max() == float("inf")
+
+
 def test_json_escapes_are_undone_as_csv_wants_them() -> None:
     """Every text SQLite's json_quote escapes, alone and in lines with the others (each
     text takes the cheapest route its escapes allow), comes back with its quotes doubled."""

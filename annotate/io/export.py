@@ -217,7 +217,17 @@ def _joined(rows: list[tuple[str]]) -> str:
     return "\n".join(row[0] for row in rows)
 
 
+INFINITE_VALUE = re.compile(r'(?<!\\)":(-?)Inf(?=[,}])')
+"""An infinite number as SQLite before 3.45 writes it in a JSON object (``"x":Inf``): not
+JSON, so ``json.loads`` and pandas stop at that line. Only a value can follow ``":``
+unescaped (inside a text a quote is escaped)."""
+
+
 def _lines_of_range(lines: str) -> str:
+    """A range's JSON objects as JSON lines; an infinite number is written ``9e999`` (a
+    JSON number that reads back as infinite)."""
+    if '":Inf' in lines or '":-Inf' in lines:
+        lines = INFINITE_VALUE.sub(r'":\g<1>9e999', lines)
     return lines + "\n" if lines else ""
 
 
