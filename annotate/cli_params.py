@@ -20,6 +20,13 @@ from enum import Enum
 from pathlib import Path
 from typing import Any, get_args, get_origin
 
+try:  # typer's internals (0.2x): another typer keeps its own checks (install does nothing)
+    from typer import _param_types
+    from typer._coercion import RuntimeParam, build_runtime_param
+    from typer.core import _TyperParameter
+except ImportError:
+    RuntimeParam = None  # type: ignore[assignment,misc]
+
 Leaf = Callable[[Any, Any, Any], Any]
 """(value, parameter, context) -> the value made, or an exception: typer's way then."""
 
@@ -59,7 +66,7 @@ def _decimal(value: Any, param: Any, ctx: Any) -> float:
     raise Unread(value)
 
 
-def _leaf(annotation: Any, info: Any, param_types: Any) -> Leaf | None:
+def _leaf(annotation: Any, info: Any) -> Leaf | None:
     """How a value of ``annotation`` is made, in the order typer tries the kinds; None for
     a kind left to typer."""
     if info.parser is not None or getattr(info, "formats", None):
@@ -69,7 +76,7 @@ def _leaf(annotation: Any, info: Any, param_types: Any) -> Leaf | None:
         sensitive = info.case_sensitive
 
         def choice(value: Any, param: Any, ctx: Any) -> Any:
-            return param_types.coerce_cli_choice(
+            return _param_types.coerce_cli_choice(
                 value, choices=choices, case_sensitive=sensitive, ctx=ctx
             )
 
@@ -83,7 +90,7 @@ def _leaf(annotation: Any, info: Any, param_types: Any) -> Leaf | None:
     if annotation is str:
         return _text
     if isinstance(annotation, type) and issubclass(annotation, Path):
-        if not param_types.routes_to_path(annotation, info):
+        if not _param_types.routes_to_path(annotation, info):
             return None
         path_type = info.path_type or annotation
 
@@ -92,7 +99,7 @@ def _leaf(annotation: Any, info: Any, param_types: Any) -> Leaf | None:
                 value = path_type(value)
             elif not isinstance(value, path_type):
                 raise Unread(value)
-            return param_types.coerce_cli_path(
+            return _param_types.coerce_cli_path(
                 value, info, path_type=path_type, param=param, ctx=ctx
             )
 
@@ -100,50 +107,51 @@ def _leaf(annotation: Any, info: Any, param_types: Any) -> Leaf | None:
     return None
 
 
+@dataclass(frozen=True)
+class PlainRuntimeParam(RuntimeParam or object):  # type: ignore[misc]
+    """A parameter's check: its plain kind's, else typer's."""
+
+    leaf: Leaf
+    many: bool
+    descriptor: Any
+
+    def _coerce_value(self, value: Any, param: Any, ctx: Any) -> Any:
+        try:
+            if self.many:
+                items = value if isinstance(value, list | tuple) else [value]
+                return [self.leaf(item, param, ctx) for item in items]
+            return self.leaf(value, param, ctx)
+        except Exception:  # typer's value, or typer's message for the error
+            typer_way = build_runtime_param(self.descriptor)
+            return typer_way._coerce_value(value, param=param, ctx=ctx)
+
+
+def _plain(param: Any) -> PlainRuntimeParam | None:
+    descriptor = getattr(param, "type_descriptor", None)
+    if descriptor is None or descriptor.file_annotation is not None:
+        return None
+    annotation, info = descriptor.annotation, descriptor.parameter_info
+    many = get_origin(annotation) is list
+    if many:
+        (annotation,) = get_args(annotation)
+    leaf = _leaf(annotation, info)
+    if leaf is None:
+        return None
+    return PlainRuntimeParam(info, descriptor.annotation, leaf, many, descriptor)
+
+
 def install(commands: Iterable[Any]) -> None:
     """Give each parameter of these commands (and of their subcommands) that takes a plain
     kind of value the check of this module, typer's as the fallback."""
-    try:
-        from typer import _coercion, _param_types
-        from typer.core import _TyperParameter
-    except ImportError:  # another typer: its own checks
+    if RuntimeParam is None:
         return
-
-    @dataclass(frozen=True)
-    class PlainRuntimeParam(_coercion.RuntimeParam):  # type: ignore[misc,name-defined]
-        leaf: Leaf
-        many: bool
-        descriptor: Any
-
-        def _coerce_value(self, value: Any, param: Any, ctx: Any) -> Any:
-            try:
-                if self.many:
-                    items = value if isinstance(value, list | tuple) else [value]
-                    return [self.leaf(item, param, ctx) for item in items]
-                return self.leaf(value, param, ctx)
-            except Exception:  # typer's value, or typer's message for the error
-                typer_way = _coercion.build_runtime_param(self.descriptor)
-                return typer_way._coerce_value(value, param=param, ctx=ctx)
-
-    def plain(param: Any) -> Any | None:
-        descriptor = getattr(param, "type_descriptor", None)
-        if descriptor is None or descriptor.file_annotation is not None:
-            return None
-        annotation, info = descriptor.annotation, descriptor.parameter_info
-        many = get_origin(annotation) is list
-        if many:
-            (annotation,) = get_args(annotation)
-        leaf = _leaf(annotation, info, _param_types)
-        if leaf is None:
-            return None
-        return PlainRuntimeParam(info, descriptor.annotation, leaf, many, descriptor)
 
     def visit(command: Any) -> None:
         for sub in getattr(command, "commands", {}).values():
             visit(sub)
         for param in command.params:
             if isinstance(param, _TyperParameter) and param._runtime_param is None:
-                made = plain(param)
+                made = _plain(param)
                 if made is not None:
                     param._runtime_param = made
 
