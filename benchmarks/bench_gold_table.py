@@ -16,7 +16,7 @@ The prototype leaves out what the command also does: flagged items, answers with
 an "Other" text and stale gold go to the command's own path (a few percent of items); the
 revision of each gold row is not computed.
 
-    .venv/bin/python benchmarks/bench_gold_table.py          # 100k items x 3 coders
+    .venv/bin/python benchmarks/bench_gold_table.py          # 100k items x 3 coders (--quick too)
     .venv/bin/python benchmarks/bench_gold_table.py --1m     # and 1M items x 3 coders
 """
 
@@ -132,6 +132,7 @@ def same_gold(command_db: Path, prototype_db: Path) -> tuple[int, int, int]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--1m", dest="million", action="store_true", help="also 1M items")
+    parser.add_argument("--quick", action="store_true", help="100k items only (the default)")
     parser.add_argument("--prototype", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.prototype:
