@@ -8,7 +8,8 @@ decimal number, a choice, a path, a list of these) that reads cleanly is made he
 typer's own functions where it has some (choices, paths). Anything else goes the way typer
 goes: another kind of value, a value that does not read (typer's error message then
 reports it), or a typer whose internals have changed (nothing is installed). So a command
-gets the very values and messages it would get from typer.
+gets the very values and messages it would get from typer. (A flag needs nothing: typer
+takes its True or False as it is.)
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from enum import Enum
 from pathlib import Path
 from typing import Any, get_args, get_origin
 
-try:  # typer's internals (0.2x): another typer keeps its own checks (install does nothing)
+try:  # typer's internals (0.2x); with another typer, install() leaves its own checks
     from typer import _param_types
     from typer._coercion import RuntimeParam, build_runtime_param
     from typer.core import _TyperParameter
@@ -40,12 +41,6 @@ class Unread(ValueError):
 
 def _text(value: Any, param: Any, ctx: Any) -> str:
     if type(value) is not str:
-        raise Unread(value)
-    return value
-
-
-def _flag(value: Any, param: Any, ctx: Any) -> bool:
-    if type(value) is not bool:
         raise Unread(value)
     return value
 
@@ -85,8 +80,6 @@ def _leaf(annotation: Any, info: Any) -> Leaf | None:
         if info.min is not None or info.max is not None or info.clamp:
             return None
         return _whole if annotation is int else _decimal
-    if annotation is bool:
-        return _flag
     if annotation is str:
         return _text
     if isinstance(annotation, type) and issubclass(annotation, Path):
@@ -107,26 +100,39 @@ def _leaf(annotation: Any, info: Any) -> Leaf | None:
     return None
 
 
-@dataclass(frozen=True)
-class PlainRuntimeParam(RuntimeParam or object):  # type: ignore[misc]
-    """A parameter's check: its plain kind's, else typer's."""
+def _plain_runtime_param() -> type | None:
+    """The class of the checks, built on typer's (None when typer's is not as expected)."""
+    if RuntimeParam is None:
+        return None
+    try:
 
-    leaf: Leaf
-    many: bool
-    descriptor: Any
+        @dataclass(frozen=True, kw_only=True)
+        class PlainRuntimeParam(RuntimeParam):  # type: ignore[misc,valid-type]
+            """A parameter's check: its plain kind's, else typer's."""
 
-    def _coerce_value(self, value: Any, param: Any, ctx: Any) -> Any:
-        try:
-            if self.many:
-                items = value if isinstance(value, list | tuple) else [value]
-                return [self.leaf(item, param, ctx) for item in items]
-            return self.leaf(value, param, ctx)
-        except Exception:  # typer's value, or typer's message for the error
-            typer_way = build_runtime_param(self.descriptor)
-            return typer_way._coerce_value(value, param=param, ctx=ctx)
+            leaf: Leaf
+            many: bool
+            descriptor: Any
+
+            def _coerce_value(self, value: Any, param: Any, ctx: Any) -> Any:
+                try:
+                    if self.many:
+                        items = value if isinstance(value, list | tuple) else [value]
+                        return [self.leaf(item, param, ctx) for item in items]
+                    return self.leaf(value, param, ctx)
+                except (ValueError, TypeError):  # typer's value, or its message for the error
+                    typer_way = build_runtime_param(self.descriptor)
+                    return typer_way._coerce_value(value, param=param, ctx=ctx)
+
+    except (TypeError, AttributeError):
+        return None
+    return PlainRuntimeParam
 
 
-def _plain(param: Any) -> PlainRuntimeParam | None:
+PlainRuntimeParam = _plain_runtime_param()
+
+
+def _plain(param: Any) -> Any | None:
     descriptor = getattr(param, "type_descriptor", None)
     if descriptor is None or descriptor.file_annotation is not None:
         return None
@@ -137,13 +143,19 @@ def _plain(param: Any) -> PlainRuntimeParam | None:
     leaf = _leaf(annotation, info)
     if leaf is None:
         return None
-    return PlainRuntimeParam(info, descriptor.annotation, leaf, many, descriptor)
+    return PlainRuntimeParam(  # type: ignore[misc]
+        parameter_info=info,
+        annotation=descriptor.annotation,
+        leaf=leaf,
+        many=many,
+        descriptor=descriptor,
+    )
 
 
 def install(commands: Iterable[Any]) -> None:
     """Give each parameter of these commands (and of their subcommands) that takes a plain
     kind of value the check of this module, typer's as the fallback."""
-    if RuntimeParam is None:
+    if PlainRuntimeParam is None:
         return
 
     def visit(command: Any) -> None:
@@ -158,5 +170,5 @@ def install(commands: Iterable[Any]) -> None:
     try:
         for command in commands:
             visit(command)
-    except AttributeError:  # typer's internals moved: its own checks
+    except Exception:  # typer's internals moved: what was not installed keeps typer's checks
         return

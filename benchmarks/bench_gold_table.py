@@ -118,7 +118,7 @@ def same_gold(command_db: Path, prototype_db: Path) -> tuple[int, int, int]:
     """(items both gave the same gold, items only the command gave gold, items where the
     prototype gave gold the command did not give or gave otherwise)."""
     conn = sqlite3.connect(command_db)
-    conn.execute(f"ATTACH '{prototype_db}' AS p")
+    conn.execute("ATTACH ? AS p", (str(prototype_db),))
     made = "SELECT action_id, value FROM labels WHERE coder = 'gold' AND codebook = ?"
     proto = "SELECT g.action_id, k.value FROM p.gold_labels g JOIN p.gold_kinds k ON k.id = g.kind"
     both = conn.execute(f"SELECT count(*) FROM ({made} INTERSECT {proto})", (CODEBOOK,))
@@ -149,13 +149,13 @@ def main() -> int:
             command_db, prototype_db = b.copy(base, "command"), b.copy(base, "prototype")
             argv = ["adjudicate", "--codebook", CODEBOOK, "--majority-only"]
             command = measure(annotate(*argv, "--db", str(command_db)))
-            started = time.perf_counter()
             proto = measure([sys.executable, __file__, "--prototype", str(prototype_db)])
             if "error" in command or "error" in proto:
                 print(command.get("error", ""), proto.get("error", ""), file=sys.stderr)
                 return 1
+            started = time.perf_counter()
             both, only_command, only_prototype = same_gold(command_db, prototype_db)
-            print(f"  checked in {time.perf_counter() - started:.1f} s", flush=True)
+            print(f"  both gold compared in {time.perf_counter() - started:.1f} s", flush=True)
             rows.append((items, goal, command, proto, both, only_command, only_prototype))
             for path in (command_db, prototype_db):
                 path.unlink()
