@@ -555,7 +555,8 @@ def agreement_rows(
                     )
                     continue
                 long = frame.rename(columns={"action_id": "item"})[["item", "coder", "value"]]
-                cats = q.codes + list(undeclared_other(q.codes, list(long["value"])))
+                used = long["value"].unique().tolist()  # a value at a time: 0.25 s at 300k
+                cats = q.codes + list(undeclared_other(q.codes, used))
                 rep = agreement.agreement_report(long, categories=cats, n_boot=n_boot, seed=0)
             except ValueError as exc:
                 rows.append({**base, "note": str(exc)})

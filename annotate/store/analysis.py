@@ -126,12 +126,13 @@ class AnalysisMixin(StoreBase):
     # -- queries for stats, report and split-sessions ------------------------------------
 
     def session_type_counts(self) -> list[dict[str, Any]]:
-        """Actions per (session, condition, role, action type)."""
+        """Actions per (session, condition, role, action type): counted in the order of
+        ``actions_condition``, which holds the four (migration 19)."""
         return [
             dict(r)
             for r in self.conn.execute(
                 "SELECT session, condition, role, action_type, count(*) AS n FROM actions "
-                "GROUP BY session, condition, role, action_type "
+                "GROUP BY condition, session, action_type, role "
                 "ORDER BY session, role, action_type"
             )
         ]
