@@ -187,10 +187,11 @@ def _progress_sql(store: Store) -> list[str]:
 def test_hot_queries_use_an_index(odd_db) -> None:
     with Store(odd_db) as s:
         traced = _progress_sql(s)
-        progress = next(q for q in traced if "FROM labels l JOIN sample_items" in q)
+        progress = next(q for q in traced if "FROM coder_labels l JOIN sample_items" in q)
         overview = next(q for q in traced if "GROUP BY condition, session" in q)
         versions = next(q for q in traced if "FROM codebooks c" in q)
         assert "COVERING INDEX labels_progress" in _plan(s, progress)
+        assert "INDEX gold_item" in _plan(s, progress)
         assert "COVERING INDEX actions_condition" in _plan(s, overview)
         assert "COVERING INDEX labels_progress" in _plan(s, versions)
         # sampling reads row ids in session order from the index alone
@@ -244,13 +245,13 @@ ESCAPED = [
 
 def _odd_texts(store: Store) -> None:
     """JSON in a cell, every kind of JSON escape, text held by a number column."""
-    store.conn.execute('UPDATE labels SET meta = \'{"a": "=x", "b": "\\\\n"}\' WHERE rowid = 1')
-    store.conn.execute('UPDATE labels SET codes = \'["n1","-n3"]\', seconds = 1e20 WHERE rowid = 2')
-    store.conn.execute("UPDATE labels SET seconds = '-abc' WHERE rowid = 3")
+    store.conn.execute('UPDATE labels SET meta = \'{"a": "=x", "b": "\\\\n"}\' WHERE id = 1')
+    store.conn.execute('UPDATE labels SET codes = \'["n1","-n3"]\', seconds = 1e20 WHERE id = 2')
+    store.conn.execute("UPDATE labels SET seconds = '-abc' WHERE id = 3")
     store.conn.execute("UPDATE actions SET elapsed_s = '=\"x' WHERE id = 'a01'")
     store.conn.execute("UPDATE actions SET elapsed_s = -0.0 WHERE id = 'a02'")
     for k, text in enumerate(ESCAPED):
-        store.conn.execute("UPDATE labels SET note = ? WHERE rowid = ?", (text, 5 + k))
+        store.conn.execute("UPDATE labels SET note = ? WHERE id = ?", (text, 5 + k))
         store.conn.execute("UPDATE actions SET content = ? WHERE id = ?", (text, f"a{4 + k:02d}"))
     store.conn.commit()
 
@@ -282,7 +283,7 @@ def test_csv_is_the_cells_written_one_by_one(odd_db, monkeypatch, what, safe, si
 def test_a_nul_in_a_text_is_exported_whole(odd_db) -> None:
     """json_array keeps a text whole where printf would cut it at its NUL."""
     with Store(odd_db) as s:
-        s.conn.execute("UPDATE labels SET other_text = 'be' || char(0) || 'fore' WHERE rowid = 1")
+        s.conn.execute("UPDATE labels SET other_text = 'be' || char(0) || 'fore' WHERE id = 1")
         s.conn.execute("UPDATE actions SET content = 'x' || char(0) || 'y' WHERE id = 'a01'")
         s.conn.commit()
     labels = _text(odd_db, "labels", export.ExportFormat.csv)

@@ -24,7 +24,9 @@ from annotate.store import Store
 from llm_coder.workflow import JobOptions, LabelJob, Resumed
 from tests.test_analysis_support import demo_with_gold
 
-BIG_TABLES = ("actions", "labels", "llm_requests", "sample_items", "llm_items")
+BIG_TABLES = (
+    "actions", "labels", "coder_labels", "gold", "llm_requests", "sample_items", "llm_items"
+)
 MEANT_SCANS = (
     "GROUP BY condition, session, action_type, role",  # report: actions per session and type
     "SELECT count(*) FROM (SELECT a.id FROM actions a",  # llm-label: how many targets (ids)
@@ -212,9 +214,14 @@ def test_a_full_scan_is_caught(project) -> None:
     """The check itself: a query that reads every label, or every entry of an index of
     them, is reported."""
     with Store(project) as store:
-        sql = "SELECT count(*) FROM labels WHERE note IS NOT NULL"
-        assert unindexed(store, [sql]) == [(sql, "SCAN labels")]
-        sql = "SELECT DISTINCT l.coder FROM labels l"
+        sql = "SELECT count(*) FROM coder_labels WHERE note IS NOT NULL"
+        assert unindexed(store, [sql]) == [(sql, "SCAN coder_labels")]
+        sql = "SELECT count(*) FROM labels WHERE note IS NOT NULL"  # the view: both tables
+        assert [line for _, line in unindexed(store, [sql])] == [
+            "SCAN coder_labels",
+            "SCAN labels",
+        ]
+        sql = "SELECT DISTINCT l.coder FROM coder_labels l"
         [(_, line)] = unindexed(store, [sql])
         assert line.startswith("SCAN l USING COVERING INDEX")
 

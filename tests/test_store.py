@@ -22,7 +22,9 @@ EXPECTED_TABLES = {
     "codebooks",
     "samples",
     "sample_items",
-    "labels",
+    "coder_labels",
+    "gold",
+    "gold_answers",
 }
 
 
@@ -44,6 +46,7 @@ def test_blank_file_gets_every_migration(db_path: Path) -> None:
     with Store(db_path) as s:
         assert s.schema_version() == max(n for n, _ in MIGRATIONS)
         assert set(s.db.table_names()) >= EXPECTED_TABLES
+        assert "labels" in s.db.view_names()  # the coders' labels and the gold
         assert s.query("PRAGMA journal_mode")[0][0] == "wal"
         names = [r["name"] for r in s.query("SELECT name FROM _migrations ORDER BY id")]
         assert names == [m.__name__ for _, m in MIGRATIONS]

@@ -724,7 +724,7 @@ def write_majority(store: Store, plan: GoldPlan, adjudicator: str) -> int:
     with store.transaction(), store.larger_cache():
         if n:
             kinds, kind = _gold_kinds(plan, adjudicator)
-            store.write_gold(plan.codebook, GOLD_CODER, GOLD_SOURCE, kinds, _gold_rows(votes, kind))
+            store.write_gold(plan.codebook, GOLD_SOURCE, kinds, _gold_rows(votes, kind))
         store.clear_answers(plan.codebook.name, GOLD_CODER, plan.stale)
     retracted = set(plan.stale)
     if retracted and (not isinstance(plan.to_decide, Cases) or plan.to_decide.loaded):

@@ -11,6 +11,7 @@ from annotate.store.analysis import AnalysisMixin
 from annotate.store.base import DEFAULT_DB, StoreBase, default_db_path
 from annotate.store.codebooks import CodebooksMixin
 from annotate.store.exports import ExportMixin
+from annotate.store.gold import GoldMixin
 from annotate.store.gold_votes import GoldVotesMixin
 from annotate.store.label_cells import LabelCellsMixin
 from annotate.store.labels import CORPUS_SOURCE, LabelsMixin, LabelWrite
@@ -27,6 +28,7 @@ class Store(
     LabelsMixin,
     LabelCellsMixin,
     GoldVotesMixin,
+    GoldMixin,
     LLMStoreMixin,
     LLMBatchesMixin,
     AnalysisMixin,

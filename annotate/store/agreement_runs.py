@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from annotate.coders import GOLD
 from annotate.errors import NotFoundError
 from annotate.store.base import StoreBase, dumps, now
+from annotate.store.gold import label_sources, labels_from, union_all
 from annotate.store.labels import LabelWrite
 
 if TYPE_CHECKING:
@@ -133,22 +134,24 @@ class AgreementRunsMixin(StoreBase):
 
     def answered_label_counts(self) -> dict[str, int]:
         """Answered labels per codebook (any coder)."""
-        return {
-            r[0]: r[1]
-            for r in self.conn.execute(
-                "SELECT codebook, count(*) FROM labels INDEXED BY labels_answered "
-                "WHERE value IS NOT NULL OR codes IS NOT NULL GROUP BY codebook ORDER BY codebook"
-            )
-        }
+        counts: dict[str, int] = {}
+        for labels in label_sources(None, "labels_answered"):
+            for book, n in self.conn.execute(
+                f"SELECT l.codebook, count(*) FROM {labels} "
+                "WHERE l.value IS NOT NULL OR l.codes IS NOT NULL GROUP BY l.codebook"
+            ):
+                counts[book] = counts.get(book, 0) + n
+        return dict(sorted(counts.items()))
 
     def has_answers(self, codebook: str) -> bool:
         """Whether any label of ``codebook`` is answered (one index lookup)."""
-        return bool(
+        return any(
             self.conn.execute(
-                "SELECT 1 FROM labels INDEXED BY labels_answered WHERE codebook = ? "
-                "AND (value IS NOT NULL OR codes IS NOT NULL) LIMIT 1",
+                f"SELECT 1 FROM {labels} WHERE l.codebook = ? "
+                "AND (l.value IS NOT NULL OR l.codes IS NOT NULL) LIMIT 1",
                 (codebook,),
             ).fetchone()
+            for labels in label_sources(None, "labels_answered")
         )
 
     def codebook_names(self) -> list[str]:
@@ -166,18 +169,20 @@ class AgreementRunsMixin(StoreBase):
         """Coder -> answered labels of ``codebook`` (on the items of ``sample`` or
         ``action_ids``, of ``question`` when given)."""
         sql = (
-            "SELECT coder, count(*) FROM labels INDEXED BY labels_answered WHERE codebook = ? "
-            "AND (value IS NOT NULL OR codes IS NOT NULL)"
+            "SELECT l.coder, count(*) FROM {labels} WHERE l.codebook = ? "
+            "AND (l.value IS NOT NULL OR l.codes IS NOT NULL)"
         )
         params: tuple[str, ...] = (codebook,)
         if question is not None:
-            sql += " AND question = ?"
+            sql += " AND l.question = ?"
             params += (question,)
         sql += self._agree_items(action_ids, sample)
         params += (sample,) if sample is not None else ()
-        return {
-            r[0]: r[1] for r in self.conn.execute(sql + " GROUP BY coder ORDER BY coder", params)
-        }
+        counts = {}
+        for labels in label_sources(None, "labels_answered"):
+            query = sql.format(labels=labels) + " GROUP BY l.coder"
+            counts.update(self.conn.execute(query, params).fetchall())
+        return dict(sorted(counts.items()))
 
     def answering_coders(self, codebook: str, *, sample: str | None = None) -> list[str]:
         """The coders with answered labels of ``codebook`` (on the items of ``sample``), in
@@ -187,15 +192,19 @@ class AgreementRunsMixin(StoreBase):
             r[0]
             for r in self.conn.execute(
                 "WITH RECURSIVE c(coder) AS ("
-                " SELECT min(coder) FROM labels INDEXED BY labels_progress WHERE codebook = ?"
-                " UNION ALL SELECT (SELECT min(coder) FROM labels INDEXED BY labels_progress"
-                "  WHERE codebook = ? AND coder > c.coder) FROM c WHERE c.coder IS NOT NULL)"
+                " SELECT min(coder) FROM coder_labels INDEXED BY labels_progress"
+                "  WHERE codebook = ?"
+                " UNION ALL SELECT (SELECT min(coder) FROM coder_labels INDEXED BY"
+                "  labels_progress WHERE codebook = ? AND coder > c.coder) FROM c"
+                "  WHERE c.coder IS NOT NULL)"
                 " SELECT coder FROM c WHERE coder IS NOT NULL",
                 (codebook, codebook),
             )
         ]
+        if self._gold_rows_exist(codebook):  # type: ignore[attr-defined]
+            coders = sorted({*coders, GOLD})
         sql = (
-            "SELECT 1 FROM labels l INDEXED BY labels_progress WHERE l.codebook = ? "
+            "SELECT 1 FROM {labels} WHERE l.codebook = ? "
             "AND l.coder = ? AND (l.value IS NOT NULL OR l.codes IS NOT NULL)"
         )
         if sample is not None:
@@ -207,7 +216,10 @@ class AgreementRunsMixin(StoreBase):
         return [
             c
             for c in coders
-            if self.conn.execute(sql + " LIMIT 1", (codebook, c, *extra)).fetchone()
+            if self.conn.execute(
+                sql.format(labels=labels_from([c], "labels_progress")) + " LIMIT 1",
+                (codebook, c, *extra),
+            ).fetchone()
         ]
 
     def shared_items(
@@ -222,17 +234,21 @@ class AgreementRunsMixin(StoreBase):
         """Items of ``codebook`` answered by two or more of ``coders``."""
         marks = ",".join("?" * len(coders))
         sql = (
-            f"SELECT action_id FROM labels INDEXED BY labels_answered WHERE codebook = ? "
-            f"AND coder IN ({marks}) AND (value IS NOT NULL OR codes IS NOT NULL)"
+            f"SELECT l.action_id, l.coder FROM {{labels}} WHERE l.codebook = ? "
+            f"AND l.coder IN ({marks}) AND (l.value IS NOT NULL OR l.codes IS NOT NULL)"
         )
         params: tuple[str, ...] = (codebook, *coders)
         if question is not None:
-            sql += " AND question = ?"
+            sql += " AND l.question = ?"
             params += (question,)
         sql += self._agree_items(action_ids, sample)
         params += (sample,) if sample is not None else ()
-        sql += " GROUP BY action_id HAVING count(DISTINCT coder) >= 2"
-        return self.conn.execute(f"SELECT count(*) FROM ({sql})", params).fetchone()[0]
+        both, all_params = union_all(sql, params, label_sources(coders, "labels_answered"))
+        sql = (
+            f"SELECT action_id FROM ({both}) GROUP BY action_id "
+            "HAVING count(DISTINCT coder) >= 2"
+        )
+        return self.conn.execute(f"SELECT count(*) FROM ({sql})", all_params).fetchone()[0]
 
     def label_ids(
         self,
@@ -246,13 +262,14 @@ class AgreementRunsMixin(StoreBase):
         """(action id, coder) -> label id of the answered labels of one question."""
         marks = ",".join("?" * len(coders))
         sql = (
-            "SELECT action_id, coder, id FROM labels INDEXED BY labels_answered "
-            f"WHERE codebook = ? AND question = ? AND coder IN ({marks}) "
-            "AND (value IS NOT NULL OR codes IS NOT NULL)"
+            "SELECT l.action_id, l.coder, l.id FROM {labels} "
+            f"WHERE l.codebook = ? AND l.question = ? AND l.coder IN ({marks}) "
+            "AND (l.value IS NOT NULL OR l.codes IS NOT NULL)"
         )
         sql += self._agree_items(action_ids, sample)
         params = (codebook, question, *coders) + ((sample,) if sample is not None else ())
-        return {(r[0], r[1]): r[2] for r in self.conn.execute(sql, params)}
+        both, all_params = union_all(sql, params, label_sources(coders, "labels_answered"))
+        return {(r[0], r[1]): r[2] for r in self.conn.execute(both, all_params)}
 
     # -- runs ---------------------------------------------------------------------------
 

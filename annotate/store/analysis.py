@@ -11,9 +11,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from annotate.coders import GOLD
 from annotate.errors import NotFoundError, StoreError, UsageError
 from annotate.store.base import StoreBase, dumps, now
-from annotate.store.revisions import refresh_revisions
+from annotate.store.gold import label_sources, union_all
+from annotate.store.migrations import GOLD_IDS
+from annotate.store.revisions import refresh_revisions, stored_revision
 
 MERGE_ALIAS = "other"
 LABEL_COPY_COLUMNS = (
@@ -208,7 +211,7 @@ class AnalysisMixin(StoreBase):
             return []
         marks = ",".join("?" * len(coders))
         sql = (
-            "SELECT l.action_id, l.coder, l.value, l.codes FROM labels l "
+            "SELECT l.action_id, l.coder, l.value, l.codes FROM {labels} "
             f"WHERE l.codebook = ? AND l.question = ? AND l.coder IN ({marks}) "
             "AND (l.value IS NOT NULL OR l.codes IS NOT NULL)"
         )
@@ -219,11 +222,10 @@ class AnalysisMixin(StoreBase):
                 "INSERT OR IGNORE INTO _answers_of VALUES (?)", ((i,) for i in action_ids)
             )
             sql += " AND l.action_id IN (SELECT id FROM _answers_of)"
+        both, params = union_all(sql, (codebook, question, *coders), label_sources(coders))
         return [
             (a, c, v, tuple(json.loads(codes)) if codes else ())
-            for a, c, v, codes in self.conn.execute(
-                sql + " ORDER BY l.action_id, l.coder", (codebook, question, *coders)
-            )
+            for a, c, v, codes in self.conn.execute(f"{both} ORDER BY 1, 2", params)
         ]
 
     def label_counts_by_coder(self) -> list[dict[str, Any]]:
@@ -330,17 +332,47 @@ class AnalysisMixin(StoreBase):
 
     def merge_missing_labels(self) -> int:
         """Copy the attached file's labels whose (action, codebook, question, coder) is absent
-        (with the revision of their content, whatever the other file's schema)."""
-        last = self.conn.execute("SELECT coalesce(max(id), 0) FROM main.labels").fetchone()[0]
+        (with the revision of their content, whatever the other file's schema): the coders'
+        in one statement, the gold row by row (a row of ``gold_answers`` each)."""
+        last = self.conn.execute("SELECT coalesce(max(id), 0) FROM main.coder_labels").fetchone()[0]
         copied = self.conn.execute(
-            f"INSERT INTO main.labels ({LABEL_COPY_COLUMNS}) "
-            f"SELECT {LABEL_COPY_COLUMNS} FROM {MERGE_ALIAS}.labels o WHERE NOT EXISTS ("
-            " SELECT 1 FROM main.labels m WHERE m.action_id = o.action_id"
+            f"INSERT INTO main.coder_labels ({LABEL_COPY_COLUMNS}) "
+            f"SELECT {LABEL_COPY_COLUMNS} FROM {MERGE_ALIAS}.labels o WHERE o.coder <> ? "
+            "AND NOT EXISTS (SELECT 1 FROM main.coder_labels m WHERE m.action_id = o.action_id"
             " AND m.codebook = o.codebook AND m.question = o.question AND m.coder = o.coder)"
-            " ORDER BY o.id"
+            " ORDER BY o.id",
+            (GOLD,),
         ).rowcount  # the rows inserted, not the triggers' updates
         refresh_revisions(self.conn, "id > ?", (last,))
-        return copied
+        gold = self.conn.execute(
+            "SELECT action_id, codebook, codebook_hash, question, value, codes, other_text, "
+            f"source, meta, note, created_at, updated_at FROM {MERGE_ALIAS}.labels o "
+            "WHERE o.coder = ? AND NOT EXISTS (SELECT 1 FROM main.gold m "
+            "WHERE m.codebook = o.codebook AND m.action_id = o.action_id "
+            "AND m.question = o.question) ORDER BY o.id",
+            (GOLD,),
+        ).fetchall()
+        for r in gold:
+            answer = self._their_gold_answer(r)
+            self.conn.execute(
+                "INSERT INTO main.gold (codebook, action_id, question, answer, revision, note, "
+                "created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (r["codebook"], r["action_id"], r["question"], *answer, r["note"],
+                 r["created_at"], r["updated_at"]),
+            )  # fmt: skip
+        return copied + len(gold)
+
+    def _their_gold_answer(self, r: Mapping[str, Any]) -> tuple[int, int]:
+        """(gold answer id, revision) here of the attached file's gold row ``r``."""
+        answer = self.gold_answer_id(  # type: ignore[attr-defined]
+            r["codebook"], r["codebook_hash"], r["question"], r["value"], r["codes"],
+            r["other_text"], r["source"], r["meta"],
+        )  # fmt: skip
+        revision = stored_revision(
+            (r["action_id"], r["question"], GOLD, r["value"], r["codes"], r["other_text"],
+             r["codebook_hash"])
+        )  # fmt: skip
+        return answer, revision
 
     def differing_labels(self) -> list[dict[str, Any]]:
         """Labels on the same key in both files whose answers differ, or where theirs has a
@@ -372,21 +404,40 @@ class AnalysisMixin(StoreBase):
         """Overwrite the answer of our label row ``our_id`` (answer, codebook hash, times,
         source) with the attached file's row of the same key; note and flag are left alone
         (see :meth:`set_label_note_flag`)."""
+        where = "o.action_id = ? AND o.codebook = ? AND o.question = ? AND o.coder = ?"
+        params = (key["action_id"], key["codebook"], key["question"], key["coder"])
+        if key["coder"] == GOLD:
+            theirs = self.conn.execute(
+                "SELECT action_id, codebook, codebook_hash, question, value, codes, "
+                f"other_text, source, meta, created_at, updated_at FROM {MERGE_ALIAS}.labels o "
+                f"WHERE {where}",
+                params,
+            ).fetchone()
+            self.conn.execute(
+                "UPDATE main.gold SET answer = ?, revision = ?, created_at = ?, updated_at = ? "
+                "WHERE id = ?",
+                (*self._their_gold_answer(theirs), theirs["created_at"], theirs["updated_at"],
+                 our_id),
+            )  # fmt: skip
+            return
         self.conn.execute(
-            "UPDATE main.labels SET (codebook_hash, value, codes, other_text, skipped, seconds, "
-            "source, meta, created_at, updated_at) = ("
+            "UPDATE main.coder_labels SET (codebook_hash, value, codes, other_text, skipped, "
+            "seconds, source, meta, created_at, updated_at) = ("
             " SELECT codebook_hash, value, codes, other_text, skipped, seconds,"
             f" source, meta, created_at, updated_at FROM {MERGE_ALIAS}.labels o"
-            " WHERE o.action_id = ? AND o.codebook = ? AND o.question = ? AND o.coder = ?) "
-            "WHERE id = ?",
-            (key["action_id"], key["codebook"], key["question"], key["coder"], our_id),
+            f" WHERE {where}) WHERE id = ?",
+            (*params, our_id),
         )
         refresh_revisions(self.conn, "id = ?", (our_id,))
 
     def set_label_note_flag(self, our_id: int, note: str | None, flagged: bool) -> None:
-        """Set the note and flag of our label row ``our_id`` (its times are kept)."""
+        """Set the note and flag of our label row ``our_id`` (its times are kept; gold has
+        a note and no flag)."""
+        if our_id > GOLD_IDS:
+            self.conn.execute("UPDATE main.gold SET note = ? WHERE id = ?", (note, our_id))
+            return
         self.conn.execute(
-            "UPDATE main.labels SET note = ?, flagged = ? WHERE id = ?",
+            "UPDATE main.coder_labels SET note = ?, flagged = ? WHERE id = ?",
             (note, int(flagged), our_id),
         )
 

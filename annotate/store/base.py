@@ -25,9 +25,16 @@ from annotate.store.migrations import MIGRATIONS
 if TYPE_CHECKING:
     import sqlite_utils
 
+    from annotate.codebook import Answer
+
 
 def default_db_path() -> Path:
     return Path(os.environ.get("ANNOTATE_DB") or DEFAULT_DB)
+
+
+def codes_json(answer: Answer) -> str | None:
+    """An answer's codes as the store keeps them: a sorted JSON list, None for none."""
+    return json.dumps(sorted(answer.codes)) if answer.codes else None
 
 
 def now() -> str:

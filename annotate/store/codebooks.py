@@ -54,9 +54,11 @@ class CodebooksMixin(StoreBase):
             dict(r)
             for r in self.conn.execute(
                 "SELECT c.name, c.version_hash, c.title, c.version, c.added_at, "
-                "(SELECT count(*) FROM labels l INDEXED BY labels_progress "
+                "(SELECT count(*) FROM coder_labels l INDEXED BY labels_progress "
                 "WHERE l.codebook = c.name AND l.codebook_hash = c.version_hash "
-                "AND l.value IS NOT NULL) AS labels "
+                "AND l.value IS NOT NULL) + (SELECT count(*) FROM gold g "
+                "JOIN gold_answers a ON a.id = g.answer WHERE g.codebook = c.name "
+                "AND a.codebook_hash = c.version_hash AND a.value IS NOT NULL) AS labels "
                 "FROM codebooks c ORDER BY c.name, c.added_at"
             )
         ]

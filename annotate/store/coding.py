@@ -32,11 +32,12 @@ class CodingQueries:
         self._session_start: dict[str, datetime | None] = {}
 
     def coder_versions(self, codebook: str, coder: str) -> list[CoderVersion]:
-        """The codebook versions this coder's answers were made under, oldest first."""
+        """The codebook versions this coder's answers were made under, oldest first (a
+        coder who codes, never ``gold``: it reads the coders' table)."""
         rows = self.store.conn.execute(
             "SELECT l.codebook_hash AS h, c.version AS version, "
             "sum(l.value IS NOT NULL OR l.codes IS NOT NULL) AS n, min(l.created_at) AS first_at "
-            "FROM labels l LEFT JOIN codebooks c "
+            "FROM coder_labels l LEFT JOIN codebooks c "
             "ON c.name = l.codebook AND c.version_hash = l.codebook_hash "
             "WHERE l.codebook = ? AND l.coder = ? GROUP BY l.codebook_hash ORDER BY first_at",
             (codebook, coder),
@@ -48,8 +49,8 @@ class CodingQueries:
         index ``labels_progress`` alone (:meth:`coder_versions` reads every label's row)."""
         return (
             self.store.conn.execute(
-                "SELECT 1 FROM labels WHERE codebook = ? AND coder = ? AND codebook_hash != ? "
-                "AND (value IS NOT NULL OR codes IS NOT NULL) LIMIT 1",
+                "SELECT 1 FROM coder_labels WHERE codebook = ? AND coder = ? "
+                "AND codebook_hash != ? AND (value IS NOT NULL OR codes IS NOT NULL) LIMIT 1",
                 (codebook, coder, version_hash),
             ).fetchone()
             is not None
@@ -91,7 +92,7 @@ class CodingQueries:
         per row; the coder's rows are read in one index range)."""
         return self.store.conn.execute(
             "SELECT action_id, question, value, codes, other_text, flagged, skipped, note, "
-            "seconds FROM labels WHERE coder = ? AND codebook = ?",
+            "seconds FROM coder_labels WHERE coder = ? AND codebook = ?",
             (coder, codebook),
         ).fetchall()
 

@@ -13,7 +13,9 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from annotate.coders import GOLD
 from annotate.store.base import StoreBase
+from annotate.store.gold import GOLD_AS_LABELS, has_gold
 
 Kind = Literal["text", "int", "real"]
 NOT_A_NUMBER = "!"
@@ -230,23 +232,35 @@ class ExportMixin(StoreBase):
         order of the index of answered labels (no sort, even of one coder's)."""
         join, params = _split_join(split, "a.session")
         answered = "(l.value IS NOT NULL OR l.codes IS NOT NULL)"
+        gold_only = coders is not None and set(coders) == {GOLD}
+        if gold_only:  # the gold table, in the order of its key (the coder is 'gold')
+            coders = None
+            labels, keys = f"({GOLD_AS_LABELS}) l", "gold l INDEXED BY gold_item"
+            key_columns: tuple[str, ...] = ("l.codebook", "l.action_id", "l.question")
+        elif has_gold(coders):
+            # the coders' and the gold together: the ranges are cut in the coders' index;
+            # each range reads both tables through their indexes and sorts its few rows
+            labels, keys = "labels l", "coder_labels l INDEXED BY labels_answered"
+            key_columns = ("l.codebook", "l.action_id", "l.question", "l.coder")
+        else:
+            labels = keys = "coder_labels l INDEXED BY labels_answered"
+            key_columns = ("l.codebook", "l.action_id", "l.question", "l.coder")
         where = [answered]
         params += self._filters("l", "l", codebook, coders, sample, where)
-        keyed = [answered]
+        keyed = [] if gold_only else [answered]
         key_params = self._filters("l", "l", codebook, coders, None, keyed)
         columns = [Column(n, e, k) for n, e, k in LABEL_EXPORT]
         columns += _action_columns("a", with_id=False, joined=True)
         return ExportQuery(
             tuple(_with_split(columns, split)),
-            f"FROM labels l INDEXED BY labels_answered LEFT JOIN actions a ON a.id = l.action_id"
-            f"{join}",
+            f"FROM {labels} LEFT JOIN actions a ON a.id = l.action_id{join}",
             tuple(where),
             "l.codebook, l.action_id, l.question, l.coder",
             params,
             # a key after an equal column: SQLite searches a row value in an index only
             # from its first column or one after the equal ones
-            key=("l.codebook", "l.action_id", "l.question", "l.coder")[1 if codebook else 0 :],
-            key_source="FROM labels l INDEXED BY labels_answered",
+            key=key_columns[1 if codebook else 0 :] if key_columns else (),
+            key_source=f"FROM {keys}" if keys else "",
             key_where=tuple(keyed),
             key_params=key_params,
         )
@@ -254,8 +268,9 @@ class ExportMixin(StoreBase):
     def has_labels_of(self, codebook: str) -> bool:
         """One index lookup (the export's check of --codebook, which needs no list of every
         codebook unless it fails)."""
-        sql = "SELECT EXISTS (SELECT 1 FROM labels WHERE codebook = ?)"
-        return bool(self.conn.execute(sql, (codebook,)).fetchone()[0])
+        sql = "SELECT EXISTS (SELECT 1 FROM coder_labels WHERE codebook = ?)"
+        found = self.conn.execute(sql, (codebook,)).fetchone()[0]
+        return bool(found) or self._gold_rows_exist(codebook)  # type: ignore[attr-defined]
 
     def _filters(
         self,

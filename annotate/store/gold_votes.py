@@ -16,9 +16,11 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from annotate.store.base import StoreBase, dumps, now
+from annotate.coders import GOLD
+from annotate.store.base import StoreBase, codes_json, dumps, now
+from annotate.store.gold import labels_from
 from annotate.store.label_cells import ANSWERED, CHUNK, LabelScope, sql_case
-from annotate.store.labels import _codes_json, _upsert_sql, decoded_label
+from annotate.store.labels import decoded_label
 from annotate.store.revisions import answer_tail, item_revision
 
 if TYPE_CHECKING:
@@ -62,7 +64,7 @@ class GoldKind:
     @classmethod
     def of(cls, question: str, answer: Answer, meta: dict[str, Any]) -> GoldKind:
         """The answer and provenance as :meth:`save_gold` stores them."""
-        return cls(question, answer.value, _codes_json(answer), answer.other_text, dumps(meta))
+        return cls(question, answer.value, codes_json(answer), answer.other_text, dumps(meta))
 
 
 def _source(scope: LabelScope, index: str, through_sample: bool) -> tuple[str, str, str, list[Any]]:
@@ -70,12 +72,13 @@ def _source(scope: LabelScope, index: str, through_sample: bool) -> tuple[str, s
     through the sample's items in id order (the item is the position), or over ``index``
     alone (the item is the action id; the sample is not applied)."""
     cond, params = scope.where()
+    labels = labels_from(scope.coders, index)
     if not through_sample:
-        return "l.action_id", f"labels l INDEXED BY {index}", cond, params
+        return "l.action_id", labels, cond, params
     assert scope.sample is not None
     tables = (
-        "sample_items s INDEXED BY sample_items_action CROSS JOIN "
-        f"labels l INDEXED BY {index} ON l.action_id = s.action_id"
+        f"sample_items s INDEXED BY sample_items_action CROSS JOIN {labels} "
+        "ON l.action_id = s.action_id"
     )
     return "s.position", tables, f"s.sample = ? AND {cond}", [scope.sample, *params]
 
@@ -147,7 +150,7 @@ class GoldVotesMixin(StoreBase):
         if scope.sample is not None and not through_sample:  # few flags: look them up
             cond, params = scope.where()
             sql = (
-                f"SELECT s.position, {columns} FROM labels l INDEXED BY labels_progress "
+                f"SELECT s.position, {columns} FROM {labels_from(scope.coders, 'labels_progress')} "
                 "CROSS JOIN sample_items s ON s.sample = ? AND s.action_id = l.action_id "
                 f"WHERE {cond} AND l.flagged"
             )
@@ -170,16 +173,31 @@ class GoldVotesMixin(StoreBase):
     def gold_states_sql(
         self, scope: LabelScope, source: str, *, through_sample: bool = False
     ) -> tuple[str, list[Any]]:
-        qcase, qparams = sql_case("l.question", scope.questions, -1)
-        item, tables, cond, params = _source(scope, "labels_progress", through_sample)
-        sql = (
-            f"SELECT {item}, {qcase}, l.source IS ?, json_extract(l.meta, '$.method') "
-            f"FROM {tables} WHERE {cond} AND (l.value IS NOT NULL OR "
-            f"coalesce(l.codes, '[]') NOT IN ('[]', ''))"
+        qcase, qparams = sql_case("g.question", scope.questions, -1)
+        marks = ",".join("?" * len(scope.questions))
+        # each answer's provenance read once, not once per item
+        kinds = (
+            "WITH a AS MATERIALIZED (SELECT id, source IS ? AS mine, "
+            "json_extract(meta, '$.method') AS method FROM gold_answers WHERE codebook = ? "
+            "AND (value IS NOT NULL OR coalesce(codes, '[]') NOT IN ('[]', ''))) "
         )
-        if not through_sample:
-            sql += " ORDER BY l.action_id"
-        return sql, [*qparams, source, *params]
+        cond = f"g.codebook = ? AND g.question IN ({marks})"
+        head = [source, scope.codebook, *qparams]
+        tail = [scope.codebook, *scope.questions]
+        if through_sample:
+            assert scope.sample is not None
+            sql = (
+                f"{kinds}SELECT s.position, {qcase}, a.mine, a.method "
+                "FROM sample_items s INDEXED BY sample_items_action "
+                "CROSS JOIN gold g ON g.action_id = s.action_id "
+                f"JOIN a ON a.id = g.answer WHERE s.sample = ? AND {cond}"
+            )
+            return sql, [*head, scope.sample, *tail]
+        sql = (
+            f"{kinds}SELECT g.action_id, {qcase}, a.mine, a.method FROM gold g "
+            f"JOIN a ON a.id = g.answer WHERE {cond} ORDER BY g.action_id"
+        )
+        return sql, [*head, *tail]
 
     def gold_states(
         self, scope: LabelScope, source: str, *, through_sample: bool = False
@@ -196,7 +214,7 @@ class GoldVotesMixin(StoreBase):
     def labels_upper_bound(self) -> int:
         """More than the number of labels, at once (the largest id; ids are not reused
         while the largest stays)."""
-        return self.conn.execute("SELECT coalesce(max(id), 0) FROM labels").fetchone()[0]
+        return self.conn.execute("SELECT coalesce(max(id), 0) FROM coder_labels").fetchone()[0]
 
     def sample_items_by_id(self, sample: str) -> Iterator[tuple[str, int]]:
         """(action id, position) of the sample's items in action id order (the order of
@@ -236,35 +254,35 @@ class GoldVotesMixin(StoreBase):
 
     def write_gold_kinds_sql(self) -> str:
         """The statement that writes the gold of :meth:`write_gold` (for its query plan)."""
-        upsert = _upsert_sql(True)
-        conflict = upsert[upsert.index("ON CONFLICT") :]  # the same upsert as save_gold
         return (
-            "INSERT INTO labels (action_id, codebook, codebook_hash, question, coder, value, "
-            "codes, other_text, skipped, seconds, source, meta, note, created_at, updated_at, "
-            "revision) "
-            "SELECT g.action_id, ?, ?, k.question, ?, k.value, k.codes, k.other_text, 0, NULL, "
-            "?, k.meta, NULL, ?, ?, g.revision FROM temp._gold_items g "
-            "CROSS JOIN temp._gold_kinds k "
-            f"ON k.id = g.kind WHERE 1 {conflict}"
+            "INSERT INTO gold AS old (codebook, action_id, question, answer, revision, "
+            "created_at, updated_at) "
+            "SELECT ?, g.action_id, k.question, k.answer, g.revision, ?, ? "
+            "FROM temp._gold_items g CROSS JOIN temp._gold_kinds k ON k.id = g.kind WHERE 1 "
+            "ON CONFLICT (codebook, action_id, question) DO UPDATE SET "
+            "answer = excluded.answer, revision = excluded.revision, "
+            "created_at = CASE WHEN (SELECT a.value IS NULL AND a.codes IS NULL "
+            "FROM gold_answers a WHERE a.id = old.answer) THEN excluded.created_at "
+            "ELSE old.created_at END, updated_at = excluded.updated_at "
+            "WHERE old.answer IS NOT excluded.answer"
         )
 
     def write_gold(
         self,
         codebook: Codebook,
-        coder: str,
         source: str,
         kinds: Sequence[GoldKind],
         items: Iterable[tuple[str, int]],
     ) -> int:
         """Store gold for many items at once (upserts as :meth:`save_gold` makes them: a
-        label whose answer, source, meta and codebook version are unchanged stays as it
+        gold whose answer, source, meta and codebook version are unchanged stays as it
         was); ``items`` are (action id, index in ``kinds``), best in action id order (the
-        indexes then take them in order). Return how many labels changed. The rows are
-        staged in temporary tables, then written by one statement."""
+        order of ``gold``'s key). Return how many gold rows changed. The rows are staged in
+        temporary tables, then written by one statement."""
         with self.transaction() as conn:  # joins the caller's transaction, if any
             conn.execute(
                 "CREATE TEMP TABLE IF NOT EXISTS _gold_kinds (id INTEGER PRIMARY KEY, "
-                "question TEXT, value TEXT, codes TEXT, other_text TEXT, meta TEXT)"
+                "question TEXT, answer INTEGER)"
             )
             conn.execute(
                 "CREATE TEMP TABLE IF NOT EXISTS _gold_items (action_id TEXT NOT NULL, "
@@ -272,17 +290,20 @@ class GoldVotesMixin(StoreBase):
             )
             conn.execute("DELETE FROM temp._gold_kinds")
             conn.execute("DELETE FROM temp._gold_items")
-            conn.executemany(
-                "INSERT INTO temp._gold_kinds VALUES (?, ?, ?, ?, ?, ?)",
-                (
-                    (i, k.question, k.value, k.codes, k.other_text, k.meta)
-                    for i, k in enumerate(kinds)
-                ),
-            )
             version = codebook.version_hash
+            conn.executemany(
+                "INSERT INTO temp._gold_kinds VALUES (?, ?, ?)",
+                [
+                    (i, k.question, self.gold_answer_id(  # type: ignore[attr-defined]
+                        codebook.name, version, k.question, k.value, k.codes, k.other_text,
+                        source, k.meta,
+                    ))
+                    for i, k in enumerate(kinds)
+                ],
+            )  # fmt: skip
             tails = [
                 answer_tail(
-                    k.question, coder, k.value, json.loads(k.codes) if k.codes else (),
+                    k.question, GOLD, k.value, json.loads(k.codes) if k.codes else (),
                     k.other_text, version,
                 )
                 for k in kinds
@@ -297,10 +318,7 @@ class GoldVotesMixin(StoreBase):
             )
             stamp = now()
             before = conn.total_changes
-            conn.execute(
-                self.write_gold_kinds_sql(),
-                (codebook.name, version, coder, source, stamp, stamp),
-            )
+            conn.execute(self.write_gold_kinds_sql(), (codebook.name, stamp, stamp))
             changed = conn.total_changes - before
             conn.execute("DELETE FROM temp._gold_items")
             return changed
@@ -312,13 +330,17 @@ class GoldVotesMixin(StoreBase):
             return
         stamp = now()
         with self.transaction() as conn:
+            if coder == GOLD:
+                self._clear_gold(codebook, cells)  # type: ignore[attr-defined]
+                return
             conn.executemany(
-                "UPDATE labels SET value = NULL, codes = NULL, other_text = NULL, updated_at = ? "
-                "WHERE action_id = ? AND codebook = ? AND question = ? AND coder = ?",
+                "UPDATE coder_labels SET value = NULL, codes = NULL, other_text = NULL, "
+                "updated_at = ? WHERE action_id = ? AND codebook = ? AND question = ? "
+                "AND coder = ?",
                 ((stamp, a, codebook, q, coder) for a, q in cells),
             )
             conn.executemany(
-                "DELETE FROM labels WHERE action_id = ? AND codebook = ? AND question = ? "
+                "DELETE FROM coder_labels WHERE action_id = ? AND codebook = ? AND question = ? "
                 "AND coder = ? AND flagged = 0 AND skipped = 0 AND note IS NULL",
                 ((a, codebook, q, coder) for a, q in cells),
             )

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from annotate.store.base import StoreBase
+from annotate.store.gold import label_sources, union_all
 
 ITEMS_PER_CHUNK = 20_000
 """Items per query: large enough that each chunk is a few C-level calls, small enough that
@@ -92,7 +93,7 @@ class LabelCellsMixin(StoreBase):
         those labels were made under (counted in SQL, from the index alone)."""
         cond, params = scope.where()
         sql = (
-            "SELECT l.value, l.codebook_hash, count(*) FROM labels l INDEXED BY labels_answered "
+            f"SELECT l.value, l.codebook_hash, count(*) FROM {{labels}} "
             f"WHERE {cond} AND {ANSWERED}"
         )
         if scope.sample is not None:
@@ -100,11 +101,13 @@ class LabelCellsMixin(StoreBase):
             params.append(scope.sample)
         values: dict[str, int] = {}
         hashes: set[str] = set()
-        for value, version, n in self.conn.execute(sql + " GROUP BY 1, 2 ORDER BY 1", params):
-            hashes.add(version)
-            if value is not None:
-                values[value] = values.get(value, 0) + n
-        return values, sorted(hashes)
+        for labels in label_sources(scope.coders, "labels_answered"):
+            query = sql.format(labels=labels) + " GROUP BY 1, 2"
+            for value, version, n in self.conn.execute(query, params):
+                hashes.add(version)
+                if value is not None:
+                    values[value] = values.get(value, 0) + n
+        return dict(sorted(values.items())), sorted(hashes)
 
     def version_hashes(self, codebook: str) -> list[str]:
         """The version hashes of ``codebook`` stored in this file."""
@@ -119,7 +122,8 @@ class LabelCellsMixin(StoreBase):
         """(action id, question, coder) of the scope's labels skipped without an answer."""
         cond, params = scope.where()
         sql = (
-            "SELECT l.action_id, l.question, l.coder FROM labels l INDEXED BY labels_skipped "
+            "SELECT l.action_id, l.question, l.coder FROM "
+            "coder_labels l INDEXED BY labels_skipped "  # gold is never skipped
             f"WHERE {cond} AND l.skipped AND l.value IS NULL AND l.codes IS NULL"
         )
         if scope.sample is not None:  # the few skipped labels, each looked up in the sample
@@ -158,6 +162,13 @@ class LabelCellsMixin(StoreBase):
         Call it inside the same read snapshot as :meth:`label_arrays`."""
         assert scope.sample is None
         cond, params = scope.where()
+        distinct, distinct_params = union_all(
+            f"SELECT DISTINCT l.action_id FROM {{labels}} WHERE {cond} AND {ANSWERED}",
+            params,
+            label_sources(scope.coders, "labels_answered"),
+        )
+        if distinct.count(" UNION ALL "):  # an item both coders and gold answered: once
+            distinct = distinct.replace(" UNION ALL ", " UNION ")
         self.conn.execute(
             f"CREATE TEMP TABLE IF NOT EXISTS {ALL_ITEMS.split('.')[1]} "
             "(position INTEGER PRIMARY KEY, action_id TEXT NOT NULL UNIQUE)"
@@ -166,9 +177,8 @@ class LabelCellsMixin(StoreBase):
         self.conn.execute(
             f"INSERT INTO {ALL_ITEMS} (position, action_id) "
             "SELECT row_number() OVER (ORDER BY action_id) - 1, action_id FROM "
-            f"(SELECT DISTINCT l.action_id FROM labels l INDEXED BY labels_answered "
-            f"WHERE {cond} AND {ANSWERED})",
-            params,
+            f"({distinct})",
+            distinct_params,
         )
         from annotate.store.item_ids import ItemIds
 
@@ -188,12 +198,13 @@ class LabelCellsMixin(StoreBase):
         qcase, qparams = sql_case("l.question", scope.questions, -1)
         ccase, cparams = sql_case("l.coder", scope.coders, -1)
         cond, params = scope.where()
-        yield from self.conn.execute(
-            f"SELECT s.position, {ccase}, {qcase}, l.codes FROM ({items}) s "
-            "CROSS JOIN labels l INDEXED BY labels_answered ON l.action_id = s.action_id "
-            f"WHERE {cond} AND l.codes IS NOT NULL",
-            [*cparams, *qparams, *iparams, *params],
-        )
+        for labels in label_sources(scope.coders, "labels_answered"):
+            yield from self.conn.execute(
+                f"SELECT s.position, {ccase}, {qcase}, l.codes FROM ({items}) s "
+                f"CROSS JOIN {labels} ON l.action_id = s.action_id "
+                f"WHERE {cond} AND l.codes IS NOT NULL",
+                [*cparams, *qparams, *iparams, *params],
+            )
 
     def _items(self, scope: LabelScope, *bounds: str) -> tuple[str, list[Any]]:
         """``SELECT action_id, position`` of the scope's items, with ``bounds`` (conditions
@@ -255,13 +266,17 @@ class LabelCellsMixin(StoreBase):
         bounds = ["action_id > ?"] + ([] if last_chunk else ["action_id <= ?"])
         items, iparams = self._items(scope, *bounds)
         cond, params = scope.where(lookup=False)
-        sql = (
-            "SELECT group_concat(k), group_concat(id), group_concat(revision) FROM ("
+        half = (
             f"SELECT {key} AS k, l.id AS id, l.revision AS revision "
             f"FROM ({items}) s "
-            f"CROSS JOIN labels l INDEXED BY labels_answered "
             # +: a lookup of each item's labels, not a range scan copied from the bounds
-            f"ON l.action_id = +s.action_id WHERE {cond} AND {ANSWERED})"
+            f"CROSS JOIN {{labels}} ON l.action_id = +s.action_id WHERE {cond} AND {ANSWERED}"
+        )
+        sources = label_sources(scope.coders, "labels_answered")
+        inner = " UNION ALL ".join(half.format(labels=labels) for labels in sources)
+        sql = (
+            "SELECT group_concat(k), group_concat(id), group_concat(revision) FROM "
+            f"({inner})"
         )
         return sql, [*cparams, *vparams, *qparams, *hparams, *iparams], params
 
@@ -282,10 +297,12 @@ class LabelCellsMixin(StoreBase):
             last: self.label_arrays_sql(scope, values, versions, last_chunk=last)
             for last in (False, True)
         }
+        halves = len(label_sources(scope.coders, "labels_answered"))  # the same parameters
         for after, upto in self._item_chunks(scope):
             sql, before, rest = queries[upto is None]
             bounds = [after] if upto is None else [after, upto]
-            keys, ids, revisions = self.conn.execute(sql, [*before, *bounds, *rest]).fetchone()
+            params = [*before, *bounds, *rest] * halves
+            keys, ids, revisions = self.conn.execute(sql, params).fetchone()
             if keys is not None:
                 yield CellChunk(
                     np.fromstring(keys, dtype=np.int64, sep=","),

@@ -7,7 +7,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from annotate.store.base import StoreBase, dumps, now
+from annotate.coders import GOLD
+from annotate.store.base import StoreBase, codes_json, dumps, now
+from annotate.store.gold import label_sources, union_all
 from annotate.store.revisions import content_revision
 
 if TYPE_CHECKING:
@@ -63,10 +65,6 @@ def decoded_label(row: Any) -> dict[str, Any]:
     return d
 
 
-def _codes_json(answer: Answer) -> str | None:
-    return json.dumps(sorted(answer.codes)) if answer.codes else None
-
-
 def _upsert_sql(provenance: bool) -> str:
     refresh = (
         "OR labels.source IS NOT excluded.source OR labels.meta IS NOT excluded.meta "
@@ -75,9 +73,9 @@ def _upsert_sql(provenance: bool) -> str:
         else ""
     )
     return (
-        "INSERT INTO labels (action_id, codebook, codebook_hash, question, coder, value, "
-        "codes, other_text, skipped, seconds, source, meta, note, created_at, updated_at, "
-        "revision) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?, ?) "
+        "INSERT INTO coder_labels AS labels (action_id, codebook, codebook_hash, question, "
+        "coder, value, codes, other_text, skipped, seconds, source, meta, note, created_at, "
+        "updated_at, revision) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?, ?) "
         "ON CONFLICT (action_id, codebook, question, coder) DO UPDATE SET "
         "codebook_hash = excluded.codebook_hash, value = excluded.value, "
         "revision = excluded.revision, "
@@ -106,7 +104,7 @@ def _upsert_params(
         w.question,
         w.coder,
         a.value,
-        _codes_json(a),
+        codes_json(a),
         a.other_text,
         seconds,
         w.source,
@@ -145,10 +143,12 @@ class LabelsMixin(StoreBase):
         ``updated_at``; ``seconds`` accumulates the time spent on it.
         """
         answer.check(codebook.question(question_id))
+        write = LabelWrite(action_id, question_id, coder, answer, source, meta)
         with self.transaction():
-            self._upsert(
-                codebook, LabelWrite(action_id, question_id, coder, answer, source, meta), seconds
-            )
+            if coder == GOLD:
+                self._save_gold_writes(codebook, [write], False, now())  # type: ignore[attr-defined]
+            else:
+                self._upsert(codebook, write, seconds)
 
     def save_answers(
         self, codebook: Codebook, writes: Sequence[LabelWrite], *, provenance: bool = False
@@ -160,19 +160,25 @@ class LabelsMixin(StoreBase):
         gave the same answer as an earlier run).
         """
         checked: set[tuple[Any, ...]] = set()  # the same answer to the same question: once
+        gold = []
         for w in writes:
             key = (w.question, w.answer)
             if key not in checked:
                 w.answer.check(codebook.question(w.question))
                 checked.add(key)
+            if w.coder == GOLD:
+                gold.append(w)
         stamp = now()
         with self.transaction() as conn:
             before = conn.total_changes
             conn.executemany(
                 _upsert_sql(provenance),
-                (_upsert_params(codebook, w, None, stamp) for w in writes),
+                (_upsert_params(codebook, w, None, stamp) for w in writes if w.coder != GOLD),
             )
-            return conn.total_changes - before
+            changed = conn.total_changes - before
+            if gold:
+                changed += self._save_gold_writes(codebook, gold, provenance, stamp)  # type: ignore[attr-defined]
+            return changed
 
     def _upsert(
         self, codebook: Codebook, w: LabelWrite, seconds: float | None, *, provenance: bool = False
@@ -195,13 +201,17 @@ class LabelsMixin(StoreBase):
         """
         keep = " AND coalesce(seconds, 0) = 0" if keep_time else ""
         with self.transaction() as conn:
+            if coder == GOLD:
+                self._clear_gold(codebook, [(action_id, question_id)])  # type: ignore[attr-defined]
+                return
             conn.execute(
-                "UPDATE labels SET value = NULL, codes = NULL, other_text = NULL, updated_at = ? "
-                "WHERE action_id = ? AND codebook = ? AND question = ? AND coder = ?",
+                "UPDATE coder_labels SET value = NULL, codes = NULL, other_text = NULL, "
+                "updated_at = ? WHERE action_id = ? AND codebook = ? AND question = ? "
+                "AND coder = ?",
                 (now(), action_id, codebook, question_id, coder),
             )
             conn.execute(
-                "DELETE FROM labels WHERE action_id = ? AND codebook = ? AND question = ? "
+                "DELETE FROM coder_labels WHERE action_id = ? AND codebook = ? AND question = ? "
                 "AND coder = ? AND flagged = 0 AND skipped = 0 AND note IS NULL" + keep,
                 (action_id, codebook, question_id, coder),
             )
@@ -221,6 +231,8 @@ class LabelsMixin(StoreBase):
         unanswered) in one transaction. ``add``: add ``value`` to the stored one, and leave
         ``updated_at`` as it is."""
         assert column in {"flagged", "skipped", "note", "seconds"}
+        if coder == GOLD:
+            raise ValueError("gold has an answer and a note only: no flag, skip or time")
         update = (
             f"{column} = coalesce(labels.{column}, 0) + excluded.{column}"
             if add
@@ -230,8 +242,8 @@ class LabelsMixin(StoreBase):
         with self.transaction() as conn:
             for q in questions:
                 conn.execute(
-                    "INSERT INTO labels (action_id, codebook, codebook_hash, question, coder, "
-                    f"{column}, created_at, updated_at, revision) "
+                    "INSERT INTO coder_labels AS labels (action_id, codebook, codebook_hash, "
+                    f"question, coder, {column}, created_at, updated_at, revision) "
                     "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) "
                     f"ON CONFLICT (action_id, codebook, question, coder) DO UPDATE SET {update}",
                     (
@@ -304,30 +316,29 @@ class LabelsMixin(StoreBase):
         ``columns`` (of :data:`LABEL_COLUMNS`) keeps the dicts small at corpus scale."""
         unknown = set(columns) - set(LABEL_COLUMNS)
         assert not unknown, unknown
-        sql = f"SELECT {', '.join(columns)} FROM labels WHERE codebook = ?"
+        sql = f"SELECT {', '.join(f'l.{c}' for c in columns)} FROM {{labels}} WHERE l.codebook = ?"
         params: list[Any] = [codebook]
         if coders:
-            sql += f" AND coder IN ({','.join('?' * len(coders))})"
+            sql += f" AND l.coder IN ({','.join('?' * len(coders))})"
             params += list(coders)
         if question:
-            sql += " AND question = ?"
+            sql += " AND l.question = ?"
             params.append(question)
         if answered_only:
-            sql += " AND (value IS NOT NULL OR codes IS NOT NULL)"
+            sql += " AND (l.value IS NOT NULL OR l.codes IS NOT NULL)"
         if action_ids is not None:
             self.conn.execute("CREATE TEMP TABLE IF NOT EXISTS _wanted (id TEXT PRIMARY KEY)")
             self.conn.execute("DELETE FROM _wanted")
             self.conn.executemany(
                 "INSERT OR IGNORE INTO _wanted VALUES (?)", ((i,) for i in action_ids)
             )
-            sql += " AND action_id IN (SELECT id FROM _wanted)"
+            sql += " AND l.action_id IN (SELECT id FROM _wanted)"
         if sample is not None:
-            sql += " AND action_id IN (SELECT action_id FROM sample_items WHERE sample = ?)"
+            sql += " AND l.action_id IN (SELECT action_id FROM sample_items WHERE sample = ?)"
             params.append(sample)
-        return [
-            decoded_label(r)
-            for r in self.conn.execute(sql + " ORDER BY action_id, question, coder", params)
-        ]
+        both, all_params = union_all(sql, params, label_sources(coders or None))
+        order = "action_id, question, coder"
+        return [decoded_label(r) for r in self.conn.execute(f"{both} ORDER BY {order}", all_params)]
 
     def labels_frame(self, codebook: str, **filters: Any) -> pd.DataFrame:
         """Labels as a long table (one row per action, question and coder)."""
@@ -342,40 +353,49 @@ class LabelsMixin(StoreBase):
         return [
             c
             for c in self._distinct_coders(codebook)
-            if self.conn.execute(
-                "SELECT 1 FROM labels l WHERE l.coder = ?" + in_book + " AND (l.value IS NOT NULL "
-                "OR l.codes IS NOT NULL OR l.skipped OR l.flagged OR l.note IS NOT NULL) LIMIT 1",
+            if c == GOLD
+            or self.conn.execute(
+                "SELECT 1 FROM coder_labels l WHERE l.coder = ?" + in_book + " AND (l.value "
+                "IS NOT NULL OR l.codes IS NOT NULL OR l.skipped OR l.flagged OR l.note IS NOT "
+                "NULL) LIMIT 1",
                 (c, codebook) if codebook else (c,),
             ).fetchone()
         ]
 
     def _distinct_coders(self, codebook: str | None = None) -> list[str]:
         """Every coder with a row (of ``codebook``), sorted: one index seek per coder (a loose
-        index scan on ``labels(coder, codebook)`` or ``labels(codebook, coder)``), not a pass
-        over every label."""
+        index scan on ``coder_labels(coder, codebook)`` or ``(codebook, coder)``), not a pass
+        over every label; ``gold`` when it has a row."""
         book = " AND codebook = :book" if codebook else ""
         sql = (
             "WITH RECURSIVE c(coder) AS ("
-            f" SELECT min(coder) FROM labels WHERE 1{book}"
-            f" UNION ALL SELECT (SELECT min(coder) FROM labels WHERE coder > c.coder{book})"
+            f" SELECT min(coder) FROM coder_labels WHERE 1{book}"
+            f" UNION ALL SELECT (SELECT min(coder) FROM coder_labels WHERE coder > c.coder{book})"
             " FROM c WHERE c.coder IS NOT NULL"
             ") SELECT coder FROM c WHERE coder IS NOT NULL"
         )
-        return [r[0] for r in self.conn.execute(sql, {"book": codebook})]
+        found = [r[0] for r in self.conn.execute(sql, {"book": codebook})]
+        if self._gold_rows_exist(codebook):  # type: ignore[attr-defined]
+            found = sorted({*found, GOLD})
+        return found
 
     def corpus_coders(self) -> list[str]:
         """Coders whose every label came with a corpus (``import --labels-as``)."""
         return [
             c
             for c in self._distinct_coders()
-            if not self.conn.execute(
-                "SELECT 1 FROM labels WHERE coder = ? AND source IS NOT ? LIMIT 1",
+            if c != GOLD  # gold is made here (adjudicate, import-labels), never a corpus's
+            and not self.conn.execute(
+                "SELECT 1 FROM coder_labels WHERE coder = ? AND source IS NOT ? LIMIT 1",
                 (c, CORPUS_SOURCE),
             ).fetchone()
         ]
 
     def labelled_codebooks(self) -> list[str]:
-        return [r[0] for r in self.conn.execute("SELECT DISTINCT codebook FROM labels ORDER BY 1")]
+        found = {
+            r[0] for r in self.conn.execute("SELECT DISTINCT codebook FROM coder_labels")
+        } | set(self.gold_codebooks())  # type: ignore[attr-defined]
+        return sorted(found)
 
     def coder_progress(self, sample: str, codebook: Codebook) -> list[dict[str, Any]]:
         """Per coder: items fully coded, skipped, flagged, of the sample's N (applicable).
@@ -393,8 +413,14 @@ class LabelsMixin(StoreBase):
             " SELECT l.coder, l.action_id, sum(l.value IS NOT NULL OR l.codes IS NOT NULL)"
             " AS answered, max(l.skipped) AS skipped, max(l.flagged) AS flagged,"
             " total(l.seconds) AS seconds"
-            " FROM labels l JOIN sample_items s ON s.sample = :sample AND s.action_id = l.action_id"
-            " WHERE l.codebook = :codebook GROUP BY l.coder, l.action_id) "
+            " FROM coder_labels l JOIN sample_items s ON s.sample = :sample"
+            " AND s.action_id = l.action_id WHERE l.codebook = :codebook"
+            " GROUP BY l.coder, l.action_id"
+            " UNION ALL SELECT 'gold', g.action_id, count(*), 0, 0, 0"
+            " FROM gold g JOIN gold_answers a ON a.id = g.answer"
+            " JOIN sample_items s ON s.sample = :sample AND s.action_id = g.action_id"
+            " WHERE g.codebook = :codebook AND (a.value IS NOT NULL OR a.codes IS NOT NULL)"
+            " GROUP BY g.action_id) "
             "GROUP BY coder ORDER BY coder",
             {"q": n_questions, "sample": sample, "codebook": codebook.name},
         )

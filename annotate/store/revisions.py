@@ -69,19 +69,23 @@ def stored_revision(row: Sequence[Any]) -> int:
 
 
 def refresh_revisions(
-    conn: sqlite3.Connection, where: str = "1", params: Sequence[Any] = ()
+    conn: sqlite3.Connection,
+    where: str = "1",
+    params: Sequence[Any] = (),
+    table: str = "coder_labels",
 ) -> int:
-    """Set the revision of the labels matching ``where`` to their content's hash (after a
-    copy or upgrade made in SQL); return how many were read."""
+    """Set the revision of the coders' labels matching ``where`` to their content's hash
+    (after a copy or upgrade made in SQL); return how many were read. ``table``: the
+    coders' table (``labels`` before migration 20)."""
     cursor = conn.execute(
         "SELECT id, action_id, question, coder, value, codes, other_text, codebook_hash "
-        f"FROM labels WHERE {where}",
+        f"FROM {table} WHERE {where}",
         params,
     )
     n = 0
     while rows := cursor.fetchmany(CHUNK):
         conn.executemany(
-            "UPDATE labels SET revision = ? WHERE id = ?",
+            f"UPDATE {table} SET revision = ? WHERE id = ?",
             [(stored_revision(r[1:]), r[0]) for r in rows],
         )
         n += len(rows)
