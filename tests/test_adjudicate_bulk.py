@@ -17,12 +17,14 @@ from typing import Any
 
 import pytest
 
+import annotate.store.gold
 import annotate.store.gold_votes
 import annotate.store.labels
 from annotate.codebook import Answer, find_codebook
 from annotate.io.importing import import_files
 from annotate.reliability import adjudication as adj
 from annotate.reliability.agreement_data import select
+from annotate.reliability.majority_pass import write_majority_in_one_pass
 from annotate.reliability.majority_rule import majority_rule
 from annotate.store import LabelWrite, Store
 from annotate.store.agreement_runs import GOLD_CODER, GOLD_SOURCE
@@ -223,7 +225,7 @@ def _rows(path: Path) -> list[tuple]:
 def fixed_clock(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """Both paths stamp rows with the same time (one per write)."""
     stamp = ["2026-01-01T00:00:00.000Z"]
-    for module in (annotate.store.labels, annotate.store.gold_votes):
+    for module in (annotate.store.labels, annotate.store.gold_votes, annotate.store.gold):
         monkeypatch.setattr(module, "now", lambda: stamp[0])
     return stamp
 
@@ -233,7 +235,8 @@ def _both(path: Path, tmp_path: Path, adjudicator: str, stamp: list[str]) -> tup
     checking the plans agree; return both copies."""
     run = len(list(tmp_path.glob("*-bulk.db")))
     bulk, old = tmp_path / f"{run}-bulk.db", tmp_path / f"{run}-old.db"
-    for copy in (bulk, old):
+    one_pass = tmp_path / f"{run}-one-pass.db"
+    for copy in (bulk, old, one_pass):
         shutil.copy(path, copy)
     with Store(bulk) as s:
         selection = select(s, codebook="mixed")
@@ -255,6 +258,19 @@ def _both(path: Path, tmp_path: Path, adjudicator: str, stamp: list[str]) -> tup
         reference = _reference_plan(s, select(s, codebook="mixed"))
         assert _reference_write(s, reference, adjudicator) == written
     assert _rows(bulk) == _rows(old)
+    with Store(one_pass) as s:  # `adjudicate --majority-only`: the same plan and gold
+        fast, written_fast = write_majority_in_one_pass(s, select(s, codebook="mixed"), adjudicator)
+        assert written_fast == written
+        assert (len(fast.majority), len(fast.to_decide), len(fast.kept)) == (
+            len(plan.majority), len(plan.to_decide), len(plan.kept)
+        )
+        assert fast.too_few == plan.too_few
+        assert fast.stale == plan.stale
+        assert fast.answered == plan.answered
+        assert [_case(c) for c in fast.to_decide] == [
+            _case(c) for c in adj.plan_gold(s, select(s, codebook="mixed")).to_decide
+        ]  # read when asked for, after the write
+    assert _rows(one_pass) == _rows(bulk)
     stamp[0] = f"2026-01-01T00:00:{run + 1:02d}.000Z"  # the next write's time
     return bulk, old
 

@@ -217,6 +217,7 @@ def adjudicate_command(
     from annotate.memory import fixed_mmap_threshold
     from annotate.reliability.adjudication import plan_gold, write_majority
     from annotate.reliability.agreement_data import select
+    from annotate.reliability.majority_pass import write_majority_in_one_pass
     from annotate.reliability.majority_rule import majority_rule
 
     fixed_mmap_threshold()  # the labels are read in chunks: give each back when done
@@ -239,12 +240,16 @@ def adjudicate_command(
                 majority_only=majority_only,
             ),
         )
-        plan = plan_gold(store, selection, read_cases=not majority_only)
+        if majority_only:  # planned and written in one pass in SQL: no object per item
+            plan, written = write_majority_in_one_pass(store, selection, name)
+        else:
+            plan = plan_gold(store, selection)
         rule = majority_rule(plan)
         console.print(rule.line(), markup=False, soft_wrap=True)
         if warning := rule.warning():
             err_console.print(warning, markup=False, soft_wrap=True)
-        written = write_majority(store, plan, name)
+        if not majority_only:
+            written = write_majority(store, plan, name)
         undecided = plan.n_undecided
         where = f"{plan.codebook.name}" + (f", sample '{plan.sample}'" if plan.sample else "")
         console.print(

@@ -357,9 +357,10 @@ class _Patterns:
 
     def answers(self) -> list[tuple[Answer | None, ...]]:
         """Each pattern's answers, by pattern number."""
-        return [self._decode(key) for key in self.number]
+        return [self.decode(key) for key in self.number]
 
-    def _decode(self, key: Any) -> tuple[Answer | None, ...]:
+    def decode(self, key: Any) -> tuple[Answer | None, ...]:
+        """The answers of a pattern (with its JSON, as ``(pattern, rich)``, when it has one)."""
         pattern, rich = key if isinstance(key, tuple) else (key, None)
         scope = self.scope
         n = len(scope.labels.coders)

@@ -73,6 +73,33 @@ class GoldMixin(StoreBase):
             f"SELECT id FROM gold_answers WHERE content = {ANSWER_CONTENT}", content
         ).fetchone()[0]
 
+    def gold_answer_ids(self, answers: Sequence[Sequence[Any]]) -> list[int]:
+        """:meth:`gold_answer_id` of many answers (each its arguments) in three statements,
+        not two per answer (an "Other" majority with its text is one per item)."""
+        if len(answers) < 8:
+            return [self.gold_answer_id(*a) for a in answers]
+        self.conn.executemany(
+            "INSERT OR IGNORE INTO gold_answers (codebook, codebook_hash, question, value, "
+            f"codes, other_text, source, meta, content) VALUES (?, ?, ?, ?, ?, ?, ?, ?, "
+            f"{ANSWER_CONTENT})",
+            ((*a, *a) for a in answers),
+        )
+        self.conn.execute("DROP TABLE IF EXISTS temp._answers_wanted")
+        self.conn.execute(
+            "CREATE TEMP TABLE _answers_wanted (i INTEGER PRIMARY KEY, content TEXT NOT NULL)"
+        )
+        self.conn.executemany(
+            f"INSERT INTO temp._answers_wanted VALUES (?, {ANSWER_CONTENT})",
+            ((i, *a) for i, a in enumerate(answers)),
+        )
+        return [
+            r[0]
+            for r in self.conn.execute(
+                "SELECT a.id FROM temp._answers_wanted w JOIN gold_answers a "
+                "ON a.content = w.content ORDER BY w.i"
+            )
+        ]
+
     def _save_gold_writes(
         self, codebook: Codebook, writes: Sequence[LabelWrite], provenance: bool, stamp: str
     ) -> int:

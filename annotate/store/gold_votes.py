@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from annotate.coders import GOLD
@@ -291,16 +291,17 @@ class GoldVotesMixin(StoreBase):
             conn.execute("DELETE FROM temp._gold_kinds")
             conn.execute("DELETE FROM temp._gold_items")
             version = codebook.version_hash
+            answers = self.gold_answer_ids(  # type: ignore[attr-defined]
+                [
+                    (codebook.name, version, k.question, k.value, k.codes, k.other_text,
+                     source, k.meta)
+                    for k in kinds
+                ]
+            )  # fmt: skip
             conn.executemany(
                 "INSERT INTO temp._gold_kinds VALUES (?, ?, ?)",
-                [
-                    (i, k.question, self.gold_answer_id(  # type: ignore[attr-defined]
-                        codebook.name, version, k.question, k.value, k.codes, k.other_text,
-                        source, k.meta,
-                    ))
-                    for i, k in enumerate(kinds)
-                ],
-            )  # fmt: skip
+                [(i, k.question, answers[i]) for i, k in enumerate(kinds)],
+            )
             tails = [
                 answer_tail(
                     k.question, GOLD, k.value, json.loads(k.codes) if k.codes else (),
@@ -344,3 +345,238 @@ class GoldVotesMixin(StoreBase):
                 "AND coder = ? AND flagged = 0 AND skipped = 0 AND note IS NULL",
                 ((a, codebook, q, coder) for a, q in cells),
             )
+
+    # -- adjudicate --majority-only in one pass ------------------------------------------
+
+    def stage_votes(self, scope: VoteScope, *, through_sample: bool = False) -> int:
+        """Keep the scope's vote patterns (:meth:`vote_patterns`) of the sample's items in
+        the temporary table ``_votes`` (action id, question index, pattern, JSON of the
+        answers a number cannot say), keyed by item and question; return how many. One
+        ordered pass over ``labels_answered``; the majority is then counted and written
+        from this table (:meth:`write_staged_majority`), not from Python objects."""
+        sql, params = self.vote_patterns_sql(scope, through_sample=through_sample)
+        sample = scope.labels.sample
+        if through_sample:
+            assert sample is not None
+            items = (
+                "SELECT s.action_id, v.q, v.pattern, v.rich FROM v "
+                "JOIN sample_items s ON s.sample = ? AND s.position = v.item"
+            )
+            params = [*params, sample]
+        elif sample is not None:
+            items = (
+                "SELECT v.item, v.q, v.pattern, v.rich FROM v WHERE v.item IN "
+                "(SELECT action_id FROM sample_items WHERE sample = ?)"
+            )
+            params = [*params, sample]
+        else:
+            items = "SELECT v.item, v.q, v.pattern, v.rich FROM v"
+        self.conn.execute("DROP TABLE IF EXISTS temp._votes")
+        self.conn.execute("PRAGMA temp_store = MEMORY")  # scratch tables: never on disk
+        self.conn.execute(
+            "CREATE TEMP TABLE _votes (action_id TEXT NOT NULL, q INTEGER NOT NULL, pattern, "
+            "rich TEXT, PRIMARY KEY (action_id, q)) WITHOUT ROWID"
+        )
+        before = self.conn.total_changes
+        self.conn.execute(
+            f"WITH v(item, q, pattern, rich) AS ({sql}) INSERT INTO temp._votes {items}", params
+        )
+        return self.conn.total_changes - before
+
+    def staged_pattern_counts(self, scope: VoteScope) -> list[tuple[int, Any, int]]:
+        """(question index, pattern, cases) of the staged votes a number says whole. Integer
+        patterns are counted by NumPy from one list per question (a GROUP BY sorts them
+        all: 1 s for a million)."""
+        if not scope.packed:
+            return self.conn.execute(
+                "SELECT q, pattern, count(*) FROM temp._votes WHERE rich IS NULL "
+                "GROUP BY q, pattern"
+            ).fetchall()
+        import numpy as np
+
+        out: list[tuple[int, Any, int]] = []
+        for q in range(len(scope.labels.questions)):
+            (text,) = self.conn.execute(
+                "SELECT group_concat(pattern) FROM temp._votes WHERE rich IS NULL AND q = ?",
+                (q,),
+            ).fetchone()
+            if text:
+                found, counts = np.unique(
+                    np.fromstring(text, dtype=np.int64, sep=","), return_counts=True
+                )
+                out += [(q, p, n) for p, n in zip(found.tolist(), counts.tolist(), strict=True)]
+        return out
+
+    def staged_rich_votes(self) -> list[tuple[str, int, Any, str]]:
+        """(action id, question index, pattern, JSON) of the staged votes with answers a
+        number cannot say (codes, an "Other" text, an unlisted value): few."""
+        return self.conn.execute(
+            "SELECT action_id, q, pattern, rich FROM temp._votes WHERE rich IS NOT NULL"
+        ).fetchall()
+
+    def stage_set_aside(
+        self, scope: LabelScope, source: str, *, through_sample: bool = False
+    ) -> list[tuple[str, int, int, Any, str | None]]:
+        """Keep in ``_set_aside`` the cases a majority vote must not write: flagged by a
+        selected coder (bit 1), or with gold it must keep (bit 2: decided, or not made by
+        ``source``). Return each (action id, question index, why,
+        staged pattern or None, staged JSON or None)."""
+        cond, params = scope.where()
+        qcase, qparams = sql_case("l.question", scope.questions, -1)
+        flags = (
+            f"SELECT l.action_id, {qcase}, 1 FROM coder_labels l INDEXED BY labels_flagged "
+            f"WHERE {cond} AND l.flagged"
+        )
+        if scope.sample is not None:  # the few flagged labels, each looked up in the sample
+            flags += (
+                " AND EXISTS (SELECT 1 FROM sample_items s INDEXED BY sample_items_action "
+                "WHERE s.sample = ? AND s.action_id = l.action_id)"
+            )
+            params = [*params, scope.sample]
+        gold_sql, gold_params = self.gold_states_sql(
+            replace(scope, coders=(GOLD,)), source, through_sample=through_sample
+        )
+        self.conn.execute("DROP TABLE IF EXISTS temp._set_aside")
+        self.conn.execute(
+            "CREATE TEMP TABLE _set_aside (action_id TEXT NOT NULL, q INTEGER NOT NULL, "
+            "why INTEGER NOT NULL, PRIMARY KEY (action_id, q)) WITHOUT ROWID"
+        )
+        self.conn.execute(f"INSERT OR IGNORE INTO temp._set_aside {flags}", [*qparams, *params])
+        kept = [
+            (item, q)
+            for item, q, mine, method in self.conn.execute(gold_sql, gold_params)
+            if not mine or method == "decided"
+        ]
+        if through_sample and kept:  # the item is the sample position: its action id
+            assert scope.sample is not None
+            ids = dict(self.conn.execute(
+                "SELECT position, action_id FROM sample_items WHERE sample = ?",
+                (scope.sample,),
+            ).fetchall()) if len(kept) > 900 else {
+                p: a for p, a in self.conn.execute(
+                    f"SELECT position, action_id FROM sample_items WHERE sample = ? AND "
+                    f"position IN ({','.join('?' * len(kept))})",
+                    (scope.sample, *(k[0] for k in kept)),
+                )
+            }  # fmt: skip
+            kept = [(ids[p], q) for p, q in kept]
+        elif scope.sample is not None and kept:  # gold is read for every item
+            self.conn.execute("CREATE TEMP TABLE IF NOT EXISTS _kept (action_id TEXT, q INTEGER)")
+            self.conn.execute("DELETE FROM temp._kept")
+            self.conn.executemany("INSERT INTO temp._kept VALUES (?, ?)", kept)
+            kept = self.conn.execute(
+                "SELECT k.action_id, k.q FROM temp._kept k WHERE k.action_id IN "
+                "(SELECT action_id FROM sample_items WHERE sample = ?)",
+                (scope.sample,),
+            ).fetchall()
+        self.conn.executemany(
+            "INSERT INTO temp._set_aside VALUES (?, ?, 2) "
+            "ON CONFLICT (action_id, q) DO UPDATE SET why = why | 2",
+            [tuple(k) for k in kept],
+        )
+        return self.conn.execute(
+            "SELECT x.action_id, x.q, x.why, v.pattern, v.rich FROM temp._set_aside x "
+            "LEFT JOIN temp._votes v ON v.action_id = x.action_id AND v.q = x.q"
+        ).fetchall()
+
+    def write_staged_majority_sql(self) -> str:
+        """The statement of :meth:`write_staged_majority` (for its query plan)."""
+        return (
+            "INSERT INTO gold AS old (codebook, action_id, question, answer, revision, "
+            "created_at, updated_at) "
+            "SELECT ?, v.action_id, k.question, k.answer, random(), ?, ? "
+            "FROM temp._votes v CROSS JOIN temp._pattern_kinds k "
+            "ON k.q = v.q AND k.pattern = v.pattern "
+            "WHERE v.rich IS NULL AND NOT EXISTS (SELECT 1 FROM temp._set_aside x "
+            "WHERE x.action_id = v.action_id AND x.q = v.q) "
+            "ON CONFLICT (codebook, action_id, question) DO UPDATE SET "
+            "answer = excluded.answer, revision = excluded.revision, "
+            "created_at = CASE WHEN (SELECT a.value IS NULL AND a.codes IS NULL "
+            "FROM gold_answers a WHERE a.id = old.answer) THEN excluded.created_at "
+            "ELSE old.created_at END, updated_at = excluded.updated_at "
+            "WHERE old.answer IS NOT excluded.answer"
+        )
+
+    def stage_pattern_kinds(
+        self,
+        codebook: Codebook,
+        source: str,
+        kinds: Sequence[GoldKind],
+        patterns: Iterable[tuple[int, Any, int]],
+    ) -> None:
+        """Keep in ``_pattern_kinds`` the (question index, pattern) whose staged votes have
+        majority gold, with the index in ``kinds`` of their gold (its answer stored in
+        ``gold_answers`` now)."""
+        with self.transaction() as conn:
+            version = codebook.version_hash
+            answers = self.gold_answer_ids(  # type: ignore[attr-defined]
+                [
+                    (codebook.name, version, k.question, k.value, k.codes, k.other_text,
+                     source, k.meta)
+                    for k in kinds
+                ]
+            )  # fmt: skip
+            conn.execute("DROP TABLE IF EXISTS temp._pattern_kinds")
+            conn.execute(
+                "CREATE TEMP TABLE _pattern_kinds (q INTEGER NOT NULL, pattern NOT NULL, "
+                "question TEXT NOT NULL, answer INTEGER NOT NULL, PRIMARY KEY (q, pattern))"
+            )
+            conn.executemany(
+                "INSERT INTO temp._pattern_kinds VALUES (?, ?, ?, ?)",
+                [(q, p, kinds[k].question, answers[k]) for q, p, k in patterns],
+            )
+
+    def write_staged_majority(self, codebook: str) -> int:
+        """Write the gold of every staged vote (not set aside, said whole by a number) whose
+        pattern has majority gold (:meth:`stage_pattern_kinds`), in one statement; return
+        how many gold rows changed. A gold row whose answer changes gets a new random
+        revision, as a raw SQL write gets from the triggers: a million SHA-256 digests in
+        Python would cost more than the write."""
+        with self.transaction() as conn:
+            stamp = now()
+            before = conn.total_changes
+            conn.execute(self.write_staged_majority_sql(), (codebook, stamp, stamp))
+            return conn.total_changes - before
+
+    def staged_stale_gold(self, scope: LabelScope, source: str) -> list[tuple[str, str]]:
+        """(action id, question) of the gold ``source`` made by a majority vote on the
+        scope's items (its sample's, or any) that the staged majority no longer backs: not
+        a staged vote with a majority gold (``_pattern_kinds``, or ``rich_majority``: the
+        temp table ``_rich_majority`` of such cases) that is not set aside."""
+        qcase, qparams = sql_case("g.question", scope.questions, -1)
+        marks = ",".join("?" * len(scope.questions))
+        sample = ""
+        params: list[Any] = [source, scope.codebook, *qparams, scope.codebook, *scope.questions]
+        if scope.sample is not None:
+            sample = " AND g.action_id IN (SELECT action_id FROM sample_items WHERE sample = ?)"
+            params.append(scope.sample)
+        sql = (
+            "WITH a AS MATERIALIZED (SELECT id FROM gold_answers WHERE source IS ? "
+            "AND codebook = ? AND json_extract(meta, '$.method') = 'majority') "
+            f"SELECT g.action_id, g.question, {qcase} AS q FROM gold g JOIN a ON a.id = g.answer "
+            f"WHERE g.codebook = ? AND g.question IN ({marks}){sample}"
+        )
+        backed = (
+            "(EXISTS (SELECT 1 FROM temp._votes v JOIN temp._pattern_kinds k "
+            "ON k.q = v.q AND k.pattern = v.pattern WHERE v.action_id = m.action_id "
+            "AND v.q = m.q AND v.rich IS NULL) OR EXISTS (SELECT 1 FROM temp._rich_majority r "
+            "WHERE r.action_id = m.action_id AND r.q = m.q)) AND NOT EXISTS (SELECT 1 FROM "
+            "temp._set_aside x WHERE x.action_id = m.action_id AND x.q = m.q)"
+        )
+        cursor = self.conn.cursor()
+        cursor.row_factory = None
+        return cursor.execute(
+            f"SELECT m.action_id, m.question FROM ({sql}) m WHERE NOT ({backed}) "
+            "ORDER BY m.q, m.action_id",
+            params,
+        ).fetchall()
+
+    def stage_rich_majority(self, cases: Iterable[tuple[str, int]]) -> None:
+        """The (action id, question index) of the staged votes with answers a number cannot
+        say that have majority gold (written by :meth:`write_gold`)."""
+        self.conn.execute("DROP TABLE IF EXISTS temp._rich_majority")
+        self.conn.execute(
+            "CREATE TEMP TABLE _rich_majority (action_id TEXT NOT NULL, q INTEGER NOT NULL, "
+            "PRIMARY KEY (action_id, q)) WITHOUT ROWID"
+        )
+        self.conn.executemany("INSERT OR IGNORE INTO temp._rich_majority VALUES (?, ?)", cases)

@@ -566,6 +566,11 @@ def m020_gold_table(conn: sqlite3.Connection) -> None:
         CREATE UNIQUE INDEX gold_item ON gold(codebook, action_id, question)
         """,
     )
+    # the few flagged labels: what a majority vote sets aside, found without a pass
+    conn.execute(
+        "CREATE INDEX labels_flagged ON labels(codebook, action_id, question, coder) "
+        "WHERE flagged"
+    )
     conn.execute("INSERT INTO sqlite_sequence (name, seq) VALUES ('gold', ?)", (GOLD_IDS,))
     content = (
         "json_array(l.codebook, l.codebook_hash, l.question, l.value, l.codes, l.other_text, "

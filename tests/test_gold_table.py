@@ -1,0 +1,207 @@
+"""Gold in tables of its own (migration 20): the upgrade of a file whose gold was rows of
+``labels``, the view ``labels`` that SQL written for the old table still reads and writes,
+and the merge of gold between files."""
+
+from __future__ import annotations
+
+import sqlite3
+from contextlib import closing
+from pathlib import Path
+
+import numpy as np
+
+from annotate.codebook import Answer, find_codebook
+from annotate.store import Store
+from annotate.store.agreement_runs import DIGESTS_DTYPE, IDS_DTYPE
+from annotate.store.migrations import GOLD_IDS, MIGRATIONS
+from annotate.store.revisions import refresh_revisions, revision_hex
+from tests.test_analysis_support import DEMO_LABELS, demo_traum_rows, write_csv
+
+LABEL_COLUMNS = (
+    "action_id, codebook, codebook_hash, question, coder, value, codes, other_text, note, "
+    "flagged, skipped, seconds, source, meta, created_at, updated_at, revision"
+)
+GOLD_META = '{"method": "majority", "adjudicator": "zoe"}'
+
+
+def _schema_19_file(path: Path) -> None:
+    """A file as annotate left it before migration 20: two coders and the gold in one
+    ``labels`` table, and two agreement runs citing gold labels (a packed set, and one
+    row per label as runs stored before migration 13)."""
+    with closing(sqlite3.connect(path, isolation_level=None)) as conn:
+        conn.execute(
+            "CREATE TABLE _migrations (id INTEGER PRIMARY KEY, name TEXT, applied_at TEXT)"
+        )
+        for number, migration in MIGRATIONS:
+            if number <= 19:
+                migration(conn)
+                conn.execute(
+                    "INSERT INTO _migrations VALUES (?, ?, 'then')", (number, migration.__name__)
+                )
+        rows = []
+        for i in range(4):
+            conn.execute(
+                "INSERT INTO actions (id, session, seq, action_type, content) "
+                "VALUES (?, 's', ?, 'message', 'hi')",
+                (f"s:{i}", i),
+            )
+            for coder in ("ana", "ben"):
+                rows.append((f"s:{i}", coder, "Initiate", None, "tui", "{}", None))
+            gold = ("Initiate", None) if i < 3 else ("other", "a wave")
+            rows.append((f"s:{i}", "gold", *gold, "adjudicate", GOLD_META, "why" if i else None))
+        conn.executemany(
+            "INSERT INTO labels (action_id, codebook, codebook_hash, question, coder, value, "
+            "other_text, source, meta, note, created_at, updated_at) "
+            "VALUES (?, 'traum', 'h1', 'act', ?, ?, ?, ?, ?, ?, '2026-01-01', '2026-01-02')",
+            rows,
+        )
+        refresh_revisions(conn, table="labels")
+        cited = conn.execute(
+            "SELECT id, revision FROM labels WHERE coder IN ('ana', 'gold') ORDER BY id"
+        ).fetchall()
+        for run in (1, 2):
+            conn.execute(
+                "INSERT INTO agreement_runs (id, created_at, annotate_version, codebook, "
+                "codebook_hash, label_codebook_hashes, coders, questions, n_labels, "
+                "labels_hash, results) VALUES (?, 't', '0', 'traum', 'h1', '[]', "
+                "'[\"ana\", \"gold\"]', '[\"act\"]', ?, 'x', '{}')",
+                (run, len(cited)),
+            )
+        ids = np.array([i for i, _ in cited], dtype=IDS_DTYPE)
+        digests = np.array([r & 0xFFFF_FFFF_FFFF_FFFF for _, r in cited], dtype=DIGESTS_DTYPE)
+        conn.execute(
+            "INSERT INTO agreement_run_label_sets VALUES (1, ?, ?)",
+            (ids.tobytes(), digests.tobytes()),
+        )
+        conn.executemany(
+            "INSERT INTO agreement_run_labels (run_id, label_id, digest) VALUES (2, ?, ?)",
+            [(i, revision_hex(r)) for i, r in cited],
+        )
+
+
+def _labels(conn: sqlite3.Connection) -> list[tuple]:
+    return conn.execute(
+        f"SELECT {LABEL_COLUMNS} FROM labels ORDER BY action_id, coder"
+    ).fetchall()
+
+
+def test_the_upgrade_moves_gold_and_the_runs_that_cite_it(tmp_path: Path) -> None:
+    path = tmp_path / "old.db"
+    _schema_19_file(path)
+    with closing(sqlite3.connect(path)) as conn:
+        before = _labels(conn)
+        old_gold = [r[0] for r in conn.execute("SELECT id FROM labels WHERE coder = 'gold'")]
+    with Store(path) as s:
+        assert s.schema_version() == 20
+        after = _labels(s.conn)
+        assert [tuple(r) for r in after] == before  # every column, revisions too
+        gold = s.conn.execute("SELECT id FROM gold ORDER BY id").fetchall()
+        assert [g[0] for g in gold] == [i + GOLD_IDS for i in old_gold]
+        assert s.conn.execute("SELECT count(*) FROM gold_answers").fetchone()[0] == 2
+        assert s.conn.execute("SELECT count(*) FROM coder_labels").fetchone()[0] == 8
+        for run in (1, 2):
+            stored = s.agreement_run(run)
+            ids, revisions = s.label_revisions(stored["label_ids"])
+            assert len(ids) == len(stored["label_ids"]) == 8  # none lost
+            assert sorted(stored["label_ids"]) == stored["label_ids"]
+            assert sum(i > GOLD_IDS for i in stored["label_ids"]) == 4
+            digests = stored["label_digests"]
+            assert all(
+                revision_hex(r) == digests[i]
+                for i, r in zip(ids.tolist(), revisions.tolist(), strict=True)
+            )  # the run sees every label unchanged
+        # a new label may take a moved gold's old id: the gold's is another now
+        cb = find_codebook("traum")
+        s.register_codebook(cb)
+        s.save_answer("s:0", cb.codebook, "act", "caro", Answer("Repair"))
+        new_id = s.conn.execute("SELECT max(id) FROM coder_labels").fetchone()[0]
+        assert new_id == max(old_gold)  # the last row was gold: its id is free again
+        n, distinct = s.conn.execute("SELECT count(*), count(DISTINCT id) FROM labels").fetchone()
+        assert n == distinct == 13
+
+
+def test_sql_written_for_the_table_still_reads_and_writes_the_view(tmp_path: Path) -> None:
+    path = tmp_path / "old.db"
+    _schema_19_file(path)
+    with Store(path):
+        pass
+    with closing(sqlite3.connect(path)) as conn:
+        revision = conn.execute(
+            "SELECT revision FROM labels WHERE coder = 'gold' AND action_id = 's:1'"
+        ).fetchone()[0]
+        conn.execute(
+            "UPDATE labels SET value = 'Repair' WHERE coder = 'gold' AND action_id = 's:1'"
+        )
+        conn.execute("UPDATE labels SET note = 'seen' WHERE coder = 'ana' AND action_id = 's:1'")
+        row = conn.execute(
+            "SELECT value, note, revision FROM labels WHERE coder = 'gold' AND action_id = 's:1'"
+        ).fetchone()
+        assert row[:2] == ("Repair", "why") and row[2] != revision  # a new revision
+        assert conn.execute(
+            "SELECT note FROM coder_labels WHERE coder = 'ana' AND action_id = 's:1'"
+        ).fetchone() == ("seen",)
+        conn.execute(
+            "INSERT INTO labels (action_id, codebook, codebook_hash, question, coder, value, "
+            "created_at, updated_at) VALUES ('s:0', 'traum', 'h1', 'act2', 'gold', 'Repair', "
+            "'t', 't'), ('s:0', 'traum', 'h1', 'act', 'caro', 'Cancel', 't', 't')"
+        )
+        conn.execute("DELETE FROM labels WHERE coder = 'gold' AND action_id = 's:3'")
+        conn.commit()
+        gold = conn.execute(
+            "SELECT action_id, question, value, source, note FROM labels WHERE coder = 'gold' "
+            "ORDER BY action_id, question"
+        ).fetchall()
+        assert gold == [
+            ("s:0", "act", "Initiate", "adjudicate", None),
+            ("s:0", "act2", "Repair", "tui", None),
+            ("s:1", "act", "Repair", "adjudicate", "why"),
+            ("s:2", "act", "Initiate", "adjudicate", "why"),
+        ]
+        assert conn.execute("SELECT count(*) FROM gold").fetchone()[0] == 4
+        caro = conn.execute(
+            "SELECT value, flagged, skipped, source, meta, revision != 0 FROM coder_labels "
+            "WHERE coder = 'caro'"
+        ).fetchall()
+        assert caro == [("Cancel", 0, 0, "tui", "{}", 1)]  # the table's defaults
+
+
+def test_merge_brings_the_gold_the_file_lacks(cli, tmp_path: Path) -> None:
+    """Gold imported in both files (theirs on more items, one answered otherwise): the
+    missing gold is copied with its provenance; the conflict keeps ours, or with --prefer
+    newer takes theirs."""
+    ours, theirs = tmp_path / "ours.db", tmp_path / "theirs.db"
+    rows = demo_traum_rows("ana")[:30]
+    gold = [dict(r, coder="gold") for r in rows]
+    changed = dict(gold[4])
+    changed["value"] = "Repair" if changed["value"] != "Repair" else "Initiate"
+    changed["other_text"] = ""
+    for path, labels in ((ours, gold[:20]), (theirs, [*gold[:4], changed, *gold[5:]])):
+        assert cli("import", str(Path(DEMO_LABELS).parent / "demo"), db=path).exit_code == 0
+        csv = write_csv(tmp_path / f"{path.stem}.csv", labels)
+        assert cli("import-labels", str(csv), "--codebook", "traum", db=path).exit_code == 0
+    r = cli("merge", str(theirs), db=ours)
+    assert r.exit_code == 0, r.output
+    assert "10 new labels" in " ".join(r.stdout.split())
+    with Store(ours) as s, Store(theirs) as t:
+        mine = {x["action_id"]: x for x in s.label_rows("traum", coders=["gold"])}
+        had = {g["action_id"] for g in gold[:20]}
+        for x in t.label_rows("traum", coders=["gold"]):
+            ours_row = mine[x["action_id"]]
+            same = ("value", "other_text", "source", "meta", "codebook_hash")
+            if x["action_id"] not in had:  # copied whole
+                same += ("created_at", "updated_at")
+            if x["action_id"] != changed["action_id"]:
+                assert {k: ours_row[k] for k in same} == {k: x[k] for k in same}
+            else:
+                assert ours_row["value"] != changed["value"]  # ours kept
+    with closing(sqlite3.connect(theirs)) as conn, conn:
+        conn.execute(
+            "UPDATE labels SET updated_at = '2999-01-01T00:00:00.000Z' WHERE coder = 'gold' "
+            "AND action_id = ?",
+            (changed["action_id"],),
+        )
+    assert cli("merge", str(theirs), "--prefer", "newer", db=ours).exit_code == 0
+    with Store(ours) as s:
+        [row] = s.label_rows("traum", coders=["gold"], action_ids=[changed["action_id"]])
+        assert row["value"] == changed["value"]
+        assert s.conn.execute("SELECT count(*) FROM gold").fetchone()[0] == 30
