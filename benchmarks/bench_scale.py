@@ -573,6 +573,7 @@ class Bench:
                     command,
                     None,
                     None,
+                    None,
                     "",
                     None,
                     note="FAILED: " + " ".join(result["error"].split())[-300:],
@@ -698,17 +699,15 @@ def case_agree(b: Bench, shape: Shape | None = None) -> None:
     )
 
 
-GOLD_COLUMNS = (
-    "action_id, codebook, codebook_hash, question, coder, value, codes, other_text, note, "
-    "flagged, skipped, seconds, source, meta, created_at, updated_at, revision"
-)
+GOLD_COLUMNS = "codebook, action_id, question, answer, revision, note, created_at, updated_at"
 
 
 def gold_write_floor(base: Path, adjudicated: Path, work: Path) -> list[str]:
-    """The sqlite3 shell writing the same gold rows into a copy of the same file, as
-    ``adjudicate`` leaves them (same pragmas as the store: WAL, synchronous NORMAL, 64 MB
-    page cache, foreign keys): the write alone, with nothing read or decided. The rows
-    are staged first in a file of their own, in action id order (not measured)."""
+    """The sqlite3 shell writing the same gold into a copy of the same file, as
+    ``adjudicate`` leaves it (same pragmas as the store: WAL, synchronous NORMAL, 64 MB
+    page cache, foreign keys): the rows of ``gold_answers`` and of ``gold`` (migration 20)
+    alone, with nothing read or decided. The rows are staged first in a file of their own,
+    in key order (not measured)."""
     staged = work / "gold-staged.db"
     staged.unlink(missing_ok=True)
     target = work / "gold-floor.db"
@@ -716,14 +715,16 @@ def gold_write_floor(base: Path, adjudicated: Path, work: Path) -> list[str]:
         Path(f"{target}{suffix}").unlink(missing_ok=True)
     shutil.copyfile(base, target)
     stage = (
-        f"ATTACH '{adjudicated}' AS a;\nCREATE TABLE gold AS SELECT {GOLD_COLUMNS} "
-        "FROM a.labels WHERE coder = 'gold' ORDER BY action_id;\n"
+        f"ATTACH '{adjudicated}' AS a;\nCREATE TABLE answers AS SELECT * FROM a.gold_answers;\n"
+        f"CREATE TABLE gold AS SELECT {GOLD_COLUMNS} FROM a.gold "
+        "ORDER BY codebook, action_id, question;\n"
     )
     run(["sh", "-c", f"/usr/bin/sqlite3 {staged} <<'EOF'\n{stage}EOF"])
     write = (
         ".bail on\nPRAGMA synchronous = NORMAL;\nPRAGMA cache_size = -65536;\n"
         f"PRAGMA foreign_keys = ON;\nATTACH '{staged}' AS s;\nBEGIN IMMEDIATE;\n"
-        f"INSERT INTO labels ({GOLD_COLUMNS}) SELECT {GOLD_COLUMNS} FROM s.gold;\nCOMMIT;\n"
+        "INSERT INTO gold_answers SELECT * FROM s.answers;\n"
+        f"INSERT INTO gold ({GOLD_COLUMNS}) SELECT {GOLD_COLUMNS} FROM s.gold;\nCOMMIT;\n"
     )
     return ["sh", "-c", f"/usr/bin/sqlite3 {target} <<'EOF'\n{write}EOF"]
 

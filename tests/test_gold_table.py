@@ -4,6 +4,7 @@ and the merge of gold between files."""
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from contextlib import closing
 from pathlib import Path
@@ -205,3 +206,98 @@ def test_merge_brings_the_gold_the_file_lacks(cli, tmp_path: Path) -> None:
         [row] = s.label_rows("traum", coders=["gold"], action_ids=[changed["action_id"]])
         assert row["value"] == changed["value"]
         assert s.conn.execute("SELECT count(*) FROM gold").fetchone()[0] == 30
+
+
+def _three_coders(path: Path) -> tuple[Store, object, list[str]]:
+    """A project with the demo actions and three coders on four items of traum."""
+    from annotate.io.importing import import_files
+    from tests.conftest import DEMO
+
+    s = Store(path)
+    import_files(s, sorted(DEMO.glob("*.jsonl")))
+    loaded = find_codebook("traum")
+    s.register_codebook(loaded)
+    ids = [r["id"] for r in s.action_rows()][:4]
+    for action_id in ids:
+        for coder in ("ana", "ben", "caro"):
+            s.save_answer(action_id, loaded.codebook, "act", coder, Answer("Initiate"))
+    return s, loaded.codebook, ids
+
+
+def _one_pass(s: Store) -> tuple:
+    from annotate.reliability.agreement_data import select
+    from annotate.reliability.majority_pass import write_majority_in_one_pass
+
+    plan, written = write_majority_in_one_pass(s, select(s, codebook="traum"), "zoe")
+    return plan.stale, written
+
+
+def _gold(s: Store, action_id: str) -> dict:
+    [row] = s.conn.execute(
+        "SELECT value, note, revision, meta FROM labels WHERE coder = 'gold' AND action_id = ?",
+        (action_id,),
+    ).fetchall()
+    return dict(row)
+
+
+def test_majority_gold_keeps_its_revision_when_only_the_votes_change(tmp_path: Path) -> None:
+    """Its answer is what an agreement run compares: other votes behind the same answer
+    give new provenance, not a changed label; a changed answer gets a new revision."""
+    s, cb, ids = _three_coders(tmp_path / "p.db")
+    with s:
+        assert _one_pass(s) == ((), 4)
+        before = _gold(s, ids[0])
+        s.save_answer(ids[0], cb, "act", "caro", Answer("Repair"))  # 2 of 3 now
+        s.save_answer(ids[1], cb, "act", "ben", Answer("Repair"))
+        s.save_answer(ids[1], cb, "act", "caro", Answer("Repair"))  # Repair wins now
+        other = _gold(s, ids[1])
+        assert _one_pass(s) == ((), 4)
+        after = _gold(s, ids[0])
+        assert after["meta"] != before["meta"] and after["revision"] == before["revision"]
+        changed = _gold(s, ids[1])
+        assert changed["value"] == "Repair" and changed["revision"] != other["revision"]
+
+
+def test_a_retracted_majority_gold_with_a_note_is_retracted_once(tmp_path: Path) -> None:
+    """The note keeps the row, without an answer: not majority gold to retract again."""
+    from annotate.store import LabelWrite
+
+    s, cb, ids = _three_coders(tmp_path / "p.db")
+    with s:
+        _one_pass(s)
+        meta = json.loads(_gold(s, ids[2])["meta"])
+        s.save_gold(
+            cb,
+            [LabelWrite(ids[2], "act", "gold", Answer("Initiate"), "adjudicate", meta, "check")],
+        )
+        s.save_answer(ids[2], cb, "act", "ben", Answer("Repair"))
+        s.save_answer(ids[2], cb, "act", "caro", Answer("Cancel"))  # a tie now
+        assert _one_pass(s) == (((ids[2], "act"),), 3)
+        assert _gold(s, ids[2])["value"] is None and _gold(s, ids[2])["note"] == "check"
+        assert _one_pass(s) == ((), 3)
+
+
+def test_replace_through_the_view_leaves_the_shared_answers(tmp_path: Path) -> None:
+    """An INSERT OR REPLACE of a gold row on the view: the answer row other gold rows
+    share stays (a REPLACE inside the trigger would have given it a new id)."""
+    path = tmp_path / "old.db"
+    _schema_19_file(path)
+    with Store(path):
+        pass
+    with closing(sqlite3.connect(path)) as conn, conn:
+        conn.execute(
+            "INSERT OR REPLACE INTO labels (action_id, codebook, codebook_hash, question, "
+            "coder, value, source, meta, created_at, updated_at) VALUES ('s:1', 'traum', "
+            f"'h1', 'act', 'gold', 'Initiate', 'adjudicate', '{GOLD_META}', 't', 't')"
+        )
+        assert conn.execute("SELECT count(*) FROM labels WHERE coder = 'gold'").fetchone() == (4,)
+        assert conn.execute("SELECT count(*) FROM gold_answers").fetchone() == (2,)
+
+
+def test_label_rows_of_a_few_columns_with_gold(tmp_path: Path) -> None:
+    s, _, _ = _three_coders(tmp_path / "p.db")
+    with s:
+        _one_pass(s)
+        rows = s.label_rows("traum", columns=("action_id", "value"))
+        assert len(rows) == 16 and set(rows[0]) == {"action_id", "value"}
+        assert [r["action_id"] for r in rows] == sorted(r["action_id"] for r in rows)

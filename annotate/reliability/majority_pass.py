@@ -18,18 +18,17 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from annotate.coding.answers import answer_text
 from annotate.reliability import adjudication
 from annotate.reliability.adjudication import (
     GOLD_CODER,
     GOLD_SOURCE,
     Case,
     Cases,
-    CoderAnswer,
     GoldPlan,
     _numbered_values,
     _Patterns,
     fits,
-    gold_meta,
     majority_answer,
     plan_gold,
 )
@@ -110,13 +109,16 @@ def write_majority_in_one_pass(
 
     def votes_of(q: int, pattern: Any, rich: str | None) -> _Votes:
         key = (q, pattern, rich)
-        if key not in decided:
+        found = decided.get(key)
+        if found is None:
             answers = patterns.decode(pattern if rich is None else (pattern, rich))
             best, votes = majority_answer(answers, len(coders))
             n = sum(a is not None for a in answers)
             fit = best is not None and fits(best, questions[q])
-            decided[key] = _Votes(answers, n, best, votes, fit)
-        return decided[key]
+            found = _Votes(answers, n, best, votes, fit)
+            if rich is None:  # a pattern with its JSON is mostly one item's: not kept
+                decided[key] = found
+        return found
 
     tally = _Tally(coders)
     with store.transaction(), store.larger_cache():
@@ -125,18 +127,21 @@ def write_majority_in_one_pass(
         through = n_sample is not None and n_sample * lookup < store.labels_upper_bound()
         store.stage_votes(scope, through_sample=through)
         plain = store.staged_pattern_counts(scope)
-        rich_rows = store.staged_rich_votes()
         set_aside = store.stage_set_aside(labels, GOLD_SOURCE, through_sample=through)
         majority_patterns: list[tuple[int, Any]] = []
         for q, pattern, cases in plain:
             if tally.add(votes_of(q, pattern, None), 0, cases):
                 majority_patterns.append((q, pattern))
         aside = {(a, q) for a, q, *_ in set_aside}
-        rich_majority: list[tuple[str, int, _Votes]] = []
-        for action_id, q, pattern, rich in rich_rows:
-            votes = votes_of(q, pattern, rich)
-            if tally.add(votes, 0, 1) and (action_id, q) not in aside:
-                rich_majority.append((action_id, q, votes))
+        store.stage_rich_majority()
+        for chunk in store.staged_rich_votes():  # decided and kept a chunk at a time
+            rich_gold = []
+            for action_id, q, pattern, rich in chunk:
+                votes = votes_of(q, pattern, rich)
+                if tally.add(votes, 0, 1) and (action_id, q) not in aside:
+                    kind = _gold_kind(votes, questions[q], coders, adjudicator)
+                    rich_gold.append((action_id, q, kind))
+            store.add_rich_majority(cb, rich_gold)
         for _, q, why, pattern, rich in set_aside:  # counted again as what they are
             votes = votes_of(q, pattern, rich) if pattern is not None else None
             if votes is not None:
@@ -145,25 +150,18 @@ def write_majority_in_one_pass(
         kinds: list[GoldKind] = []
         kind_of: dict[tuple[int, Any, str | None], int] = {}
 
-        def kind(q: int, pattern: Any, rich: str | None) -> int:
-            key = (q, pattern, rich)
+        def kind(q: int, pattern: Any) -> int:
+            key = (q, pattern, None)
             if key not in kind_of:
                 kind_of[key] = len(kinds)
                 kinds.append(_gold_kind(decided[key], questions[q], coders, adjudicator))
             return kind_of[key]
 
-        staged = [(q, p, kind(q, p, None)) for q, p in majority_patterns]
+        staged = [(q, p, kind(q, p)) for q, p in majority_patterns]
         store.stage_pattern_kinds(cb, GOLD_SOURCE, kinds, staged)
-        store.stage_rich_majority((a, q) for a, q, _ in rich_majority)
         stale = tuple(store.staged_stale_gold(labels, GOLD_SOURCE))  # before: the gold read
         store.write_staged_majority(cb.name)
-        if rich_majority:
-            rich_kinds: list[GoldKind] = []
-            items = []
-            for action_id, q, votes in rich_majority:
-                rich_kinds.append(_gold_kind(votes, questions[q], coders, adjudicator))
-                items.append((action_id, len(rich_kinds) - 1))
-            store.write_gold(cb, GOLD_SOURCE, rich_kinds, sorted(items))
+        store.write_rich_majority(cb, GOLD_SOURCE)
         store.clear_answers(cb.name, GOLD_CODER, stale)
 
     def later(kind: str) -> Callable[[], list[Case]]:
@@ -189,16 +187,20 @@ def write_majority_in_one_pass(
 def _gold_kind(
     votes: _Votes, question: Any, coders: Sequence[str], adjudicator: str
 ) -> GoldKind:
-    """The majority gold of these votes, with its provenance (as :func:`write_majority`)."""
+    """The majority gold of these votes, with its provenance: what :func:`gold_meta` makes
+    of a majority case (its reason ``majority N of M``), without the case (an "Other"
+    majority with its text is one per item)."""
     best = votes.best
     assert best is not None
     best.check(question)
-    case = Case(
-        "",
-        question,
-        tuple(CoderAnswer(c, a) for c, a in zip(coders, votes.answers, strict=True)),
-        best,
-        votes.votes,
-        (),
-    )
-    return GoldKind.of(question.id, best, gold_meta(case, "majority", adjudicator, coders))
+    meta = {
+        "method": "majority",
+        "adjudicator": adjudicator,
+        "coders": list(coders),
+        "votes": {
+            c: (answer_text(a) if a else None)
+            for c, a in zip(coders, votes.answers, strict=True)
+        },
+        "reason": f"majority {votes.votes} of {len(coders)}",
+    }
+    return GoldKind.of(question.id, best, meta)

@@ -15,7 +15,7 @@ from typing import Any, Literal
 
 from annotate.coders import GOLD
 from annotate.store.base import StoreBase
-from annotate.store.gold import GOLD_AS_LABELS, has_gold
+from annotate.store.gold import GOLD_AS_LABELS, VIEW_COLUMNS, has_gold
 
 Kind = Literal["text", "int", "real"]
 NOT_A_NUMBER = "!"
@@ -237,11 +237,15 @@ class ExportMixin(StoreBase):
             coders = None
             labels, keys = f"({GOLD_AS_LABELS}) l", "gold l INDEXED BY gold_item"
             key_columns: tuple[str, ...] = ("l.codebook", "l.action_id", "l.question")
-        elif has_gold(coders):
-            # the coders' and the gold together: the ranges are cut in the coders' index;
-            # each range reads both tables through their indexes and sorts its few rows
-            labels, keys = "labels l", "coder_labels l INDEXED BY labels_answered"
-            key_columns = ("l.codebook", "l.action_id", "l.question", "l.coder")
+        elif has_gold(coders) and self._gold_rows_exist(codebook):  # type: ignore[attr-defined]
+            # the coders' and the gold together, each through its own index, in one cursor
+            # that SQLite sorts (spilling to a file beyond its cache): ranges cut in one
+            # index would hold every gold row of a codebook without coders' labels
+            labels = (
+                f"(SELECT {', '.join(VIEW_COLUMNS)} FROM coder_labels "
+                f"INDEXED BY labels_answered UNION ALL {GOLD_AS_LABELS}) l"
+            )
+            keys, key_columns = "", ()
         else:
             labels = keys = "coder_labels l INDEXED BY labels_answered"
             key_columns = ("l.codebook", "l.action_id", "l.question", "l.coder")

@@ -24,6 +24,13 @@ ANSWER_CONTENT = "json_array(?, ?, ?, ?, ?, ?, ?, ?)"
 """What identifies a row of ``gold_answers`` (codebook, codebook hash, question, value,
 codes, Other text, source, meta), made by SQLite as migration 20 made it."""
 
+VIEW_COLUMNS = (
+    "id", "action_id", "codebook", "codebook_hash", "question", "coder", "value", "codes",
+    "other_text", "note", "flagged", "skipped", "seconds", "source", "meta", "created_at",
+    "updated_at", "revision",
+)  # fmt: skip
+"""The columns of the view ``labels``, in its order (the table's before migration 20)."""
+
 GOLD_AS_LABELS = (
     "SELECT g.id AS id, g.action_id AS action_id, g.codebook AS codebook, "
     "a.codebook_hash AS codebook_hash, g.question AS question, 'gold' AS coder, "

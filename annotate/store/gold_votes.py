@@ -31,6 +31,16 @@ PATTERN_BITS = 62
 many bits; past that (many coders, many codes) the pattern is a text ``"coder:number,..."``."""
 
 
+SAME_ANSWER_REVISION = (
+    "CASE WHEN (SELECT a.value IS b.value AND a.codes IS b.codes "
+    "AND a.other_text IS b.other_text AND a.codebook_hash IS b.codebook_hash "
+    "FROM gold_answers a, gold_answers b WHERE a.id = old.answer "
+    "AND b.id = excluded.answer) THEN old.revision ELSE excluded.revision END"
+)
+"""The revision of a gold row a majority vote writes again (``old``): kept when the answer
+is the same (other votes behind it: new provenance), else the new random one."""
+
+
 @dataclass(frozen=True)
 class VoteScope:
     """What `adjudicate` reads: a label scope, and the values its SQL numbers (1..n, in
@@ -372,7 +382,6 @@ class GoldVotesMixin(StoreBase):
         else:
             items = "SELECT v.item, v.q, v.pattern, v.rich FROM v"
         self.conn.execute("DROP TABLE IF EXISTS temp._votes")
-        self.conn.execute("PRAGMA temp_store = MEMORY")  # scratch tables: never on disk
         self.conn.execute(
             "CREATE TEMP TABLE _votes (action_id TEXT NOT NULL, q INTEGER NOT NULL, pattern, "
             "rich TEXT, PRIMARY KEY (action_id, q)) WITHOUT ROWID"
@@ -407,12 +416,17 @@ class GoldVotesMixin(StoreBase):
                 out += [(q, p, n) for p, n in zip(found.tolist(), counts.tolist(), strict=True)]
         return out
 
-    def staged_rich_votes(self) -> list[tuple[str, int, Any, str]]:
+    def staged_rich_votes(self) -> Iterator[list[tuple[str, int, Any, str]]]:
         """(action id, question index, pattern, JSON) of the staged votes with answers a
-        number cannot say (codes, an "Other" text, an unlisted value): few."""
-        return self.conn.execute(
+        number cannot say (codes, an "Other" text, an unlisted value), in chunks: a few
+        percent of the items, mostly one answer each (an "Other" text)."""
+        cursor = self.conn.cursor()
+        cursor.row_factory = None
+        cursor.execute(
             "SELECT action_id, q, pattern, rich FROM temp._votes WHERE rich IS NOT NULL"
-        ).fetchall()
+        )
+        while rows := cursor.fetchmany(CHUNK):
+            yield rows
 
     def stage_set_aside(
         self, scope: LabelScope, source: str, *, through_sample: bool = False
@@ -490,7 +504,7 @@ class GoldVotesMixin(StoreBase):
             "WHERE v.rich IS NULL AND NOT EXISTS (SELECT 1 FROM temp._set_aside x "
             "WHERE x.action_id = v.action_id AND x.q = v.q) "
             "ON CONFLICT (codebook, action_id, question) DO UPDATE SET "
-            "answer = excluded.answer, revision = excluded.revision, "
+            f"answer = excluded.answer, revision = {SAME_ANSWER_REVISION}, "
             "created_at = CASE WHEN (SELECT a.value IS NULL AND a.codes IS NULL "
             "FROM gold_answers a WHERE a.id = old.answer) THEN excluded.created_at "
             "ELSE old.created_at END, updated_at = excluded.updated_at "
@@ -529,9 +543,11 @@ class GoldVotesMixin(StoreBase):
     def write_staged_majority(self, codebook: str) -> int:
         """Write the gold of every staged vote (not set aside, said whole by a number) whose
         pattern has majority gold (:meth:`stage_pattern_kinds`), in one statement; return
-        how many gold rows changed. A gold row whose answer changes gets a new random
-        revision, as a raw SQL write gets from the triggers: a million SHA-256 digests in
-        Python would cost more than the write."""
+        how many gold rows changed. A gold row whose answer changes (or a new one) gets a
+        new random revision, as a raw SQL write gets from the triggers: a million SHA-256
+        digests in Python would cost more than the write. One whose provenance alone
+        changes (the votes behind the same answer) keeps its revision: its answer, all an
+        agreement run compares, is the same."""
         with self.transaction() as conn:
             stamp = now()
             before = conn.total_changes
@@ -552,14 +568,15 @@ class GoldVotesMixin(StoreBase):
             params.append(scope.sample)
         sql = (
             "WITH a AS MATERIALIZED (SELECT id FROM gold_answers WHERE source IS ? "
-            "AND codebook = ? AND json_extract(meta, '$.method') = 'majority') "
+            "AND codebook = ? AND json_extract(meta, '$.method') = 'majority' "
+            "AND (value IS NOT NULL OR coalesce(codes, '[]') NOT IN ('[]', ''))) "
             f"SELECT g.action_id, g.question, {qcase} AS q FROM gold g JOIN a ON a.id = g.answer "
             f"WHERE g.codebook = ? AND g.question IN ({marks}){sample}"
         )
         backed = (
             "(EXISTS (SELECT 1 FROM temp._votes v JOIN temp._pattern_kinds k "
             "ON k.q = v.q AND k.pattern = v.pattern WHERE v.action_id = m.action_id "
-            "AND v.q = m.q AND v.rich IS NULL) OR EXISTS (SELECT 1 FROM temp._rich_majority r "
+            "AND v.q = m.q AND v.rich IS NULL) OR EXISTS (SELECT 1 FROM temp._rich_gold r "
             "WHERE r.action_id = m.action_id AND r.q = m.q)) AND NOT EXISTS (SELECT 1 FROM "
             "temp._set_aside x WHERE x.action_id = m.action_id AND x.q = m.q)"
         )
@@ -571,12 +588,57 @@ class GoldVotesMixin(StoreBase):
             params,
         ).fetchall()
 
-    def stage_rich_majority(self, cases: Iterable[tuple[str, int]]) -> None:
-        """The (action id, question index) of the staged votes with answers a number cannot
-        say that have majority gold (written by :meth:`write_gold`)."""
-        self.conn.execute("DROP TABLE IF EXISTS temp._rich_majority")
+    def stage_rich_majority(self) -> None:
+        """An empty ``_rich_gold``: the majority gold of the staged votes with answers a
+        number cannot say (:meth:`add_rich_majority`), written by
+        :meth:`write_rich_majority`."""
+        self.conn.execute("DROP TABLE IF EXISTS temp._rich_gold")
         self.conn.execute(
-            "CREATE TEMP TABLE _rich_majority (action_id TEXT NOT NULL, q INTEGER NOT NULL, "
-            "PRIMARY KEY (action_id, q)) WITHOUT ROWID"
+            "CREATE TEMP TABLE _rich_gold (action_id TEXT NOT NULL, q INTEGER NOT NULL, "
+            "question TEXT NOT NULL, value TEXT, codes TEXT, other_text TEXT, "
+            "meta TEXT NOT NULL, PRIMARY KEY (action_id, q)) WITHOUT ROWID"
         )
-        self.conn.executemany("INSERT OR IGNORE INTO temp._rich_majority VALUES (?, ?)", cases)
+
+    def add_rich_majority(
+        self, codebook: Codebook, rows: Iterable[tuple[str, int, GoldKind]]
+    ) -> None:
+        """Keep in ``_rich_gold`` the gold of these (action id, question index, gold)."""
+        self.conn.executemany(
+            "INSERT INTO temp._rich_gold VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (
+                (a, q, k.question, k.value, k.codes, k.other_text, k.meta)
+                for a, q, k in rows
+            ),
+        )
+
+    def write_rich_majority(self, codebook: Codebook, source: str) -> int:
+        """Write the gold kept in ``_rich_gold`` (each answer with its provenance a row of
+        ``gold_answers``, shared when the same), in two statements; return how many gold
+        rows changed. The upsert is :meth:`write_staged_majority`'s, revisions too."""
+        content = (
+            "json_array(?1, ?2, r.question, r.value, r.codes, r.other_text, ?3, r.meta)"
+        )
+        with self.transaction() as conn:
+            conn.execute(
+                "INSERT INTO gold_answers (codebook, codebook_hash, question, value, codes, "
+                f"other_text, source, meta, content) SELECT ?1, ?2, r.question, r.value, "
+                f"r.codes, r.other_text, ?3, r.meta, {content} FROM temp._rich_gold r "
+                f"WHERE true ON CONFLICT (content) DO NOTHING",
+                (codebook.name, codebook.version_hash, source),
+            )
+            stamp = now()
+            before = conn.total_changes
+            conn.execute(
+                "INSERT INTO gold AS old (codebook, action_id, question, answer, revision, "
+                "created_at, updated_at) "
+                "SELECT ?1, r.action_id, r.question, a.id, random(), ?4, ?4 "
+                f"FROM temp._rich_gold r JOIN gold_answers a ON a.content = {content} "
+                f"WHERE true ON CONFLICT (codebook, action_id, question) DO UPDATE SET "
+                f"answer = excluded.answer, revision = {SAME_ANSWER_REVISION}, "
+                "created_at = CASE WHEN (SELECT a.value IS NULL AND a.codes IS NULL "
+                "FROM gold_answers a WHERE a.id = old.answer) THEN excluded.created_at "
+                "ELSE old.created_at END, updated_at = excluded.updated_at "
+                "WHERE old.answer IS NOT excluded.answer",
+                (codebook.name, codebook.version_hash, source, stamp),
+            )
+            return conn.total_changes - before

@@ -316,7 +316,9 @@ class LabelsMixin(StoreBase):
         ``columns`` (of :data:`LABEL_COLUMNS`) keeps the dicts small at corpus scale."""
         unknown = set(columns) - set(LABEL_COLUMNS)
         assert not unknown, unknown
-        sql = f"SELECT {', '.join(f'l.{c}' for c in columns)} FROM {{labels}} WHERE l.codebook = ?"
+        order = ("action_id", "question", "coder")
+        read = [*columns, *(c for c in order if c not in columns)]  # what the order needs
+        sql = f"SELECT {', '.join(f'l.{c}' for c in read)} FROM {{labels}} WHERE l.codebook = ?"
         params: list[Any] = [codebook]
         if coders:
             sql += f" AND l.coder IN ({','.join('?' * len(coders))})"
@@ -337,8 +339,13 @@ class LabelsMixin(StoreBase):
             sql += " AND l.action_id IN (SELECT action_id FROM sample_items WHERE sample = ?)"
             params.append(sample)
         both, all_params = union_all(sql, params, label_sources(coders or None))
-        order = "action_id, question, coder"
-        return [decoded_label(r) for r in self.conn.execute(f"{both} ORDER BY {order}", all_params)]
+        rows = self.conn.execute(f"{both} ORDER BY {', '.join(order)}", all_params)
+        extra = [c for c in read if c not in columns]
+        out = [decoded_label(r) for r in rows]
+        for d in out if extra else ():
+            for c in extra:
+                del d[c]
+        return out
 
     def labels_frame(self, codebook: str, **filters: Any) -> pd.DataFrame:
         """Labels as a long table (one row per action, question and coder)."""

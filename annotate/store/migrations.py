@@ -626,8 +626,11 @@ _GOLD_ANSWER = (
     "coalesce(NEW.source, 'tui'), coalesce(NEW.meta, '{}')"
 )
 _ADD_GOLD_ANSWER = (
-    "INSERT OR IGNORE INTO gold_answers (codebook, codebook_hash, question, value, codes, "
-    f"other_text, source, meta, content) VALUES ({_GOLD_ANSWER}, json_array({_GOLD_ANSWER}))"
+    # not OR IGNORE: the conflict clause of the statement on the view (an INSERT OR REPLACE)
+    # would replace it, and the answer row many gold rows share would go with its id
+    "INSERT INTO gold_answers (codebook, codebook_hash, question, value, codes, "
+    f"other_text, source, meta, content) SELECT {_GOLD_ANSWER}, json_array({_GOLD_ANSWER}) "
+    f"WHERE NOT EXISTS (SELECT 1 FROM gold_answers WHERE content = json_array({_GOLD_ANSWER}))"
 )
 _GOLD_ANSWER_ID = f"(SELECT id FROM gold_answers WHERE content = json_array({_GOLD_ANSWER}))"
 _CHANGED = (

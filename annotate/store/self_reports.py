@@ -20,7 +20,7 @@ _KEY = "coalesce(l.value, l.codes)"
 _FILL = (
     # per action and question with two or more reports: are they all the same answer?
     "INSERT INTO _alignment (action_id, question, aligned)"
-    f" SELECT l.action_id, l.question, min({_KEY}) = max({_KEY}) FROM labels l"
+    f" SELECT l.action_id, l.question, min({_KEY}) = max({_KEY}) FROM coder_labels l"
     " WHERE l.codebook = :codebook AND l.coder GLOB 'self:*'"
     " AND (l.value IS NOT NULL OR l.codes IS NOT NULL)"
     " AND l.question IN (SELECT value FROM json_each(:questions)) {sessions}"
@@ -46,10 +46,15 @@ _BY_PROGRESS = (
 )
 _BY_CODE = (
     # each action's act once: the first of the coders in order who answered it
-    "WITH act AS (SELECT action_id, (SELECT l.value FROM labels l"
-    " JOIN json_each(:coders) p ON p.value = l.coder"
+    # (the coders' labels and the gold each read through their own index)
+    "WITH act AS (SELECT action_id, (SELECT value FROM ("
+    " SELECT l.value, p.key FROM coder_labels l JOIN json_each(:coders) p ON p.value = l.coder"
     " WHERE l.action_id = r.action_id AND l.codebook = :act_codebook"
-    " AND l.question = :act_question AND l.value IS NOT NULL ORDER BY p.key LIMIT 1) AS grp"
+    " AND l.question = :act_question AND l.value IS NOT NULL"
+    " UNION ALL SELECT a.value, p.key FROM gold g JOIN gold_answers a ON a.id = g.answer"
+    " JOIN json_each(:coders) p ON p.value = 'gold' WHERE g.codebook = :act_codebook"
+    " AND g.action_id = r.action_id AND g.question = :act_question AND a.value IS NOT NULL"
+    ") ORDER BY key LIMIT 1) AS grp"
     " FROM (SELECT DISTINCT action_id FROM _alignment) r)"
     " SELECT r.question, act.grp, count(*) AS actions, sum(r.aligned) AS aligned"
     " FROM act CROSS JOIN _alignment r ON r.action_id = act.action_id"
