@@ -402,6 +402,10 @@ def test_adjudication_queries_use_indexes_and_sort_nothing(
             assert plan(s, q) == [
                 "SCAN g",
                 "SEARCH k USING INTEGER PRIMARY KEY (rowid=?)",
-                "CORRELATED SCALAR SUBQUERY 2",  # a changed gold's answer before (the upsert)
+                # a gold written again (the upsert): its answer before and after, by id
+                "CORRELATED SCALAR SUBQUERY 2",
+                "SEARCH a USING INTEGER PRIMARY KEY (rowid=?)",
+                "SEARCH b USING INTEGER PRIMARY KEY (rowid=?)",
+                "CORRELATED SCALAR SUBQUERY 3",
                 "SEARCH a USING INTEGER PRIMARY KEY (rowid=?)",
             ]

@@ -31,14 +31,21 @@ PATTERN_BITS = 62
 many bits; past that (many coders, many codes) the pattern is a text ``"coder:number,..."``."""
 
 
-SAME_ANSWER_REVISION = (
-    "CASE WHEN (SELECT a.value IS b.value AND a.codes IS b.codes "
+GOLD_UPSERT = (
+    "ON CONFLICT (codebook, action_id, question) DO UPDATE SET answer = excluded.answer, "
+    # the same answer with other provenance (the votes behind it): the revision stays
+    "revision = CASE WHEN (SELECT a.value IS b.value AND a.codes IS b.codes "
     "AND a.other_text IS b.other_text AND a.codebook_hash IS b.codebook_hash "
     "FROM gold_answers a, gold_answers b WHERE a.id = old.answer "
-    "AND b.id = excluded.answer) THEN old.revision ELSE excluded.revision END"
+    "AND b.id = excluded.answer) THEN old.revision ELSE excluded.revision END, "
+    "created_at = CASE WHEN (SELECT a.value IS NULL AND a.codes IS NULL "
+    "FROM gold_answers a WHERE a.id = old.answer) THEN excluded.created_at "
+    "ELSE old.created_at END, updated_at = excluded.updated_at "
+    "WHERE old.answer IS NOT excluded.answer"
 )
-"""The revision of a gold row a majority vote writes again (``old``): kept when the answer
-is the same (other votes behind it: new provenance), else the new random one."""
+"""The upsert of a bulk write of gold (``INSERT INTO gold AS old``), as :meth:`save_gold`
+makes it: a gold whose answer and provenance are unchanged stays as it was; the time of
+the first answer is kept."""
 
 
 @dataclass(frozen=True)
@@ -262,6 +269,18 @@ class GoldVotesMixin(StoreBase):
             out += map(decoded_label, rows)
         return out
 
+    def _kind_answer_ids(
+        self, codebook: Codebook, source: str, kinds: Sequence[GoldKind]
+    ) -> list[int]:
+        """The ``gold_answers`` id of each gold of ``kinds`` (added where new)."""
+        return self.gold_answer_ids(  # type: ignore[attr-defined]
+            [
+                (codebook.name, codebook.version_hash, k.question, k.value, k.codes,
+                 k.other_text, source, k.meta)
+                for k in kinds
+            ]
+        )  # fmt: skip
+
     def write_gold_kinds_sql(self) -> str:
         """The statement that writes the gold of :meth:`write_gold` (for its query plan)."""
         return (
@@ -269,12 +288,7 @@ class GoldVotesMixin(StoreBase):
             "created_at, updated_at) "
             "SELECT ?, g.action_id, k.question, k.answer, g.revision, ?, ? "
             "FROM temp._gold_items g CROSS JOIN temp._gold_kinds k ON k.id = g.kind WHERE 1 "
-            "ON CONFLICT (codebook, action_id, question) DO UPDATE SET "
-            "answer = excluded.answer, revision = excluded.revision, "
-            "created_at = CASE WHEN (SELECT a.value IS NULL AND a.codes IS NULL "
-            "FROM gold_answers a WHERE a.id = old.answer) THEN excluded.created_at "
-            "ELSE old.created_at END, updated_at = excluded.updated_at "
-            "WHERE old.answer IS NOT excluded.answer"
+            f"{GOLD_UPSERT}"
         )
 
     def write_gold(
@@ -301,13 +315,7 @@ class GoldVotesMixin(StoreBase):
             conn.execute("DELETE FROM temp._gold_kinds")
             conn.execute("DELETE FROM temp._gold_items")
             version = codebook.version_hash
-            answers = self.gold_answer_ids(  # type: ignore[attr-defined]
-                [
-                    (codebook.name, version, k.question, k.value, k.codes, k.other_text,
-                     source, k.meta)
-                    for k in kinds
-                ]
-            )  # fmt: skip
+            answers = self._kind_answer_ids(codebook, source, kinds)
             conn.executemany(
                 "INSERT INTO temp._gold_kinds VALUES (?, ?, ?)",
                 [(i, k.question, answers[i]) for i, k in enumerate(kinds)],
@@ -503,12 +511,7 @@ class GoldVotesMixin(StoreBase):
             "ON k.q = v.q AND k.pattern = v.pattern "
             "WHERE v.rich IS NULL AND NOT EXISTS (SELECT 1 FROM temp._set_aside x "
             "WHERE x.action_id = v.action_id AND x.q = v.q) "
-            "ON CONFLICT (codebook, action_id, question) DO UPDATE SET "
-            f"answer = excluded.answer, revision = {SAME_ANSWER_REVISION}, "
-            "created_at = CASE WHEN (SELECT a.value IS NULL AND a.codes IS NULL "
-            "FROM gold_answers a WHERE a.id = old.answer) THEN excluded.created_at "
-            "ELSE old.created_at END, updated_at = excluded.updated_at "
-            "WHERE old.answer IS NOT excluded.answer"
+            f"{GOLD_UPSERT}"
         )
 
     def stage_pattern_kinds(
@@ -522,14 +525,7 @@ class GoldVotesMixin(StoreBase):
         majority gold, with the index in ``kinds`` of their gold (its answer stored in
         ``gold_answers`` now)."""
         with self.transaction() as conn:
-            version = codebook.version_hash
-            answers = self.gold_answer_ids(  # type: ignore[attr-defined]
-                [
-                    (codebook.name, version, k.question, k.value, k.codes, k.other_text,
-                     source, k.meta)
-                    for k in kinds
-                ]
-            )  # fmt: skip
+            answers = self._kind_answer_ids(codebook, source, kinds)
             conn.execute("DROP TABLE IF EXISTS temp._pattern_kinds")
             conn.execute(
                 "CREATE TEMP TABLE _pattern_kinds (q INTEGER NOT NULL, pattern NOT NULL, "
@@ -633,12 +629,7 @@ class GoldVotesMixin(StoreBase):
                 "created_at, updated_at) "
                 "SELECT ?1, r.action_id, r.question, a.id, random(), ?4, ?4 "
                 f"FROM temp._rich_gold r JOIN gold_answers a ON a.content = {content} "
-                f"WHERE true ON CONFLICT (codebook, action_id, question) DO UPDATE SET "
-                f"answer = excluded.answer, revision = {SAME_ANSWER_REVISION}, "
-                "created_at = CASE WHEN (SELECT a.value IS NULL AND a.codes IS NULL "
-                "FROM gold_answers a WHERE a.id = old.answer) THEN excluded.created_at "
-                "ELSE old.created_at END, updated_at = excluded.updated_at "
-                "WHERE old.answer IS NOT excluded.answer",
+                f"WHERE true {GOLD_UPSERT}",
                 (codebook.name, codebook.version_hash, source, stamp),
             )
             return conn.total_changes - before
