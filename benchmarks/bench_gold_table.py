@@ -1,7 +1,10 @@
-"""What `adjudicate --majority-only` would take with gold in a table of its own (issue 17).
+"""`adjudicate --majority-only` beside the prototype that decided its schema (issue 17).
 
-Not the product: a measurement for a schema decision. `adjudicate --majority-only` is over its
-goal (< 1 s at 100k items x 3 coders, < 6 s at 1M) because each gold row enters `labels` and
+The product now keeps gold in tables of its own (migration 20) and decides the majority in
+one pass (annotate/reliability/majority_pass.py); this prototype stays as the floor of that
+design, one statement and nothing else. What it measured before migration 20:
+`adjudicate --majority-only` was over its goal (< 1 s at 100k items x 3 coders, < 6 s at
+1M) because each gold row entered `labels` and
 two of its indexes (`UNIQUE (action_id, ...)` and `labels_answered`) that interleave it with
 the coders' entries: the `sqlite3` shell alone takes longer than the goal to write the same
 rows. This runs, on fresh copies of the same file, the command as a user runs it and a
@@ -97,14 +100,14 @@ def prototype(db: Path) -> None:
                      sum((CASE l.value {value} ELSE {len(PLAIN) + 1} END)
                          << ((CASE l.coder {coder} END) * {bits})) AS pattern,
                      max(l.codes IS NOT NULL OR l.other_text IS NOT NULL) AS rich
-              FROM labels l INDEXED BY labels_answered
+              FROM coder_labels l INDEXED BY labels_answered
               WHERE l.codebook = '{CODEBOOK}' AND l.coder IN ({coders})
                 AND (l.value IS NOT NULL OR l.codes IS NOT NULL)
               GROUP BY l.action_id, l.question) v
         JOIN temp.pattern_kinds k ON k.pattern = v.pattern
         WHERE NOT v.rich
           AND v.action_id IN (SELECT action_id FROM sample_items WHERE sample = 'main')
-          AND v.action_id NOT IN (SELECT action_id FROM labels INDEXED BY labels_progress
+          AND v.action_id NOT IN (SELECT action_id FROM coder_labels INDEXED BY labels_progress
                                   WHERE codebook = '{CODEBOOK}' AND coder IN ({coders})
                                     AND flagged)
         """
