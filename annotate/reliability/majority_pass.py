@@ -40,6 +40,10 @@ if TYPE_CHECKING:
     from annotate.reliability.agreement_data import Selection
     from annotate.store import Store
 
+RICH_KEPT = 50_000
+"""Vote patterns with their JSON (an "Other" text) decided once and kept, while no more than
+this many: the same texts repeat (a greeting, "ok"), and memory stays flat when they do not."""
+
 FLAGGED, KEPT = 1, 2
 """The bits of why a case is set aside (:meth:`Store.stage_set_aside`)."""
 
@@ -107,17 +111,20 @@ def write_majority_in_one_pass(
     patterns = _Patterns(scope)
     decided: dict[tuple[int, Any, str | None], _Votes] = {}
 
+    rich_decided: dict[tuple[int, Any, str | None], _Votes] = {}
+
     def votes_of(q: int, pattern: Any, rich: str | None) -> _Votes:
         key = (q, pattern, rich)
-        found = decided.get(key)
+        kept = decided if rich is None else rich_decided
+        found = kept.get(key)
         if found is None:
             answers = patterns.decode(pattern if rich is None else (pattern, rich))
             best, votes = majority_answer(answers, len(coders))
             n = sum(a is not None for a in answers)
             fit = best is not None and fits(best, questions[q])
-            found = _Votes(answers, n, best, votes, fit)
-            if rich is None:  # a pattern with its JSON is mostly one item's: not kept
-                decided[key] = found
+            if len(rich_decided) > RICH_KEPT:  # texts that do not repeat
+                rich_decided.clear()
+            found = kept[key] = _Votes(answers, n, best, votes, fit)
         return found
 
     tally = _Tally(coders)
@@ -134,14 +141,23 @@ def write_majority_in_one_pass(
                 majority_patterns.append((q, pattern))
         aside = {(a, q) for a, q, *_ in set_aside}
         store.stage_rich_majority()
+        rich_kinds: dict[tuple[int, Any, str], int] = {}  # the same answers, the same gold
+        made = 0
         for chunk in store.staged_rich_votes():  # decided and kept a chunk at a time
-            rich_gold = []
+            rich_gold, new_kinds = [], []
             for action_id, q, pattern, rich in chunk:
                 votes = votes_of(q, pattern, rich)
                 if tally.add(votes, 0, 1) and (action_id, q) not in aside:
-                    kind = _gold_kind(votes, questions[q], coders, adjudicator)
-                    rich_gold.append((action_id, q, kind))
-            store.add_rich_majority(cb, rich_gold)
+                    number = rich_kinds.get((q, pattern, rich))
+                    if number is None:
+                        if len(rich_kinds) > RICH_KEPT:
+                            rich_kinds.clear()
+                        number = rich_kinds[q, pattern, rich] = made = made + 1
+                        kind = _gold_kind(votes, questions[q], coders, adjudicator)
+                        new_kinds.append((number, kind))
+                    rich_gold.append((action_id, q, number))
+            store.add_rich_kinds(new_kinds)
+            store.add_rich_majority(rich_gold)
         for _, q, why, pattern, rich in set_aside:  # counted again as what they are
             votes = votes_of(q, pattern, rich) if pattern is not None else None
             if votes is not None:

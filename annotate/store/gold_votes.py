@@ -585,51 +585,60 @@ class GoldVotesMixin(StoreBase):
         ).fetchall()
 
     def stage_rich_majority(self) -> None:
-        """An empty ``_rich_gold``: the majority gold of the staged votes with answers a
-        number cannot say (:meth:`add_rich_majority`), written by
-        :meth:`write_rich_majority`."""
-        self.conn.execute("DROP TABLE IF EXISTS temp._rich_gold")
+        """Empty ``_rich_gold`` and ``_rich_kinds``: the majority gold of the staged votes
+        with answers a number cannot say (:meth:`add_rich_majority`), by its answer and
+        provenance (:meth:`add_rich_kinds`), written by :meth:`write_rich_majority`."""
+        for table in ("_rich_gold", "_rich_kinds"):
+            self.conn.execute(f"DROP TABLE IF EXISTS temp.{table}")
+        self.conn.execute(
+            "CREATE TEMP TABLE _rich_kinds (id INTEGER PRIMARY KEY, question TEXT NOT NULL, "
+            "value TEXT, codes TEXT, other_text TEXT, meta TEXT NOT NULL, answer INTEGER)"
+        )
         self.conn.execute(
             "CREATE TEMP TABLE _rich_gold (action_id TEXT NOT NULL, q INTEGER NOT NULL, "
-            "question TEXT NOT NULL, value TEXT, codes TEXT, other_text TEXT, "
-            "meta TEXT NOT NULL, PRIMARY KEY (action_id, q)) WITHOUT ROWID"
+            "kind INTEGER NOT NULL, PRIMARY KEY (action_id, q)) WITHOUT ROWID"
         )
 
-    def add_rich_majority(
-        self, codebook: Codebook, rows: Iterable[tuple[str, int, GoldKind]]
-    ) -> None:
-        """Keep in ``_rich_gold`` the gold of these (action id, question index, gold)."""
+    def add_rich_kinds(self, kinds: Iterable[tuple[int, GoldKind]]) -> None:
+        """Keep in ``_rich_kinds`` these (number, gold)."""
         self.conn.executemany(
-            "INSERT INTO temp._rich_gold VALUES (?, ?, ?, ?, ?, ?, ?)",
-            (
-                (a, q, k.question, k.value, k.codes, k.other_text, k.meta)
-                for a, q, k in rows
-            ),
+            "INSERT INTO temp._rich_kinds (id, question, value, codes, other_text, meta) "
+            "VALUES (?, ?, ?, ?, ?, ?)",
+            ((i, k.question, k.value, k.codes, k.other_text, k.meta) for i, k in kinds),
         )
+
+    def add_rich_majority(self, rows: Iterable[tuple[str, int, int]]) -> None:
+        """Keep in ``_rich_gold`` these (action id, question index, number of its gold in
+        ``_rich_kinds``)."""
+        self.conn.executemany("INSERT INTO temp._rich_gold VALUES (?, ?, ?)", rows)
 
     def write_rich_majority(self, codebook: Codebook, source: str) -> int:
         """Write the gold kept in ``_rich_gold`` (each answer with its provenance a row of
-        ``gold_answers``, shared when the same), in two statements; return how many gold
+        ``gold_answers``, shared when the same), in three statements; return how many gold
         rows changed. The upsert is :meth:`write_staged_majority`'s, revisions too."""
-        content = (
-            "json_array(?1, ?2, r.question, r.value, r.codes, r.other_text, ?3, r.meta)"
-        )
+        content = "json_array(?1, ?2, k.question, k.value, k.codes, k.other_text, ?3, k.meta)"
+        book = (codebook.name, codebook.version_hash, source)
         with self.transaction() as conn:
             conn.execute(
                 "INSERT INTO gold_answers (codebook, codebook_hash, question, value, codes, "
-                f"other_text, source, meta, content) SELECT ?1, ?2, r.question, r.value, "
-                f"r.codes, r.other_text, ?3, r.meta, {content} FROM temp._rich_gold r "
-                f"WHERE true ON CONFLICT (content) DO NOTHING",
-                (codebook.name, codebook.version_hash, source),
+                f"other_text, source, meta, content) SELECT ?1, ?2, k.question, k.value, "
+                f"k.codes, k.other_text, ?3, k.meta, {content} FROM temp._rich_kinds k "
+                "WHERE true ON CONFLICT (content) DO NOTHING",
+                book,
+            )
+            conn.execute(
+                "UPDATE temp._rich_kinds AS k SET answer = "
+                f"(SELECT a.id FROM gold_answers a WHERE a.content = {content})",
+                book,
             )
             stamp = now()
             before = conn.total_changes
             conn.execute(
                 "INSERT INTO gold AS old (codebook, action_id, question, answer, revision, "
                 "created_at, updated_at) "
-                "SELECT ?1, r.action_id, r.question, a.id, random(), ?4, ?4 "
-                f"FROM temp._rich_gold r JOIN gold_answers a ON a.content = {content} "
+                "SELECT ?, r.action_id, k.question, k.answer, random(), ?, ? "
+                "FROM temp._rich_gold r CROSS JOIN temp._rich_kinds k ON k.id = r.kind "
                 f"WHERE true {GOLD_UPSERT}",
-                (codebook.name, codebook.version_hash, source, stamp),
+                (codebook.name, stamp, stamp),
             )
             return conn.total_changes - before
