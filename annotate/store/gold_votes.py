@@ -553,8 +553,8 @@ class GoldVotesMixin(StoreBase):
     def staged_stale_gold(self, scope: LabelScope, source: str) -> list[tuple[str, str]]:
         """(action id, question) of the gold ``source`` made by a majority vote on the
         scope's items (its sample's, or any) that the staged majority no longer backs: not
-        a staged vote with a majority gold (``_pattern_kinds``, or ``rich_majority``: the
-        temp table ``_rich_majority`` of such cases) that is not set aside."""
+        a staged vote with a majority gold (its pattern in ``_pattern_kinds``, or its gold
+        in ``_rich_gold``) that is not set aside. Read before the majority is written."""
         qcase, qparams = sql_case("g.question", scope.questions, -1)
         marks = ",".join("?" * len(scope.questions))
         sample = ""
