@@ -259,7 +259,8 @@ def _both(path: Path, tmp_path: Path, adjudicator: str, stamp: list[str]) -> tup
         assert _reference_write(s, reference, adjudicator) == written
     assert _rows(bulk) == _rows(old)
     with Store(one_pass) as s:  # `adjudicate --majority-only`: the same plan and gold
-        fast, written_fast = write_majority_in_one_pass(s, select(s, codebook="mixed"), adjudicator)
+        counted = select(s, codebook="mixed", counted_ids=True)  # as the command selects
+        fast, written_fast = write_majority_in_one_pass(s, counted, adjudicator)
         assert written_fast == written
         assert (len(fast.majority), len(fast.to_decide), len(fast.kept)) == (
             len(plan.majority), len(plan.to_decide), len(plan.kept)

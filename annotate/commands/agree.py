@@ -230,6 +230,7 @@ def adjudicate_command(
             coders=split_list(coders) or None,
             question=question,
             purpose="adjudication",
+            counted_ids=majority_only,  # its SQL reads the sample where it lies
             command=rerun(
                 "annotate adjudicate",
                 db,

@@ -250,6 +250,7 @@ def select(
     min_coders: int = MIN_CODERS,
     purpose: str = "agreement",
     command: str = "annotate agree",
+    counted_ids: bool = False,
 ) -> Selection:
     """Resolve the inputs of a run; every mistake is a one-line error naming the choices.
 
@@ -257,15 +258,16 @@ def select(
     ``min_coders`` or more coders on shared items there (``command`` is what the error
     suggests running, with --codebook, when several or none do); every human coder with
     answers (``gold`` and ``llm:*`` count only when named in ``coders``); every question of
-    the codebook.
+    the codebook. ``counted_ids``: the sample's ids are read when first asked for, only
+    their number now (:class:`~annotate.store.item_ids.CountedIds`).
     """
     notes: list[str] = []
     action_ids: Sequence[str] | None = None
-    if sample is not None:
-        action_ids = store.sample_item_ids(sample)  # NotFoundError names the samples
+    if sample is not None:  # NotFoundError names the samples
+        action_ids = store.sample_item_ids(sample, counted=counted_ids)
     elif any(s["name"] == DEFAULT_SAMPLE for s in store.samples()):
         sample = DEFAULT_SAMPLE
-        action_ids = store.sample_item_ids(sample)
+        action_ids = store.sample_item_ids(sample, counted=counted_ids)
         notes.append(f"sample {sample}")
     else:
         notes.append("every labelled item (there is no sample 'main')")

@@ -4,7 +4,7 @@ where each begins take 44 MB and no Python object per id."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any, overload
 
 import numpy as np
@@ -103,6 +103,37 @@ class ItemIds(Sequence[str]):
 
     def __repr__(self) -> str:
         return f"ItemIds({len(self)} ids)"
+
+
+class CountedIds(Sequence[str]):
+    """Action ids whose number is known and which are read when first asked for: a command
+    that needs only how many items a sample has (``adjudicate --majority-only``, whose SQL
+    reads the sample where it lies) does not read a million ids."""
+
+    __slots__ = ("_ids", "_load", "_n")
+
+    def __init__(self, n: int, load: Callable[[], Sequence[str]]) -> None:
+        self._n = n
+        self._load = load
+        self._ids: Sequence[str] | None = None
+
+    @property
+    def ids(self) -> Sequence[str]:
+        if self._ids is None:
+            self._ids = self._load()
+        return self._ids
+
+    def __len__(self) -> int:
+        return self._n
+
+    def __getitem__(self, key: Any) -> Any:
+        return self.ids[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.ids)
+
+    def __repr__(self) -> str:
+        return f"CountedIds({self._n} ids)"
 
 
 def compact(ids: Sequence[str]) -> Sequence[str]:
