@@ -304,7 +304,7 @@ def test_label_rows_of_a_few_columns_with_gold(tmp_path: Path) -> None:
 
 
 def test_counted_ids_read_the_sample_only_when_asked_for(tmp_path: Path) -> None:
-    from annotate.store.item_ids import CountedIds
+    from annotate.store.item_ids import Later
 
     s, _, ids = _three_coders(tmp_path / "p.db")
     with s:
@@ -312,7 +312,7 @@ def test_counted_ids_read_the_sample_only_when_asked_for(tmp_path: Path) -> None
         reads: list[str] = []
         s.conn.set_trace_callback(reads.append)
         counted = s.sample_item_ids("main", counted=True)
-        assert isinstance(counted, CountedIds) and len(counted) == 3
+        assert isinstance(counted, Later) and len(counted) == 3
         assert not [q for q in reads if "group_concat" in q]  # the number only
         assert list(counted) == ids[:3] and counted[1] == ids[1]
         assert [q for q in reads if "group_concat" in q]  # read when asked for

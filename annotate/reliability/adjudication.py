@@ -39,7 +39,7 @@ from annotate.reliability.agreement_data import Selection
 from annotate.store import LabelWrite, Store
 from annotate.store.agreement_runs import GOLD_CODER, GOLD_SOURCE
 from annotate.store.gold_votes import GoldKind, VoteScope
-from annotate.store.item_ids import ItemIds
+from annotate.store.item_ids import ItemIds, Later
 from annotate.store.label_cells import LabelScope
 
 Method = Literal["majority", "decided"]
@@ -185,39 +185,17 @@ def majority_answer(answers: Sequence[Answer | None], n_coders: int) -> tuple[An
     return Answer(value, tuple(sorted(codes)), other_text if uses_other else None), votes
 
 
-class Cases(Sequence[Case]):
+class Cases(Later[Case]):
     """Cases made when first asked for (its length is known at once): a plan counts the
     cases of every kind from the vote patterns, and reads the rows of a case (notes, flags,
     its gold) only for the cases someone looks at. ``read`` needs the store still open."""
 
-    def __init__(self, n: int, read: Callable[[], list[Case]]):
-        self._n = n
-        self._read: Callable[[], list[Case]] | None = read
-        self._cases: list[Case] | None = None
-
-    @property
-    def loaded(self) -> bool:
-        return self._cases is not None
-
     @property
     def cases(self) -> list[Case]:
-        if self._cases is None:
-            assert self._read is not None
-            self._cases = self._read()  # one case per (item, question) the plan counted
-            self._read = None
-        return self._cases
-
-    def __len__(self) -> int:
-        return self._n
-
-    def __getitem__(self, index: Any) -> Any:
-        return self.cases[index]
-
-    def __iter__(self) -> Iterator[Case]:
-        return iter(self.cases)
-
-    def __repr__(self) -> str:
-        return f"Cases({self._n}{', loaded' if self.loaded else ''})"
+        """One case per (item, question) the plan counted (the list read, kept)."""
+        items = self.items
+        assert isinstance(items, list)
+        return items
 
 
 @dataclass(frozen=True)

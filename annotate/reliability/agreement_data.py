@@ -259,7 +259,7 @@ def select(
     suggests running, with --codebook, when several or none do); every human coder with
     answers (``gold`` and ``llm:*`` count only when named in ``coders``); every question of
     the codebook. ``counted_ids``: the sample's ids are read when first asked for, only
-    their number now (:class:`~annotate.store.item_ids.CountedIds`).
+    their number now (:class:`~annotate.store.item_ids.Later`).
     """
     notes: list[str] = []
     action_ids: Sequence[str] | None = None

@@ -5,9 +5,11 @@ where each begins take 44 MB and no Python object per id."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any, overload
+from typing import Any, TypeVar, overload
 
 import numpy as np
+
+T = TypeVar("T")
 
 
 class ItemIds(Sequence[str]):
@@ -105,35 +107,40 @@ class ItemIds(Sequence[str]):
         return f"ItemIds({len(self)} ids)"
 
 
-class CountedIds(Sequence[str]):
-    """Action ids whose number is known and which are read when first asked for: a command
-    that needs only how many items a sample has (``adjudicate --majority-only``, whose SQL
-    reads the sample where it lies) does not read a million ids."""
+class Later(Sequence[T]):
+    """A sequence whose length is known at once and whose items are read when first asked
+    for: the ids of a sample a command needs only the number of (``adjudicate
+    --majority-only``, whose SQL reads the sample where it lies), the cases of a plan
+    nobody looks at. ``read`` needs the store still open."""
 
-    __slots__ = ("_ids", "_load", "_n")
-
-    def __init__(self, n: int, load: Callable[[], Sequence[str]]) -> None:
+    def __init__(self, n: int, read: Callable[[], Sequence[T]]) -> None:
         self._n = n
-        self._load = load
-        self._ids: Sequence[str] | None = None
+        self._read: Callable[[], Sequence[T]] | None = read
+        self._items: Sequence[T] | None = None
 
     @property
-    def ids(self) -> Sequence[str]:
-        if self._ids is None:
-            self._ids = self._load()
-        return self._ids
+    def loaded(self) -> bool:
+        return self._items is not None
+
+    @property
+    def items(self) -> Sequence[T]:
+        if self._items is None:
+            assert self._read is not None
+            self._items = self._read()
+            self._read = None
+        return self._items
 
     def __len__(self) -> int:
         return self._n
 
-    def __getitem__(self, key: Any) -> Any:
-        return self.ids[key]
+    def __getitem__(self, index: Any) -> Any:
+        return self.items[index]
 
-    def __iter__(self) -> Iterator[str]:
-        return iter(self.ids)
+    def __iter__(self) -> Iterator[T]:
+        return iter(self.items)
 
     def __repr__(self) -> str:
-        return f"CountedIds({self._n} ids)"
+        return f"{type(self).__name__}({self._n}{', loaded' if self.loaded else ''})"
 
 
 def compact(ids: Sequence[str]) -> Sequence[str]:

@@ -104,15 +104,15 @@ class SamplesMixin(StoreBase):
     def sample_item_ids(self, name: str, *, counted: bool = False) -> Sequence[str]:
         """The sample's action ids in order, as one string (:class:`ItemIds`) where they can
         be: no Python object per id (a sample of a million items: 44 MB instead of 93).
-        ``counted``: their number now, the ids when first asked for (:class:`CountedIds`)."""
-        from annotate.store.item_ids import CountedIds, ItemIds
+        ``counted``: their number now, the ids when first asked for (a :class:`Later`)."""
+        from annotate.store.item_ids import ItemIds, Later
 
         self.sample_exists_or_fail(name)
         if counted:
             (n,) = self.conn.execute(
                 "SELECT count(*) FROM sample_items WHERE sample = ?", (name,)
             ).fetchone()
-            return CountedIds(n, lambda: self.sample_item_ids(name))
+            return Later(n, lambda: self.sample_item_ids(name))
         n, text = self.conn.execute(
             "SELECT count(*), group_concat(action_id, char(10)) FROM ("
             "SELECT action_id FROM sample_items WHERE sample = ? ORDER BY position)",
