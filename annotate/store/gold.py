@@ -24,6 +24,12 @@ ANSWER_CONTENT = "json_array(?, ?, ?, ?, ?, ?, ?, ?)"
 """What identifies a row of ``gold_answers`` (codebook, codebook hash, question, value,
 codes, Other text, source, meta), made by SQLite as migration 20 made it."""
 
+ADD_ANSWER = (
+    "INSERT OR IGNORE INTO gold_answers (codebook, codebook_hash, question, value, codes, "
+    f"other_text, source, meta, content) VALUES (?, ?, ?, ?, ?, ?, ?, ?, {ANSWER_CONTENT})"
+)
+"""A row of ``gold_answers`` unless the same is there (its 8 columns, then them again)."""
+
 VIEW_COLUMNS = (
     "id", "action_id", "codebook", "codebook_hash", "question", "coder", "value", "codes",
     "other_text", "note", "flagged", "skipped", "seconds", "source", "meta", "created_at",
@@ -70,12 +76,7 @@ class GoldMixin(StoreBase):
     ) -> int:
         """The id of this answer and provenance in ``gold_answers`` (added if new)."""
         content = (codebook, codebook_hash, question, value, codes, other_text, source, meta)
-        self.conn.execute(
-            "INSERT OR IGNORE INTO gold_answers (codebook, codebook_hash, question, value, "
-            f"codes, other_text, source, meta, content) VALUES (?, ?, ?, ?, ?, ?, ?, ?, "
-            f"{ANSWER_CONTENT})",
-            (*content, *content),
-        )
+        self.conn.execute(ADD_ANSWER, (*content, *content))
         return self.conn.execute(
             f"SELECT id FROM gold_answers WHERE content = {ANSWER_CONTENT}", content
         ).fetchone()[0]
@@ -85,12 +86,7 @@ class GoldMixin(StoreBase):
         not two per answer (an "Other" majority with its text is one per item)."""
         if len(answers) < 8:
             return [self.gold_answer_id(*a) for a in answers]
-        self.conn.executemany(
-            "INSERT OR IGNORE INTO gold_answers (codebook, codebook_hash, question, value, "
-            f"codes, other_text, source, meta, content) VALUES (?, ?, ?, ?, ?, ?, ?, ?, "
-            f"{ANSWER_CONTENT})",
-            ((*a, *a) for a in answers),
-        )
+        self.conn.executemany(ADD_ANSWER, ((*a, *a) for a in answers))
         self.conn.execute("DROP TABLE IF EXISTS temp._answers_wanted")
         self.conn.execute(
             "CREATE TEMP TABLE _answers_wanted (i INTEGER PRIMARY KEY, content TEXT NOT NULL)"
