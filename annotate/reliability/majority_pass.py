@@ -105,7 +105,10 @@ def write_majority_in_one_pass(
     cb = selection.codebook
     coders = selection.coders
     questions = selection.questions
-    sample = selection.sample if selection.action_ids is not None else None
+    n_sample = len(selection.action_ids) if selection.action_ids is not None else None
+    sample = selection.sample if n_sample is not None else None
+    if n_sample is not None and n_sample == store.count_actions():
+        sample = None  # every action: nothing to keep out (a probe per item at 1M: 0.7 s)
     labels = LabelScope(cb.name, tuple(q.id for q in questions), coders, sample)
     scope = VoteScope(labels, _numbered_values(questions))
     patterns = _Patterns(scope)
@@ -129,9 +132,8 @@ def write_majority_in_one_pass(
 
     tally = _Tally(coders)
     with store.transaction(), store.larger_cache():
-        n_sample = len(selection.action_ids) if selection.action_ids is not None else None
         lookup = adjudication.SAMPLE_LOOKUP
-        through = n_sample is not None and n_sample * lookup < store.labels_upper_bound()
+        through = sample is not None and n_sample * lookup < store.labels_upper_bound()
         store.stage_votes(scope, through_sample=through)
         plain = store.staged_pattern_counts(scope)
         set_aside = store.stage_set_aside(labels, GOLD_SOURCE, through_sample=through)
@@ -200,9 +202,7 @@ def write_majority_in_one_pass(
     return plan, tally.majority
 
 
-def _gold_kind(
-    votes: _Votes, question: Any, coders: Sequence[str], adjudicator: str
-) -> GoldKind:
+def _gold_kind(votes: _Votes, question: Any, coders: Sequence[str], adjudicator: str) -> GoldKind:
     """The majority gold of these votes, with its provenance: what :func:`gold_meta` makes
     of a majority case (its reason ``majority N of M``), without the case (an "Other"
     majority with its text is one per item)."""
@@ -214,8 +214,7 @@ def _gold_kind(
         "adjudicator": adjudicator,
         "coders": list(coders),
         "votes": {
-            c: (answer_text(a) if a else None)
-            for c, a in zip(coders, votes.answers, strict=True)
+            c: (answer_text(a) if a else None) for c, a in zip(coders, votes.answers, strict=True)
         },
         "reason": f"majority {votes.votes} of {len(coders)}",
     }
