@@ -453,3 +453,41 @@ def test_a_sample_of_every_action_is_not_looked_up(tmp_path: Path, fixed_clock: 
         assert any("sample_items" in q and "count(*)" not in q for q in run)
     assert written_applied == written
     assert _rows(applied) == _rows(path)
+
+
+@pytest.mark.parametrize("sample", [True, "every", False], ids=["sample", "every", "none"])
+def test_the_one_pass_uses_indexes(tmp_path: Path, sample: bool | str) -> None:
+    """`adjudicate --majority-only`'s statements: no scan of a big table but the count of
+    actions (a B-tree's page count); the temporary tables are read by their keys; the gold
+    of every staged vote, said by a number or with its JSON, goes in by one statement."""
+    from tests.test_scale_query_plans import captured, plan, unindexed
+
+    path = tmp_path / "mixed.db"
+    _mixed_project(path, tmp_path, sample=sample)
+    with Store(path) as s:
+        selection = select(s, codebook="mixed", counted_ids=True)
+        with captured(s) as run:
+            write_majority_in_one_pass(s, selection, "zoe")
+        assert unindexed(s, run) == [
+            (
+                "SELECT count(*) FROM actions",
+                "SCAN actions USING COVERING INDEX actions_participant",
+            )
+        ] * (sample is not False)
+        reads = [q for q in dict.fromkeys(run) if q.startswith(("SELECT", "WITH"))]
+        for q in reads:
+            assert not [x for x in plan(s, q) if "AUTOMATIC" in x and "(id=?)" not in x], q
+        writes = [q for q in run if q.startswith("INSERT INTO gold AS old")]
+        assert len(writes) == 1
+        assert plan(s, writes[0]) == [
+            "SCAN v",
+            "CORRELATED SCALAR SUBQUERY 1",
+            "SEARCH x USING PRIMARY KEY (action_id=? AND q=?)",
+            "SEARCH k USING INDEX sqlite_autoindex__pattern_kinds_1 (q=? AND pattern=?) LEFT-JOIN",
+            "SEARCH r USING INDEX _rich_votes (q=? AND pattern=? AND rich=?) LEFT-JOIN",
+            "CORRELATED SCALAR SUBQUERY 3",
+            "SEARCH a USING INTEGER PRIMARY KEY (rowid=?)",
+            "SEARCH b USING INTEGER PRIMARY KEY (rowid=?)",
+            "CORRELATED SCALAR SUBQUERY 4",
+            "SEARCH a USING INTEGER PRIMARY KEY (rowid=?)",
+        ]

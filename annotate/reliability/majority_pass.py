@@ -40,9 +40,9 @@ if TYPE_CHECKING:
     from annotate.reliability.agreement_data import Selection
     from annotate.store import Store
 
-RICH_KEPT = 50_000
-"""Vote patterns with their JSON (an "Other" text) decided once and kept, while no more than
-this many: the same texts repeat (a greeting, "ok"), and memory stays flat when they do not."""
+ANSWERS_KEPT = 50_000
+"""Answers decoded once and kept while no more than this many: memory stays flat when the
+"Other" texts do not repeat."""
 
 FLAGGED, KEPT = 1, 2
 """The bits of why a case is set aside (:meth:`Store.stage_set_aside`)."""
@@ -112,22 +112,20 @@ def write_majority_in_one_pass(
     labels = LabelScope(cb.name, tuple(q.id for q in questions), coders, sample)
     scope = VoteScope(labels, _numbered_values(questions))
     patterns = _Patterns(scope)
-    decided: dict[tuple[int, Any, str | None], _Votes] = {}
-
-    rich_decided: dict[tuple[int, Any, str | None], _Votes] = {}
+    decided: dict[tuple[int, Any], _Votes] = {}
 
     def votes_of(q: int, pattern: Any, rich: str | None) -> _Votes:
-        key = (q, pattern, rich)
-        kept = decided if rich is None else rich_decided
-        found = kept.get(key)
+        found = decided.get((q, pattern)) if rich is None else None
         if found is None:
             answers = patterns.decode(pattern if rich is None else (pattern, rich))
             best, votes = majority_answer(answers, len(coders))
             n = sum(a is not None for a in answers)
             fit = best is not None and fits(best, questions[q])
-            if len(rich_decided) > RICH_KEPT:  # texts that do not repeat
-                rich_decided.clear()
-            found = kept[key] = _Votes(answers, n, best, votes, fit)
+            found = _Votes(answers, n, best, votes, fit)
+            if rich is None:  # the same few hundred patterns, over and over
+                decided[q, pattern] = found
+            elif len(patterns.made) > ANSWERS_KEPT:  # "Other" texts that do not repeat
+                patterns.made.clear()
         return found
 
     tally = _Tally(coders)
@@ -141,45 +139,34 @@ def write_majority_in_one_pass(
         for q, pattern, cases in plain:
             if tally.add(votes_of(q, pattern, None), 0, cases):
                 majority_patterns.append((q, pattern))
-        aside = {(a, q) for a, q, *_ in set_aside}
         store.stage_rich_majority()
-        rich_kinds: dict[tuple[int, Any, str], int] = {}  # the same answers, the same gold
-        made = 0
-        for chunk in store.staged_rich_votes():  # decided and kept a chunk at a time
-            rich_gold, new_kinds = [], []
-            for action_id, q, pattern, rich in chunk:
+        for chunk in store.staged_rich_patterns():  # each distinct votes once, in chunks
+            rich_kinds = []
+            for q, pattern, rich, cases, not_aside in chunk:
                 votes = votes_of(q, pattern, rich)
-                if tally.add(votes, 0, 1) and (action_id, q) not in aside:
-                    number = rich_kinds.get((q, pattern, rich))
-                    if number is None:
-                        if len(rich_kinds) > RICH_KEPT:
-                            rich_kinds.clear()
-                        number = rich_kinds[q, pattern, rich] = made = made + 1
-                        kind = _gold_kind(votes, questions[q], coders, adjudicator)
-                        new_kinds.append((number, kind))
-                    rich_gold.append((action_id, q, number))
-            store.add_rich_kinds(new_kinds)
-            store.add_rich_majority(rich_gold)
+                if tally.add(votes, 0, cases) and not_aside:
+                    kind = _gold_kind(votes, questions[q], coders, adjudicator)
+                    rich_kinds.append((q, pattern, rich, kind))
+            store.add_rich_kinds(rich_kinds)
         for _, q, why, pattern, rich in set_aside:  # counted again as what they are
             votes = votes_of(q, pattern, rich) if pattern is not None else None
             if votes is not None:
                 tally.add(votes, 0, 1, sign=-1)
             tally.add(votes, why, 1)
         kinds: list[GoldKind] = []
-        kind_of: dict[tuple[int, Any, str | None], int] = {}
+        kind_of: dict[tuple[int, Any], int] = {}
 
         def kind(q: int, pattern: Any) -> int:
-            key = (q, pattern, None)
-            if key not in kind_of:
-                kind_of[key] = len(kinds)
-                kinds.append(_gold_kind(decided[key], questions[q], coders, adjudicator))
-            return kind_of[key]
+            if (q, pattern) not in kind_of:
+                kind_of[q, pattern] = len(kinds)
+                kinds.append(_gold_kind(decided[q, pattern], questions[q], coders, adjudicator))
+            return kind_of[q, pattern]
 
         staged = [(q, p, kind(q, p)) for q, p in majority_patterns]
         store.stage_pattern_kinds(cb, GOLD_SOURCE, kinds, staged)
         stale = tuple(store.staged_stale_gold(labels, GOLD_SOURCE))  # before: the gold read
+        store.stage_rich_answers(cb, GOLD_SOURCE)
         store.write_staged_majority(cb.name)
-        store.write_rich_majority(cb, GOLD_SOURCE)
         store.clear_answers(cb.name, GOLD_CODER, stale)
 
     def later(kind: str) -> Callable[[], list[Case]]:

@@ -188,15 +188,22 @@ class GoldVotesMixin(StoreBase):
         return cursor.execute(sql, params).fetchall()
 
     def gold_states_sql(
-        self, scope: LabelScope, source: str, *, through_sample: bool = False
+        self,
+        scope: LabelScope,
+        source: str,
+        *,
+        through_sample: bool = False,
+        kept_only: bool = False,
     ) -> tuple[str, list[Any]]:
         qcase, qparams = sql_case("g.question", scope.questions, -1)
         marks = ",".join("?" * len(scope.questions))
         # each answer's provenance read once, not once per item
         kinds = (
-            "WITH a AS MATERIALIZED (SELECT id, source IS ? AS mine, "
-            "json_extract(meta, '$.method') AS method FROM gold_answers WHERE codebook = ? "
-            "AND (value IS NOT NULL OR coalesce(codes, '[]') NOT IN ('[]', ''))) "
+            "WITH a AS MATERIALIZED (SELECT id, source IS ?1 AS mine, "
+            "json_extract(meta, '$.method') AS method FROM gold_answers WHERE codebook = ?2 "
+            "AND (value IS NOT NULL OR coalesce(codes, '[]') NOT IN ('[]', ''))"
+            + (" AND (source IS NOT ?1 OR method = 'decided')" if kept_only else "")
+            + ") "
         )
         cond = f"g.codebook = ? AND g.question IN ({marks})"
         head = [source, scope.codebook, *qparams]
@@ -424,14 +431,17 @@ class GoldVotesMixin(StoreBase):
                 out += [(q, p, n) for p, n in zip(found.tolist(), counts.tolist(), strict=True)]
         return out
 
-    def staged_rich_votes(self) -> Iterator[list[tuple[str, int, Any, str]]]:
-        """(action id, question index, pattern, JSON) of the staged votes with answers a
-        number cannot say (codes, an "Other" text, an unlisted value), in chunks: a few
-        percent of the items, mostly one answer each (an "Other" text)."""
+    def staged_rich_patterns(self) -> Iterator[list[tuple[int, Any, str, int, int]]]:
+        """(question index, pattern, JSON, cases, cases not set aside) of the staged votes
+        with answers a number cannot say (codes, an "Other" text, an unlisted value), one
+        row per distinct votes, in chunks (the same texts repeat: "ok", a greeting). Read
+        after :meth:`stage_set_aside`."""
         cursor = self.conn.cursor()
         cursor.row_factory = None
         cursor.execute(
-            "SELECT action_id, q, pattern, rich FROM temp._votes WHERE rich IS NOT NULL"
+            "SELECT v.q, v.pattern, v.rich, count(*), sum(NOT EXISTS (SELECT 1 FROM "
+            "temp._set_aside x WHERE x.action_id = v.action_id AND x.q = v.q)) "
+            "FROM temp._votes v WHERE v.rich IS NOT NULL GROUP BY v.q, v.pattern, v.rich"
         )
         while rows := cursor.fetchmany(CHUNK):
             yield rows
@@ -455,8 +465,8 @@ class GoldVotesMixin(StoreBase):
                 "WHERE s.sample = ? AND s.action_id = l.action_id)"
             )
             params = [*params, scope.sample]
-        gold_sql, gold_params = self.gold_states_sql(
-            replace(scope, coders=(GOLD,)), source, through_sample=through_sample
+        gold_sql, gold_params = self.gold_states_sql(  # the gold to keep, not all of it
+            replace(scope, coders=(GOLD,)), source, through_sample=through_sample, kept_only=True
         )
         self.conn.execute("DROP TABLE IF EXISTS temp._set_aside")
         self.conn.execute(
@@ -506,11 +516,14 @@ class GoldVotesMixin(StoreBase):
         return (
             "INSERT INTO gold AS old (codebook, action_id, question, answer, revision, "
             "created_at, updated_at) "
-            "SELECT ?, v.action_id, k.question, k.answer, random(), ?, ? "
-            "FROM temp._votes v CROSS JOIN temp._pattern_kinds k "
-            "ON k.q = v.q AND k.pattern = v.pattern "
-            "WHERE v.rich IS NULL AND NOT EXISTS (SELECT 1 FROM temp._set_aside x "
-            "WHERE x.action_id = v.action_id AND x.q = v.q) "
+            "SELECT ?, v.action_id, coalesce(k.question, r.question), "
+            "coalesce(k.answer, r.answer), random(), ?, ? "
+            "FROM temp._votes v LEFT JOIN temp._pattern_kinds k "
+            "ON v.rich IS NULL AND k.q = v.q AND k.pattern = v.pattern "
+            "LEFT JOIN temp._rich_kinds r INDEXED BY _rich_votes ON v.rich IS NOT NULL "
+            "AND r.q = v.q AND r.pattern = v.pattern AND r.rich = v.rich "
+            "WHERE (k.answer IS NOT NULL OR r.answer IS NOT NULL) AND NOT EXISTS "
+            "(SELECT 1 FROM temp._set_aside x WHERE x.action_id = v.action_id AND x.q = v.q) "
             f"{GOLD_UPSERT}"
         )
 
@@ -537,8 +550,9 @@ class GoldVotesMixin(StoreBase):
             )
 
     def write_staged_majority(self, codebook: str) -> int:
-        """Write the gold of every staged vote (not set aside, said whole by a number) whose
-        pattern has majority gold (:meth:`stage_pattern_kinds`), in one statement; return
+        """Write the gold of every staged vote (not set aside) whose pattern has majority
+        gold (:meth:`stage_pattern_kinds`), or its pattern and JSON (``_rich_kinds``, their
+        answers stored by :meth:`stage_rich_answers`), in one statement; return
         how many gold rows changed. A gold row whose answer changes (or a new one) gets a
         new random revision, as a raw SQL write gets from the triggers: a million SHA-256
         digests in Python would cost more than the write. One whose provenance alone
@@ -553,14 +567,16 @@ class GoldVotesMixin(StoreBase):
     def staged_stale_gold(self, scope: LabelScope, source: str) -> list[tuple[str, str]]:
         """(action id, question) of the gold ``source`` made by a majority vote on the
         scope's items (its sample's, or any) that the staged majority no longer backs: not
-        a staged vote with a majority gold (its pattern in ``_pattern_kinds``, or its gold
-        in ``_rich_gold``) that is not set aside. Read before the majority is written."""
+        a staged vote with a majority gold (its pattern in ``_pattern_kinds``, or its
+        pattern and JSON in ``_rich_kinds``) that is not set aside. Read before the majority
+        is written."""
         qcase, qparams = sql_case("g.question", scope.questions, -1)
         marks = ",".join("?" * len(scope.questions))
         sample = ""
         params: list[Any] = [source, scope.codebook, *qparams, scope.codebook, *scope.questions]
         if scope.sample is not None:
-            sample = " AND g.action_id IN (SELECT action_id FROM sample_items WHERE sample = ?)"
+            # a filter on the gold read (none on a first run), not a lookup per sample item
+            sample = " AND +g.action_id IN (SELECT action_id FROM sample_items WHERE sample = ?)"
             params.append(scope.sample)
         sql = (
             "WITH a AS MATERIALIZED (SELECT id FROM gold_answers WHERE source IS ? "
@@ -572,8 +588,10 @@ class GoldVotesMixin(StoreBase):
         backed = (
             "(EXISTS (SELECT 1 FROM temp._votes v JOIN temp._pattern_kinds k "
             "ON k.q = v.q AND k.pattern = v.pattern WHERE v.action_id = m.action_id "
-            "AND v.q = m.q AND v.rich IS NULL) OR EXISTS (SELECT 1 FROM temp._rich_gold r "
-            "WHERE r.action_id = m.action_id AND r.q = m.q)) AND NOT EXISTS (SELECT 1 FROM "
+            "AND v.q = m.q AND v.rich IS NULL) OR EXISTS (SELECT 1 FROM temp._votes v "
+            "JOIN temp._rich_kinds r INDEXED BY _rich_votes ON r.q = v.q AND "
+            "r.pattern = v.pattern AND r.rich = v.rich WHERE v.action_id = m.action_id "
+            "AND v.q = m.q)) AND NOT EXISTS (SELECT 1 FROM "
             "temp._set_aside x WHERE x.action_id = m.action_id AND x.q = m.q)"
         )
         cursor = self.conn.cursor()
@@ -585,37 +603,32 @@ class GoldVotesMixin(StoreBase):
         ).fetchall()
 
     def stage_rich_majority(self) -> None:
-        """Empty ``_rich_gold`` and ``_rich_kinds``: the majority gold of the staged votes
-        with answers a number cannot say (:meth:`add_rich_majority`), by its answer and
-        provenance (:meth:`add_rich_kinds`), written by :meth:`write_rich_majority`."""
-        for table in ("_rich_gold", "_rich_kinds"):
-            self.conn.execute(f"DROP TABLE IF EXISTS temp.{table}")
+        """Empty ``_rich_kinds``: the majority gold of the staged votes with answers a
+        number cannot say, by their votes (:meth:`add_rich_kinds`), written by
+        :meth:`write_staged_majority`."""
+        self.conn.execute("DROP TABLE IF EXISTS temp._rich_kinds")
         self.conn.execute(
-            "CREATE TEMP TABLE _rich_kinds (id INTEGER PRIMARY KEY, question TEXT NOT NULL, "
-            "value TEXT, codes TEXT, other_text TEXT, meta TEXT NOT NULL, answer INTEGER)"
+            "CREATE TEMP TABLE _rich_kinds (id INTEGER PRIMARY KEY, q INTEGER NOT NULL, "
+            "pattern NOT NULL, rich TEXT NOT NULL, question TEXT NOT NULL, value TEXT, "
+            "codes TEXT, other_text TEXT, meta TEXT NOT NULL, answer INTEGER)"
         )
-        self.conn.execute(
-            "CREATE TEMP TABLE _rich_gold (action_id TEXT NOT NULL, q INTEGER NOT NULL, "
-            "kind INTEGER NOT NULL, PRIMARY KEY (action_id, q)) WITHOUT ROWID"
-        )
+        self.conn.execute("CREATE UNIQUE INDEX temp._rich_votes ON _rich_kinds (q, pattern, rich)")
 
-    def add_rich_kinds(self, kinds: Iterable[tuple[int, GoldKind]]) -> None:
-        """Keep in ``_rich_kinds`` these (number, gold)."""
+    def add_rich_kinds(self, kinds: Iterable[tuple[int, Any, str, GoldKind]]) -> None:
+        """Keep in ``_rich_kinds`` the majority gold of these (question index, pattern,
+        JSON) of :meth:`staged_rich_patterns`."""
         self.conn.executemany(
-            "INSERT INTO temp._rich_kinds (id, question, value, codes, other_text, meta) "
-            "VALUES (?, ?, ?, ?, ?, ?)",
-            ((i, k.question, k.value, k.codes, k.other_text, k.meta) for i, k in kinds),
+            "INSERT INTO temp._rich_kinds (q, pattern, rich, question, value, codes, "
+            "other_text, meta) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                (q, pattern, rich, k.question, k.value, k.codes, k.other_text, k.meta)
+                for q, pattern, rich, k in kinds
+            ),
         )
 
-    def add_rich_majority(self, rows: Iterable[tuple[str, int, int]]) -> None:
-        """Keep in ``_rich_gold`` these (action id, question index, number of its gold in
-        ``_rich_kinds``)."""
-        self.conn.executemany("INSERT INTO temp._rich_gold VALUES (?, ?, ?)", rows)
-
-    def write_rich_majority(self, codebook: Codebook, source: str) -> int:
-        """Write the gold kept in ``_rich_gold`` (each answer with its provenance a row of
-        ``gold_answers``, shared when the same), in three statements; return how many gold
-        rows changed. The upsert is :meth:`write_staged_majority`'s, revisions too."""
+    def stage_rich_answers(self, codebook: Codebook, source: str) -> None:
+        """Store the answers of ``_rich_kinds`` with their provenance in ``gold_answers``
+        (shared when the same) and keep their ids, for :meth:`write_staged_majority`."""
         content = "json_array(?1, ?2, k.question, k.value, k.codes, k.other_text, ?3, k.meta)"
         book = (codebook.name, codebook.version_hash, source)
         with self.transaction() as conn:
@@ -631,14 +644,3 @@ class GoldVotesMixin(StoreBase):
                 f"(SELECT a.id FROM gold_answers a WHERE a.content = {content})",
                 book,
             )
-            stamp = now()
-            before = conn.total_changes
-            conn.execute(
-                "INSERT INTO gold AS old (codebook, action_id, question, answer, revision, "
-                "created_at, updated_at) "
-                "SELECT ?, r.action_id, k.question, k.answer, random(), ?, ? "
-                "FROM temp._rich_gold r CROSS JOIN temp._rich_kinds k ON k.id = r.kind "
-                f"WHERE true {GOLD_UPSERT}",
-                (codebook.name, stamp, stamp),
-            )
-            return conn.total_changes - before
