@@ -19,6 +19,7 @@ import contextlib
 import email.parser
 import email.policy
 import json
+import sys
 import threading
 import time
 from collections import Counter
@@ -501,6 +502,11 @@ class _Server(ThreadingHTTPServer):
     def __init__(self, state: ServerState, port: int = 0):
         super().__init__(("127.0.0.1", port), _Handler)
         self.state = state
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        if isinstance(sys.exc_info()[1], ConnectionError):  # a client killed mid-request
+            return
+        super().handle_error(request, client_address)
 
 
 class ChatServer:

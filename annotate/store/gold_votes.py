@@ -574,16 +574,18 @@ class GoldVotesMixin(StoreBase):
         marks = ",".join("?" * len(scope.questions))
         sample = ""
         params: list[Any] = [source, scope.codebook, *qparams, scope.codebook, *scope.questions]
-        if scope.sample is not None:
-            # a filter on the gold read (none on a first run), not a lookup per sample item
-            sample = " AND +g.action_id IN (SELECT action_id FROM sample_items WHERE sample = ?)"
+        if scope.sample is not None:  # looked up for the few gold no majority backs
+            sample = (
+                " AND EXISTS (SELECT 1 FROM sample_items s INDEXED BY sample_items_action "
+                "WHERE s.sample = ? AND s.action_id = m.action_id)"
+            )
             params.append(scope.sample)
         sql = (
             "WITH a AS MATERIALIZED (SELECT id FROM gold_answers WHERE source IS ? "
             "AND codebook = ? AND json_extract(meta, '$.method') = 'majority' "
             "AND (value IS NOT NULL OR coalesce(codes, '[]') NOT IN ('[]', ''))) "
             f"SELECT g.action_id, g.question, {qcase} AS q FROM gold g JOIN a ON a.id = g.answer "
-            f"WHERE g.codebook = ? AND g.question IN ({marks}){sample}"
+            f"WHERE g.codebook = ? AND g.question IN ({marks})"
         )
         backed = (
             "(EXISTS (SELECT 1 FROM temp._votes v JOIN temp._pattern_kinds k "
@@ -597,7 +599,7 @@ class GoldVotesMixin(StoreBase):
         cursor = self.conn.cursor()
         cursor.row_factory = None
         return cursor.execute(
-            f"SELECT m.action_id, m.question FROM ({sql}) m WHERE NOT ({backed}) "
+            f"SELECT m.action_id, m.question FROM ({sql}) m WHERE NOT ({backed}){sample} "
             "ORDER BY m.q, m.action_id",
             params,
         ).fetchall()
