@@ -107,10 +107,9 @@ def write_majority_in_one_pass(
     questions = selection.questions
     n_sample = len(selection.action_ids) if selection.action_ids is not None else None
     sample = selection.sample if n_sample is not None else None
-    if n_sample is not None and n_sample == store.count_actions():
-        sample = None  # every action: nothing to keep out (a probe per item at 1M: 0.7 s)
-    labels = LabelScope(cb.name, tuple(q.id for q in questions), coders, sample)
-    scope = VoteScope(labels, _numbered_values(questions))
+    names = tuple(q.id for q in questions)
+    values = _numbered_values(questions)
+    scope = VoteScope(LabelScope(cb.name, names, coders, sample), values)
     patterns = _Patterns(scope)
     decided: dict[tuple[int, Any], _Votes] = {}
 
@@ -130,6 +129,11 @@ def write_majority_in_one_pass(
 
     tally = _Tally(coders)
     with store.transaction(), store.larger_cache():
+        every_action = n_sample is not None and n_sample == store.count_actions()
+        if every_action:  # nothing to keep out (a lookup per item at 1M: 0.7 s)
+            sample = None
+            scope = VoteScope(LabelScope(cb.name, names, coders, None), values)
+        labels = scope.labels
         lookup = adjudication.SAMPLE_LOOKUP
         through = sample is not None and n_sample * lookup < store.labels_upper_bound()
         store.stage_votes(scope, through_sample=through)
@@ -164,7 +168,9 @@ def write_majority_in_one_pass(
 
         staged = [(q, p, kind(q, p)) for q, p in majority_patterns]
         store.stage_pattern_kinds(cb, GOLD_SOURCE, kinds, staged)
-        stale = tuple(store.staged_stale_gold(labels, GOLD_SOURCE))  # before: the gold read
+        stale = tuple(  # read before the gold is written
+            store.staged_stale_gold(labels, GOLD_SOURCE, actions_only=every_action)
+        )
         store.stage_rich_answers(cb, GOLD_SOURCE)
         store.write_staged_majority(cb.name)
         store.clear_answers(cb.name, GOLD_CODER, stale)

@@ -564,12 +564,15 @@ class GoldVotesMixin(StoreBase):
             conn.execute(self.write_staged_majority_sql(), (codebook, stamp, stamp))
             return conn.total_changes - before
 
-    def staged_stale_gold(self, scope: LabelScope, source: str) -> list[tuple[str, str]]:
+    def staged_stale_gold(
+        self, scope: LabelScope, source: str, *, actions_only: bool = False
+    ) -> list[tuple[str, str]]:
         """(action id, question) of the gold ``source`` made by a majority vote on the
         scope's items (its sample's, or any) that the staged majority no longer backs: not
         a staged vote with a majority gold (its pattern in ``_pattern_kinds``, or its
         pattern and JSON in ``_rich_kinds``) that is not set aside. Read before the majority
-        is written."""
+        is written. ``actions_only``: only gold on a stored action (a sample of every action,
+        not applied: gold can name an id no action has, and no sample holds it)."""
         qcase, qparams = sql_case("g.question", scope.questions, -1)
         marks = ",".join("?" * len(scope.questions))
         sample = ""
@@ -580,6 +583,8 @@ class GoldVotesMixin(StoreBase):
                 "WHERE s.sample = ? AND s.action_id = m.action_id)"
             )
             params.append(scope.sample)
+        elif actions_only:
+            sample = " AND EXISTS (SELECT 1 FROM actions t WHERE t.id = m.action_id)"
         sql = (
             "WITH a AS MATERIALIZED (SELECT id FROM gold_answers WHERE source IS ? "
             "AND codebook = ? AND json_extract(meta, '$.method') = 'majority' "
