@@ -399,11 +399,13 @@ class GoldVotesMixin(StoreBase):
         self.conn.execute("DROP TABLE IF EXISTS temp._votes")
         self.conn.execute(
             "CREATE TEMP TABLE _votes (action_id TEXT NOT NULL, q INTEGER NOT NULL, pattern, "
-            "rich TEXT, PRIMARY KEY (action_id, q)) WITHOUT ROWID"
+            "rich TEXT, aside INTEGER, PRIMARY KEY (action_id, q)) WITHOUT ROWID"
         )
         before = self.conn.total_changes
         self.conn.execute(
-            f"WITH v(item, q, pattern, rich) AS ({sql}) INSERT INTO temp._votes {items}", params
+            f"WITH v(item, q, pattern, rich) AS ({sql}) "
+            f"INSERT INTO temp._votes (action_id, q, pattern, rich) {items}",
+            params,
         )
         return self.conn.total_changes - before
 
@@ -439,8 +441,7 @@ class GoldVotesMixin(StoreBase):
         cursor = self.conn.cursor()
         cursor.row_factory = None
         cursor.execute(
-            "SELECT v.q, v.pattern, v.rich, count(*), sum(NOT EXISTS (SELECT 1 FROM "
-            "temp._set_aside x WHERE x.action_id = v.action_id AND x.q = v.q)) "
+            "SELECT v.q, v.pattern, v.rich, count(*), sum(v.aside IS NULL) "
             "FROM temp._votes v WHERE v.rich IS NOT NULL GROUP BY v.q, v.pattern, v.rich"
         )
         while rows := cursor.fetchmany(CHUNK):
@@ -506,6 +507,10 @@ class GoldVotesMixin(StoreBase):
             "ON CONFLICT (action_id, q) DO UPDATE SET why = why | 2",
             [tuple(k) for k in kept],
         )
+        self.conn.execute(  # marked on the staged votes: no lookup per vote in what follows
+            "UPDATE temp._votes SET aside = 1 "
+            "WHERE (action_id, q) IN (SELECT action_id, q FROM temp._set_aside)"
+        )
         return self.conn.execute(
             "SELECT x.action_id, x.q, x.why, v.pattern, v.rich FROM temp._set_aside x "
             "LEFT JOIN temp._votes v ON v.action_id = x.action_id AND v.q = x.q"
@@ -516,15 +521,14 @@ class GoldVotesMixin(StoreBase):
         return (
             "INSERT INTO gold AS old (codebook, action_id, question, answer, revision, "
             "created_at, updated_at) "
-            "SELECT ?, v.action_id, coalesce(k.question, r.question), "
-            "coalesce(k.answer, r.answer), random(), ?, ? "
-            "FROM temp._votes v LEFT JOIN temp._pattern_kinds k "
-            "ON v.rich IS NULL AND k.q = v.q AND k.pattern = v.pattern "
-            "LEFT JOIN temp._rich_kinds r INDEXED BY _rich_votes ON v.rich IS NOT NULL "
-            "AND r.q = v.q AND r.pattern = v.pattern AND r.rich = v.rich "
-            "WHERE (k.answer IS NOT NULL OR r.answer IS NOT NULL) AND NOT EXISTS "
-            "(SELECT 1 FROM temp._set_aside x WHERE x.action_id = v.action_id AND x.q = v.q) "
-            f"{GOLD_UPSERT}"
+            "SELECT ?1, v.action_id, k.question, k.answer, random(), ?2, ?2 "
+            "FROM temp._votes v CROSS JOIN temp._pattern_kinds k "
+            "ON k.q = v.q AND k.pattern = v.pattern WHERE v.rich IS NULL AND v.aside IS NULL "
+            "UNION ALL "
+            "SELECT ?1, v.action_id, r.question, r.answer, random(), ?2, ?2 "
+            "FROM temp._votes v CROSS JOIN temp._rich_kinds r INDEXED BY _rich_votes "
+            "ON r.q = v.q AND r.pattern = v.pattern AND r.rich = v.rich "
+            f"WHERE v.rich IS NOT NULL AND v.aside IS NULL {GOLD_UPSERT}"
         )
 
     def stage_pattern_kinds(
@@ -561,7 +565,7 @@ class GoldVotesMixin(StoreBase):
         with self.transaction() as conn:
             stamp = now()
             before = conn.total_changes
-            conn.execute(self.write_staged_majority_sql(), (codebook, stamp, stamp))
+            conn.execute(self.write_staged_majority_sql(), (codebook, stamp))
             return conn.total_changes - before
 
     def staged_stale_gold(
@@ -595,11 +599,10 @@ class GoldVotesMixin(StoreBase):
         backed = (
             "(EXISTS (SELECT 1 FROM temp._votes v JOIN temp._pattern_kinds k "
             "ON k.q = v.q AND k.pattern = v.pattern WHERE v.action_id = m.action_id "
-            "AND v.q = m.q AND v.rich IS NULL) OR EXISTS (SELECT 1 FROM temp._votes v "
-            "JOIN temp._rich_kinds r INDEXED BY _rich_votes ON r.q = v.q AND "
-            "r.pattern = v.pattern AND r.rich = v.rich WHERE v.action_id = m.action_id "
-            "AND v.q = m.q)) AND NOT EXISTS (SELECT 1 FROM "
-            "temp._set_aside x WHERE x.action_id = m.action_id AND x.q = m.q)"
+            "AND v.q = m.q AND v.rich IS NULL AND v.aside IS NULL) OR EXISTS (SELECT 1 "
+            "FROM temp._votes v JOIN temp._rich_kinds r INDEXED BY _rich_votes ON r.q = v.q "
+            "AND r.pattern = v.pattern AND r.rich = v.rich WHERE v.action_id = m.action_id "
+            "AND v.q = m.q AND v.aside IS NULL))"
         )
         cursor = self.conn.cursor()
         cursor.row_factory = None
