@@ -81,9 +81,7 @@ def _schema_19_file(path: Path) -> None:
 
 
 def _labels(conn: sqlite3.Connection) -> list[tuple]:
-    return conn.execute(
-        f"SELECT {LABEL_COLUMNS} FROM labels ORDER BY action_id, coder"
-    ).fetchall()
+    return conn.execute(f"SELECT {LABEL_COLUMNS} FROM labels ORDER BY action_id, coder").fetchall()
 
 
 def test_the_upgrade_moves_gold_and_the_runs_that_cite_it(tmp_path: Path) -> None:
@@ -316,3 +314,23 @@ def test_counted_ids_read_the_sample_only_when_asked_for(tmp_path: Path) -> None
         assert not [q for q in reads if "group_concat" in q]  # the number only
         assert list(counted) == ids[:3] and counted[1] == ids[1]
         assert [q for q in reads if "group_concat" in q]  # read when asked for
+
+
+def test_a_decision_of_the_same_answer_keeps_the_revision(tmp_path: Path) -> None:
+    """A person deciding the answer a majority wrote changes its provenance, not the label
+    an agreement run compares; deciding another answer changes both."""
+    from annotate.reliability import adjudication as adj
+    from annotate.reliability.agreement_data import select
+
+    s, _, ids = _three_coders(tmp_path / "p.db")
+    with s:
+        _one_pass(s)
+        before = _gold(s, ids[0])
+        plan = adj.plan_gold(s, select(s, codebook="traum"))
+        [case] = [c for c in plan.majority if c.action_id == ids[0]]
+        adj.decide(s, plan, case, Answer("Initiate"), "zoe")
+        same = _gold(s, ids[0])
+        assert json.loads(same["meta"])["method"] == "decided"
+        assert same["revision"] == before["revision"]
+        adj.decide(s, plan, case, Answer("Repair"), "zoe")
+        assert _gold(s, ids[0])["revision"] != before["revision"]

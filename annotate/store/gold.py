@@ -121,7 +121,7 @@ class GoldMixin(StoreBase):
                 w.action_id, w.question, GOLD, a.value, sorted(a.codes), a.other_text, version
             )
             row = self.conn.execute(
-                "SELECT g.id, g.answer, g.note, a.value, a.codes, a.other_text "
+                "SELECT g.id, g.answer, g.note, a.value, a.codes, a.other_text, a.codebook_hash "
                 "FROM gold g JOIN gold_answers a ON a.id = g.answer "
                 "WHERE g.codebook = ? AND g.action_id = ? AND g.question = ?",
                 (codebook.name, w.action_id, w.question),
@@ -134,18 +134,20 @@ class GoldMixin(StoreBase):
                 )
                 changed += 1
                 continue
-            gold_id, stored_kind, note, value, stored_codes, other_text = row
-            differs = (value, stored_codes, other_text) != (a.value, codes, a.other_text)
+            gold_id, stored_kind, note, value, stored_codes, other_text, stored_version = row
+            differs = (value, stored_codes, other_text, stored_version) != (
+                a.value, codes, a.other_text, version
+            )  # fmt: skip
             new_note = w.note is not None and w.note != note
             refresh = provenance and stored_kind != kind
             if not (differs or new_note or refresh):
                 continue
             unanswered = value is None and stored_codes is None
-            self.conn.execute(
-                "UPDATE gold SET answer = ?, revision = ?, note = coalesce(?, note), "
-                "created_at = CASE WHEN ? THEN ? ELSE created_at END, updated_at = ? "
-                "WHERE id = ?",
-                (kind, revision, w.note, unanswered, stamp, stamp, gold_id),
+            self.conn.execute(  # the same answer keeps its revision (what a run compares)
+                "UPDATE gold SET answer = ?, revision = CASE WHEN ? THEN ? ELSE revision END, "
+                "note = coalesce(?, note), created_at = CASE WHEN ? THEN ? ELSE created_at END, "
+                "updated_at = ? WHERE id = ?",
+                (kind, differs, revision, w.note, unanswered, stamp, stamp, gold_id),
             )
             changed += 1
         return changed
