@@ -106,11 +106,6 @@ def write_majority_in_one_pass(
     coders = selection.coders
     questions = selection.questions
     n_sample = len(selection.action_ids) if selection.action_ids is not None else None
-    sample = selection.sample if n_sample is not None else None
-    names = tuple(q.id for q in questions)
-    values = _numbered_values(questions)
-    scope = VoteScope(LabelScope(cb.name, names, coders, sample), values)
-    patterns = _Patterns(scope)
     decided: dict[tuple[int, Any], _Votes] = {}
 
     def votes_of(q: int, pattern: Any, rich: str | None) -> _Votes:
@@ -130,10 +125,11 @@ def write_majority_in_one_pass(
     tally = _Tally(coders)
     with store.transaction(), store.larger_cache():
         every_action = n_sample is not None and n_sample == store.count_actions()
-        if every_action:  # nothing to keep out (a lookup per item at 1M: 0.7 s)
-            sample = None
-            scope = VoteScope(LabelScope(cb.name, names, coders, None), values)
-        labels = scope.labels
+        # a sample of every action keeps nothing out (a lookup per item at 1M: 0.7 s)
+        sample = selection.sample if n_sample is not None and not every_action else None
+        labels = LabelScope(cb.name, tuple(q.id for q in questions), coders, sample)
+        scope = VoteScope(labels, _numbered_values(questions))
+        patterns = _Patterns(scope)
         lookup = adjudication.SAMPLE_LOOKUP
         through = sample is not None and n_sample * lookup < store.labels_upper_bound()
         store.stage_votes(scope, through_sample=through)

@@ -475,11 +475,7 @@ class GoldVotesMixin(StoreBase):
             "why INTEGER NOT NULL, PRIMARY KEY (action_id, q)) WITHOUT ROWID"
         )
         self.conn.execute(f"INSERT OR IGNORE INTO temp._set_aside {flags}", [*qparams, *params])
-        kept = [
-            (item, q)
-            for item, q, mine, method in self.conn.execute(gold_sql, gold_params)
-            if not mine or method == "decided"
-        ]
+        kept = [(item, q) for item, q, _, _ in self.conn.execute(gold_sql, gold_params)]
         if through_sample and kept:  # the item is the sample position: its action id
             assert scope.sample is not None
             ids = dict(self.conn.execute(
