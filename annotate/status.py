@@ -11,34 +11,34 @@ from annotate.store import Store
 
 
 def project_status(store: Store) -> dict[str, Any]:
-    books = store.codebook_versions()
-    samples = store.samples()
+    books = store.codebooks.codebook_versions()
+    samples = store.samples.samples()
     progress = []
     for sample in samples:
         for name in sorted({b["name"] for b in books}):
             try:
-                cb = store.stored_codebook(name)
+                cb = store.codebooks.stored_codebook(name)
             except AnnotateError:
                 continue
-            for p in store.coder_progress(sample["name"], cb):
+            for p in store.labels.coder_progress(sample["name"], cb):
                 progress.append({"sample": sample["name"], "codebook": name, **p})
-    coders_by_book = {b: store.coders(b) for b in store.labelled_codebooks()}
+    coders_by_book = {b: store.labels.coders(b) for b in store.labels.labelled_codebooks()}
     status = {
         "db": str(store.path),
-        "schema_version": store.schema_version(),
-        "actions": store.count_actions(),
-        "by_condition": store.overview_by_condition(),
+        "schema_version": store.db.schema_version(),
+        "actions": store.actions.count_actions(),
+        "by_condition": store.actions.overview_by_condition(),
         "codebooks": books,
         "samples": samples,
         "progress": progress,
         "gold": {b: GOLD in c for b, c in coders_by_book.items()},
         "llm_coders": {b: [c for c in cs if is_llm(c)] for b, cs in coders_by_book.items()},
-        "llm_splits": store.splits(),
-        "llm_runs": store.llm_runs(),
+        "llm_splits": store.llm.splits(),
+        "llm_runs": store.llm.llm_runs(),
         "llm_batches": open_batches(store),
         "agreement_runs": [
             {k: r[k] for k in ("id", "created_at", "codebook", "sample")}
-            for r in store.agreement_runs()
+            for r in store.agreement.agreement_runs()
         ],
     }
     status["next"] = next_step(status, coders_by_book)
@@ -59,7 +59,7 @@ def open_batches(store: Store) -> list[dict[str, Any]]:
             if b["kind"] == "api"
             else f"annotate llm-import RESULTS (of {b['path']}), then {b['command']}",
         }
-        for b in store.llm_batches(open_only=True)
+        for b in store.llm_batches.llm_batches(open_only=True)
     ]
 
 

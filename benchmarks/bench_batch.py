@@ -95,7 +95,7 @@ def run_case(n: int, workdir: Path) -> dict:
         job = LabelJob(store, find_codebook("hcrc_moves"), JobOptions(MODEL, "hcrc_moves"), config)
         ids = job.rest_ids()[:n]
         run_id = job.start()
-        store.update_llm_run(run_id, status="batch")
+        store.llm.update_llm_run(run_id, status="batch")
         out["base_mb"] = current_rss_mb()
         started = time.perf_counter()
         written = BatchFiles(
@@ -129,7 +129,7 @@ def run_case(n: int, workdir: Path) -> dict:
         out["import_s"] = time.perf_counter() - started
         out["import_peak_mb"] = rss_mb()
         assert result.stored == n and result.items == n, result
-        labels = store.query("SELECT count(*) FROM labels WHERE coder = ?", (job.coder,))[0][0]
+        labels = store.db.query("SELECT count(*) FROM labels WHERE coder = ?", (job.coder,))[0][0]
         assert labels == n, labels
         started = time.perf_counter()
         with open(results) as f:

@@ -79,13 +79,13 @@ def build_project(db: Path, n: int) -> None:
         for i in range(total)
     ]
     with Store(db) as store:
-        store.add_actions(actions, path="bench", sha256="bench", fmt="bench")
-        store.register_codebook(loaded)
+        store.actions.add_actions(actions, path="bench", sha256="bench", fmt="bench")
+        store.codebooks.register_codebook(loaded)
         gold = [
             LabelWrite(a.id, "move", "gold", Answer(codes[k % len(codes)]), "bench")
             for k, a in enumerate(actions[:40])
         ]
-        store.save_answers(loaded.codebook, gold)
+        store.labels.save_answers(loaded.codebook, gold)
         make_split(store, loaded, shots=8, seed=7, gold="gold")
 
 
@@ -251,8 +251,8 @@ def run_real_case(
         result = job.run_phase("label", ids)
         seconds = time.perf_counter() - started
         job.finish("done")
-        stored_format = store.endpoint_format(job.endpoint_host, REAL_MODEL)
-        corpus = store.coder_answers(loaded.codebook, "corpus", ids)
+        stored_format = store.llm.endpoint_format(job.endpoint_host, REAL_MODEL)
+        corpus = store.llm.coder_answers(loaded.codebook, "corpus", ids)
     qid = loaded.codebook.questions[0].id
     answered = [r.answers[qid].value for r in result.results if r.answers and qid in r.answers]
     agree = sum(

@@ -68,9 +68,9 @@ def build_project(folder: Path, name: str, item_text: str | None) -> Path:
     ]
     db = folder / f"{name.split()[0]}.db"
     with Store(db) as store:
-        store.add_actions(actions, path=name, sha256="-", fmt="jsonl")
-        store.create_sample("main", ["a09"], seed=0)
-        stored = store.query("SELECT length(content) FROM actions WHERE id = 'a09'")[0][0]
+        store.actions.add_actions(actions, path=name, sha256="-", fmt="jsonl")
+        store.samples.create_sample("main", ["a09"], seed=0)
+        stored = store.db.query("SELECT length(content) FROM actions WHERE id = 'a09'")[0][0]
         assert stored == len(actions[9].content or "")
     return db
 

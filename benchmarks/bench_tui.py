@@ -88,9 +88,9 @@ def build_project(folder: Path) -> Path:
         )
     db = folder / "bench.db"
     with Store(db) as store:
-        store.add_actions(actions, path="synthetic", sha256="-", fmt="jsonl")
-        ids = draw_sample(store.action_rows(), SAMPLE, 7, [])
-        store.create_sample("main", ids, seed=7)
+        store.actions.add_actions(actions, path="synthetic", sha256="-", fmt="jsonl")
+        ids = draw_sample(store.actions.action_rows(), SAMPLE, 7, [])
+        store.samples.create_sample("main", ids, seed=7)
     return db
 
 

@@ -227,12 +227,12 @@ def validation_report(
     ids = [r.action_id for r in results if r.failed is None]
     llm = {r.action_id: r.answers for r in results if r.failed is None}
     gold_coder = job.split.gold_coder
-    gold = store.coder_answers(codebook, gold_coder, ids)
+    gold = store.llm.coder_answers(codebook, gold_coder, ids)
     humans: dict[str, dict[str, dict[str, Answer]]] = {}
-    for coder in store.coders(codebook.name):
+    for coder in store.labels.coders(codebook.name):
         if coder.startswith("llm:") or coder == GOLD_NAME:
             continue  # the adjudicated gold is not an independent coder
-        answers = store.coder_answers(codebook, coder, ids)
+        answers = store.llm.coder_answers(codebook, coder, ids)
         if answers:
             humans[coder] = answers
     order = [i for i in job.heldout_ids if i in llm]

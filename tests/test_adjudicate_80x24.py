@@ -32,7 +32,7 @@ def demo(cli, db_path, tmp_path, monkeypatch):
 def q4(demo, tmp_path: Path, cli) -> Path:
     """Two mental_model Q4 cases the coders split on, with reasons."""
     with Store(demo) as store:
-        ids = [r["id"] for r in store.action_rows()][:2]
+        ids = [r["id"] for r in store.actions.action_rows()][:2]
     rows = ["action_id,coder,question,value,codes,other_text"]
     rows += [f"{ids[0]},ana,Q4,yes,,", f"{ids[0]},ben,Q4,no,n1;n3,", f"{ids[0]},caro,Q4,no,n2,"]
     rows += [f"{ids[1]},ana,Q4,no,n4,", f"{ids[1]},ben,Q4,yes,,", f"{ids[1]},caro,Q4,yes,,"]
@@ -94,7 +94,9 @@ async def test_same_keys_as_code_help_definition_and_quit(demo) -> None:
         assert not any("Gold for" in line for line in rows[2:])
         await pilot.press("q")
     assert app.return_value == 1
-    gold = {g["action_id"]: g for g in app.session.store.label_rows("traum", coders=["gold"])}
+    gold = {
+        g["action_id"]: g for g in app.session.store.labels.label_rows("traum", coders=["gold"])
+    }
     assert gold[first]["value"] == "Repair"
     app.session.store.close()
 
@@ -129,7 +131,7 @@ async def test_other_reason_asks_for_its_text_at_once(q4) -> None:
         assert "Other: map m" in "\n".join(screen_lines(app))
         await pilot.press("enter")
         await pilot.pause()
-        gold = {g["action_id"]: g for g in app.session.store.label_rows("mental_model")
+        gold = {g["action_id"]: g for g in app.session.store.labels.label_rows("mental_model")
                 if g["coder"] == "gold"}  # fmt: skip
         assert gold[first]["value"] == "no"
         assert tuple(gold[first]["codes"]) == ("n1", "other")

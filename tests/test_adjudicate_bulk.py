@@ -20,6 +20,7 @@ import pytest
 import annotate.store.gold
 import annotate.store.gold_votes
 import annotate.store.labels
+import annotate.store.majority_pass
 from annotate.codebook import Answer, find_codebook
 from annotate.io.importing import import_files
 from annotate.reliability import adjudication as adj
@@ -85,8 +86,8 @@ def _mixed_project(path: Path, tmp_path: Path, *, sample: bool | str) -> list[st
     rng = random.Random(11)
     with Store(path) as s:
         import_files(s, sorted(DEMO.glob("*.jsonl")))
-        s.register_codebook(loaded)
-        every = [r["id"] for r in s.action_rows()]
+        s.codebooks.register_codebook(loaded)
+        every = [r["id"] for r in s.actions.action_rows()]
         ids = every[:70]
         for i, action_id in enumerate(ids):
             for q in cb.questions:
@@ -97,22 +98,22 @@ def _mixed_project(path: Path, tmp_path: Path, *, sample: bool | str) -> list[st
                     if rng.random() < 0.1:
                         continue  # not answered
                     answer = truth if rng.random() < 0.7 else _answer(rng, q.id)
-                    s.save_answer(action_id, cb, q.id, coder, answer)
+                    s.labels.save_answer(action_id, cb, q.id, coder, answer)
                     if rng.random() < 0.08:
-                        s.set_note(action_id, cb, coder, [q.id], f"note {i}")
+                        s.labels.set_note(action_id, cb, coder, [q.id], f"note {i}")
                     if rng.random() < 0.04:
-                        s.set_skipped(action_id, cb, coder, [q.id])
+                        s.labels.set_skipped(action_id, cb, coder, [q.id])
         for action_id in ids[:6]:
-            s.set_flag(action_id, cb, "ben", ["act"])
+            s.labels.set_flag(action_id, cb, "ben", ["act"])
         for action_id in ids[60:62]:  # flagged without an answer by anyone
-            s.clear_answer(action_id, cb.name, "tags", "ana")
-            s.clear_answer(action_id, cb.name, "tags", "ben")
-            s.clear_answer(action_id, cb.name, "tags", "caro")
-            s.set_flag(action_id, cb, "caro", ["tags"])
+            s.labels.clear_answer(action_id, cb.name, "tags", "ana")
+            s.labels.clear_answer(action_id, cb.name, "tags", "ben")
+            s.labels.clear_answer(action_id, cb.name, "tags", "caro")
+            s.labels.set_flag(action_id, cb, "caro", ["tags"])
         if sample == "every":  # a sample of every action: not applied (nothing to keep out)
-            s.create_sample("main", every[::-1])
+            s.samples.create_sample("main", every[::-1])
         elif sample:
-            s.create_sample("main", ids[3:66])
+            s.samples.create_sample("main", ids[3:66])
     return ids
 
 
@@ -124,12 +125,14 @@ def _reference_plan(store: Store, selection: Any) -> adj.GoldPlan:
     majority, to_decide, kept, stale = [], [], [], []
     too_few = 0
     for q in selection.questions:
-        rows = store.label_rows(
+        rows = store.labels.label_rows(
             cb.name, coders=coders, sample=sample, question=q.id, columns=adj.CELL_COLUMNS
         )
         golds = {
             r["action_id"]: r
-            for r in store.label_rows(cb.name, coders=[GOLD_CODER], sample=sample, question=q.id)
+            for r in store.labels.label_rows(
+                cb.name, coders=[GOLD_CODER], sample=sample, question=q.id
+            )
             if adj._answer(r) is not None
         }
         made: dict = {}
@@ -194,11 +197,11 @@ def _reference_write(store: Store, plan: adj.GoldPlan, adjudicator: str) -> int:
         for c in plan.majority
         if c.majority is not None
     ]
-    with store.transaction():
+    with store.db.transaction():
         if writes:
-            store.save_gold(plan.codebook, writes)
+            store.agreement.save_gold(plan.codebook, writes)
         for action_id, question in plan.stale:
-            store.clear_answer(action_id, plan.codebook.name, question, GOLD_CODER)
+            store.labels.clear_answer(action_id, plan.codebook.name, question, GOLD_CODER)
     return len(writes)
 
 
@@ -228,7 +231,12 @@ def _rows(path: Path) -> list[tuple]:
 def fixed_clock(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """Both paths stamp rows with the same time (one per write)."""
     stamp = ["2026-01-01T00:00:00.000Z"]
-    for module in (annotate.store.labels, annotate.store.gold_votes, annotate.store.gold):
+    for module in (
+        annotate.store.labels,
+        annotate.store.gold_votes,
+        annotate.store.majority_pass,
+        annotate.store.gold,
+    ):
         monkeypatch.setattr(module, "now", lambda: stamp[0])
     return stamp
 
@@ -321,20 +329,20 @@ def test_bulk_gold_is_what_the_per_case_path_wrote(
     # a decided gold, an imported gold, and majorities broken or flagged since
     bulk, _ = _both(bulk, tmp_path, "max", fixed_clock)
     with Store(bulk) as s:
-        cb = s.stored_codebook("mixed")
+        cb = s.codebooks.stored_codebook("mixed")
         plan = adj.plan_gold(s, select(s, codebook="mixed"))
         adj.decide(s, plan, plan.majority[0], Answer("b"), "zoe")
         imported = next(c for c in plan.majority[3:] if c.question.id == "act")
         other = Answer("a" if imported.majority != Answer("a") else "b")  # changed: replaced
-        s.save_answers(
+        s.labels.save_answers(
             cb, [LabelWrite(imported.action_id, imported.question.id, GOLD_CODER, other)]
         )
         for case in plan.majority[5:9]:
             for a in case.answers:
-                s.set_flag(case.action_id, cb, a.coder, [case.question.id])
+                s.labels.set_flag(case.action_id, cb, a.coder, [case.question.id])
         for case in plan.majority[10:14]:
             for a in case.answers[:2]:
-                s.clear_answer(case.action_id, cb.name, case.question.id, a.coder)
+                s.labels.clear_answer(case.action_id, cb.name, case.question.id, a.coder)
     with Store(bulk) as s:
         assert len(adj.plan_gold(s, select(s, codebook="mixed")).stale) >= 6
     bulk, _ = _both(bulk, tmp_path, "zoe", fixed_clock)
@@ -387,7 +395,7 @@ def test_adjudication_queries_use_indexes_and_sort_nothing(
         for sample, lookup in (("main", 10**9), ("main", 0), (None, 0)):
             monkeypatch.setattr(adj, "SAMPLE_LOOKUP", lookup)
             if sample is None:
-                s.conn.execute("DELETE FROM samples WHERE name = 'main'")
+                s.db.conn.execute("DELETE FROM samples WHERE name = 'main'")
             selection = select(s, codebook="mixed")  # (select is agree's: tested there)
             with captured(s) as run:
                 p = adj.plan_gold(s, selection, read_cases=False)
@@ -442,7 +450,7 @@ def test_a_sample_of_every_action_is_not_looked_up(tmp_path: Path, fixed_clock: 
         assert written > 20
         assert [q for q in run if "sample_items" in q] == []
     with Store(applied) as s:  # one more action, outside the sample: the sample is applied
-        s.conn.execute(
+        s.db.conn.execute(
             "INSERT INTO actions (id, session, seq, participant, action_type, content) "
             "SELECT id || '-x', session, seq + 100000, participant, action_type, content "
             "FROM actions LIMIT 1"
@@ -512,7 +520,7 @@ def test_gold_on_an_id_no_action_has_is_left_alone(
     path = tmp_path / "mixed.db"
     _mixed_project(path, tmp_path, sample=sample)
     with Store(path) as s:
-        s.conn.execute(
+        s.db.conn.execute(
             "INSERT INTO labels (action_id, codebook, codebook_hash, question, coder, value, "
             "source, meta, created_at, updated_at) SELECT 'not-an-action', 'mixed', "
             "version_hash, 'act', 'gold', 'a', ?, ?, 't', 't' FROM codebooks WHERE name = 'mixed'",

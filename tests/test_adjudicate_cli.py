@@ -47,7 +47,7 @@ def test_majority_only_writes_gold_with_provenance(cli, demo) -> None:
     )
     assert f"{len(ties)} cases remain undecided: run `annotate adjudicate` without" in r.stdout
     with Store(demo) as s:
-        gold = s.label_rows("traum", coders=["gold"])
+        gold = s.labels.label_rows("traum", coders=["gold"])
     assert {g["action_id"]: g["value"] for g in gold} == majority
     one = gold[0]
     assert one["source"] == "adjudicate" and one["codebook_hash"] == TRAUM.version_hash
@@ -70,8 +70,8 @@ def test_flagged_items_go_to_the_adjudicator_even_with_a_majority(cli, demo) -> 
     flagged = sorted(majority)[:3]
     with Store(demo) as s:
         for action_id in flagged:
-            s.set_flag(action_id, TRAUM, "ben", ["act"])
-            s.set_note(action_id, TRAUM, "ben", ["act"], "not sure: ask the group")
+            s.labels.set_flag(action_id, TRAUM, "ben", ["act"])
+            s.labels.set_note(action_id, TRAUM, "ben", ["act"], "not sure: ask the group")
         plan = plan_gold(s, select(s, codebook="traum"))
     assert len(plan.majority) == len(majority) - 3
     cases = {c.action.id: c for c in plan.to_decide}
@@ -83,7 +83,7 @@ def test_flagged_items_go_to_the_adjudicator_even_with_a_majority(cli, demo) -> 
     r = cli("adjudicate", "--majority-only")
     assert f"{len(ties) + 3} to decide (ties and flagged)" in r.stdout
     with Store(demo) as s:
-        gold = {g["action_id"] for g in s.label_rows("traum", coders=["gold"])}
+        gold = {g["action_id"] for g in s.labels.label_rows("traum", coders=["gold"])}
     assert not gold & set(flagged)
 
 
@@ -100,14 +100,14 @@ def test_majority_gold_is_retracted_when_its_majority_is_gone(cli, demo) -> None
     unused = next(c for c in TRAUM.questions[0].codes if c not in set(rows))
     flagged = next(i for i in sorted(majority) if i != item)
     with Store(demo) as s:
-        s.save_answer(item, TRAUM, "act", turncoat, Answer(unused))
-        s.set_flag(flagged, TRAUM, "ana", ["act"])
+        s.labels.save_answer(item, TRAUM, "act", turncoat, Answer(unused))
+        s.labels.set_flag(flagged, TRAUM, "ana", ["act"])
     r = cli("adjudicate", "--majority-only", "--adjudicator", "zoe")
     assert r.exit_code == 0, r.output
     assert f"{len(ties) + 2} to decide" in r.stdout
     assert "2 majority gold retracted (no majority any more)" in r.stdout
     with Store(demo) as s:
-        gold = {g["action_id"]: g["value"] for g in s.label_rows("traum", coders=["gold"])}
+        gold = {g["action_id"]: g["value"] for g in s.labels.label_rows("traum", coders=["gold"])}
     assert item not in gold and flagged not in gold
     assert gold == {i: v for i, v in majority.items() if i not in (item, flagged)}
     exported = pd.read_csv(io.StringIO(cli("export", "--what", "gold").stdout))
@@ -127,7 +127,7 @@ def test_decided_gold_is_never_overwritten_by_a_majority(cli, demo) -> None:
         decide(s, plan, case, Answer("Cancel"), "zoe")
     cli("adjudicate", "--majority-only", "--adjudicator", "max")
     with Store(demo) as s:
-        gold = {g["action_id"]: g for g in s.label_rows("traum", coders=["gold"])}
+        gold = {g["action_id"]: g for g in s.labels.label_rows("traum", coders=["gold"])}
         again = plan_gold(s, select(s, codebook="traum"))
     assert gold[item]["value"] == "Cancel"
     assert gold[item]["meta"]["method"] == "decided" and gold[item]["meta"]["adjudicator"] == "zoe"
@@ -153,7 +153,7 @@ def test_majority_rule() -> None:
 
 def test_items_answered_by_one_coder_wait(cli, demo, tmp_path) -> None:
     with Store(demo) as s:
-        ids = [r["id"] for r in s.action_rows()][:4]
+        ids = [r["id"] for r in s.actions.action_rows()][:4]
     rows = ["action_id,coder,question,value"]
     rows += [f"{i},ana,Q1,t1" for i in ids] + [f"{ids[0]},ben,Q1,t1", f"{ids[1]},ben,Q1,t2"]
     path = tmp_path / "q1.csv"
@@ -207,7 +207,7 @@ def test_a_majority_case_reads_its_action_only_when_asked(demo) -> None:
         assert all(c.loaded is None for c in plan.majority)  # --majority-only needs none
         assert all(c.loaded is not None for c in plan.to_decide)  # the screen shows these
         case = plan.majority[0]
-        assert case.action == s.action(case.action_id) and case.loaded is not None
+        assert case.action == s.actions.action(case.action_id) and case.loaded is not None
         # shared objects: one CoderAnswer per distinct row, the same votes per pattern
         rows = [a for c in plan.majority for a in c.answers]
         assert len({id(a) for a in rows}) == len(set(rows)) < len(rows)

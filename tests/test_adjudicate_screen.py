@@ -30,7 +30,7 @@ def _plan(store: Store, codebook: str = "traum"):
 
 
 def _gold(store: Store, codebook: str = "traum") -> dict[str, dict]:
-    return {g["action_id"]: g for g in store.label_rows(codebook, coders=["gold"])}
+    return {g["action_id"]: g for g in store.labels.label_rows(codebook, coders=["gold"])}
 
 
 def _screen_text(app) -> str:
@@ -121,9 +121,9 @@ async def test_last_decision_closes_the_screen_with_the_count(demo) -> None:
 
 async def test_flagged_item_shows_notes_and_quit_keeps_decisions(demo) -> None:
     with Store(demo) as store:
-        item = sorted(r["action_id"] for r in store.label_rows("traum", coders=["ana"]))[0]
-        store.set_flag(item, TRAUM, "caro", ["act"])
-        store.set_note(item, TRAUM, "caro", ["act"], "ask the group")
+        item = sorted(r["action_id"] for r in store.labels.label_rows("traum", coders=["ana"]))[0]
+        store.labels.set_flag(item, TRAUM, "caro", ["act"])
+        store.labels.set_note(item, TRAUM, "caro", ["act"], "ask the group")
         plan = _plan(store)
         position = next(i for i, c in enumerate(plan.to_decide) if c.action.id == item)
         app = make_app(store, plan, "max")
@@ -143,7 +143,7 @@ async def test_flagged_item_shows_notes_and_quit_keeps_decisions(demo) -> None:
 
 async def test_yes_no_reasons(demo, tmp_path, cli) -> None:
     with Store(demo) as store:
-        ids = [r["id"] for r in store.action_rows()][:2]
+        ids = [r["id"] for r in store.actions.action_rows()][:2]
     rows = ["action_id,coder,question,value,codes"]
     rows += [f"{ids[0]},ana,Q4,yes,", f"{ids[0]},ben,Q4,no,n1", f"{ids[0]},caro,Q4,no,n2"]
     rows += [f"{ids[1]},ana,Q4,no,n3", f"{ids[1]},ben,Q4,yes,", f"{ids[1]},caro,Q4,no,n4;n5"]

@@ -28,7 +28,7 @@ def write_dialogue(folder: Path, name: str = "q9ec1", n: int = 60) -> Path:
 
 def main_items(db: Path) -> list[str]:
     with Store(db) as s:
-        return list(s.sample_ids("main"))
+        return list(s.samples.sample_ids("main"))
 
 
 def import_codings(cli, tmp_path: Path, codebook: str, rows: list[dict]) -> None:
@@ -76,7 +76,7 @@ def corpus(cli, db_path, tmp_path) -> Path:
 
 def runs(db: Path) -> list[tuple]:
     with Store(db) as s:
-        return [tuple(r) for r in s.query("SELECT id, codebook, coders FROM agreement_runs")]
+        return [tuple(r) for r in s.db.query("SELECT id, codebook, coders FROM agreement_runs")]
 
 
 def error_lines(r) -> list[str]:
@@ -102,7 +102,7 @@ def test_the_corpus_coding_does_not_hide_the_codebook_two_coders_share(
 
 def test_a_corpus_coding_alone_says_a_second_coder_is_needed(cli, corpus) -> None:
     with Store(corpus) as s:
-        n = s.coders_with_answers("hcrc_moves", s.sample_ids("main"))["hcrc"]
+        n = s.agreement.coders_with_answers("hcrc_moves", s.samples.sample_ids("main"))["hcrc"]
     assert n > 0
     r = cli("agree", "--format", "markdown")
     assert r.exit_code == 1 and r.stdout == ""
@@ -122,7 +122,7 @@ def test_no_codebook_with_two_coders_lists_them_and_the_command(cli, corpus, tmp
             "SELECT 1 FROM labels WHERE coder = 'hcrc' AND action_id IN "
             "(SELECT action_id FROM sample_items WHERE sample = 'main')"
         )
-        in_main = len(s.query(sql))
+        in_main = len(s.db.query(sql))
     assert in_main > 0  # the corpus coding reaches into the sample
     import_codings(cli, tmp_path, "traum", traum_rows(items, ["ana"]))
     for args in ([], ["--format", "markdown"], ["--disagreements"]):
@@ -199,5 +199,5 @@ def test_adjudicate_chooses_the_same_way(cli, corpus, tmp_path) -> None:
     assert r.stdout.startswith("majority: more than half of the 3 selected coders")
     assert "\ntraum, sample 'main', coders ana, ben, caro: majority gold" in r.stdout
     with Store(corpus) as s:
-        gold = s.query("SELECT DISTINCT codebook FROM labels WHERE coder = 'gold'")
+        gold = s.db.query("SELECT DISTINCT codebook FROM labels WHERE coder = 'gold'")
     assert [tuple(g) for g in gold] == [("traum",)]

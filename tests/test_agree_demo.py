@@ -91,13 +91,13 @@ def test_demo_disagreements_read_in_80_columns(demo) -> None:
     ]
     assert "Fleiss" not in out.stdout and "stored" not in out.stdout
     with Store(demo) as s:
-        assert s.query("SELECT count(*) FROM agreement_runs")[0][0] == 0
+        assert s.db.query("SELECT count(*) FROM agreement_runs")[0][0] == 0
 
 
 def test_the_same_labels_again_do_not_store_a_duplicate_run(cli, demo) -> None:
     def count() -> int:
         with Store(demo) as s:
-            return s.query("SELECT count(*) FROM agreement_runs")[0][0]
+            return s.db.query("SELECT count(*) FROM agreement_runs")[0][0]
 
     first = cli("agree")
     assert first.exit_code == 0 and "run 1 stored: 1029 labels, sha256 " in first.stdout
@@ -114,7 +114,9 @@ def test_the_same_labels_again_do_not_store_a_duplicate_run(cli, demo) -> None:
     other = cli("agree", "--ci", "0.9")  # other settings: another run
     assert "run 2 stored" in other.stdout and count() == 2
     with Store(demo) as s:  # a changed label: another run, then that one again
-        s.conn.execute("UPDATE labels SET value = 'Repair' WHERE id = (SELECT min(id) FROM labels)")
+        s.db.conn.execute(
+            "UPDATE labels SET value = 'Repair' WHERE id = (SELECT min(id) FROM labels)"
+        )
     assert "run 3 stored" in cli("agree").stdout
     assert "same as run 3, nothing new stored" in cli("agree").stdout
     md = cli("agree", "-f", "markdown").stdout
@@ -124,7 +126,7 @@ def test_the_same_labels_again_do_not_store_a_duplicate_run(cli, demo) -> None:
 def _mental_labels(db_path, tmp_path, n: int = 60) -> list[str]:
     """Three coders answer Q1 and Q4 of the mental-model survey on n demo actions."""
     with Store(db_path) as s:
-        ids = [r["id"] for r in s.action_rows()][:n]
+        ids = [r["id"] for r in s.actions.action_rows()][:n]
     rng = random.Random(5)
     reasons = [o.code for o in MENTAL.question("Q4").options]
     rows = ["action_id,coder,question,value,codes,other_text,note"]
@@ -245,9 +247,9 @@ def test_questions_nobody_answered_and_sample_items_not_coded(cli, demo, tmp_pat
     path, *ids = _mental_labels(demo, tmp_path, n=30)
     assert cli("import-labels", path, "--codebook", "mental_model").exit_code == 0
     with Store(demo) as s:
-        other = [r["id"] for r in s.action_rows()][100:110]
-        s.create_sample("main", ids[:20] + other)
-        s.set_skipped(other[0], MENTAL, "ben", ["Q1", "Q2", "Q3", "Q4"])
+        other = [r["id"] for r in s.actions.action_rows()][100:110]
+        s.samples.create_sample("main", ids[:20] + other)
+        s.labels.set_skipped(other[0], MENTAL, "ben", ["Q1", "Q2", "Q3", "Q4"])
     out = json.loads(cli("agree", "--codebook", "mental_model", "-f", "json").stdout)
     by_q = {q["question"]: q for q in out["results"]}
     assert by_q["Q2"]["n_items"] == 0
@@ -291,7 +293,7 @@ def _top_list_items(md: str) -> list[str]:
 
 def test_one_category_everywhere_is_reported_not_crashed(cli, demo, tmp_path) -> None:
     with Store(demo) as s:
-        ids = [r["id"] for r in s.action_rows()][:5]
+        ids = [r["id"] for r in s.actions.action_rows()][:5]
     rows = ["action_id,coder,value"] + [f"{i},{c},Initiate" for i in ids for c in ("x", "y")]
     path = tmp_path / "same.csv"
     path.write_text("\n".join(rows) + "\n")
@@ -304,15 +306,15 @@ def test_one_category_everywhere_is_reported_not_crashed(cli, demo, tmp_path) ->
 
 def test_migration_3_from_blank_and_from_version_2(tmp_path) -> None:
     with Store(tmp_path / "blank.db") as blank:
-        names = [r[0] for r in blank.query("SELECT name FROM _migrations ORDER BY id")]
+        names = [r[0] for r in blank.db.query("SELECT name FROM _migrations ORDER BY id")]
         assert names[:3] == ["m001_initial", "m002_llm", "m003_agreement_runs"]
-        cols = [r[1] for r in blank.query("PRAGMA table_info(agreement_runs)")]
+        cols = [r[1] for r in blank.db.query("PRAGMA table_info(agreement_runs)")]
         assert cols == [
             "id", "created_at", "annotate_version", "codebook", "codebook_hash",
             "label_codebook_hashes", "sample", "sample_hash", "coders", "questions", "n_labels",
             "labels_hash", "settings", "results",
         ]  # fmt: skip
-        cols = [r[1] for r in blank.query("PRAGMA table_info(agreement_run_labels)")]
+        cols = [r[1] for r in blank.db.query("PRAGMA table_info(agreement_run_labels)")]
         assert cols == ["run_id", "label_id", "digest"]  # digest: migration 5
     old = tmp_path / "old.db"
     conn = sqlite3.connect(old, isolation_level=None)
@@ -324,11 +326,11 @@ def test_migration_3_from_blank_and_from_version_2(tmp_path) -> None:
     )
     conn.close()
     with Store(old) as upgraded:
-        assert upgraded.agreement_runs() == []
-        assert upgraded.query("SELECT name FROM _migrations WHERE id = 3")[0][0] == (
+        assert upgraded.agreement.agreement_runs() == []
+        assert upgraded.db.query("SELECT name FROM _migrations WHERE id = 3")[0][0] == (
             "m003_agreement_runs"
         )
-        assert upgraded.query("SELECT name FROM _migrations WHERE id = 5")[0][0] == (
+        assert upgraded.db.query("SELECT name FROM _migrations WHERE id = 5")[0][0] == (
             "m005_agreement_run_digests"
         )
 
@@ -363,7 +365,7 @@ def test_multi_select_question_uses_masi_and_per_code_kappas(cli, demo, tmp_path
     book = tmp_path / "tactics.yaml"
     book.write_text(MULTI)
     with Store(demo) as s:
-        ids = [r["id"] for r in s.action_rows()][:40]
+        ids = [r["id"] for r in s.actions.action_rows()][:40]
     rng = random.Random(3)
     codes = ["landmark", "direction", "distance"]
     rows = ["action_id,coder,codes"]
@@ -395,11 +397,11 @@ def test_multi_select_question_uses_masi_and_per_code_kappas(cli, demo, tmp_path
 
 def test_labels_outside_the_sample_get_a_hint(cli, demo) -> None:
     with Store(demo) as s:
-        s.create_sample("main", [r["id"] for r in s.action_rows()][:5])
+        s.samples.create_sample("main", [r["id"] for r in s.actions.action_rows()][:5])
     r = cli("agree", "--codebook", "mental_model")
     assert "error: codebook 'mental_model' has no labels in this file" in r.stderr
     with Store(demo) as s:
-        s.conn.execute("DELETE FROM sample_items WHERE sample = 'main'")
+        s.db.conn.execute("DELETE FROM sample_items WHERE sample = 'main'")
     r = cli("agree")
     assert r.exit_code == 1
     assert (
@@ -411,7 +413,7 @@ def test_labels_outside_the_sample_get_a_hint(cli, demo) -> None:
 
 def test_a_cohen_interval_beyond_minus_one_is_clipped_and_says_so(cli, demo, tmp_path) -> None:
     with Store(demo) as s:
-        items = [r["id"] for r in s.action_rows()][:3]
+        items = [r["id"] for r in s.actions.action_rows()][:3]
     path = tmp_path / "three.csv"  # kappa -1/2, ASE 0.306: -0.5 - 1.96 * 0.306 = -1.100
     pairs = [("Initiate", "Initiate"), ("Continue", "Initiate"), ("Initiate", "Continue")]
     rows = [
@@ -431,14 +433,14 @@ def test_a_cohen_interval_beyond_minus_one_is_clipped_and_says_so(cli, demo, tmp
     assert cohen["ci_low"] == "-1.0" and cohen["note"].endswith(note)
     assert "z-test of Cohen's kappa needs at least 8 items" in cohen["note"]  # 3 items
     with Store(demo) as s:
-        stored = json.loads(s.query("SELECT results FROM agreement_runs ORDER BY id")[0][0])
+        stored = json.loads(s.db.query("SELECT results FROM agreement_runs ORDER BY id")[0][0])
     pair = stored["results"][0]["value"]["pairwise"][0]
     assert pair["ci"]["low"] == -1.0 and pair["ci"]["note"] == note
 
 
 def test_a_single_item_gives_kappa_and_says_why_there_is_no_interval(cli, demo, tmp_path) -> None:
     with Store(demo) as s:
-        item = s.action_rows()[0]["id"]
+        item = s.actions.action_rows()[0]["id"]
     path = tmp_path / "one.csv"
     path.write_text(f"action_id,coder,value\n{item},x,Initiate\n{item},y,Continue\n")
     assert cli("import-labels", str(path), "--codebook", "traum").exit_code == 0
@@ -472,14 +474,14 @@ def test_csv_and_json_name_the_two_standard_errors(cli, demo) -> None:
 def test_a_stored_run_counts_labels_added_deleted_and_changed(cli, demo, tmp_path) -> None:
     ids = list(pd.read_csv(REPO / "data" / "demo_labels.csv").action_id.unique()[:5])
     with Store(demo) as s:  # ana has not answered the first item yet
-        s.conn.execute("DELETE FROM labels WHERE action_id = ? AND coder = 'ana'", (ids[0],))
-        before = dict(s.query("SELECT action_id, value FROM labels WHERE coder = 'ben'"))
+        s.db.conn.execute("DELETE FROM labels WHERE action_id = ? AND coder = 'ana'", (ids[0],))
+        before = dict(s.db.query("SELECT action_id, value FROM labels WHERE coder = 'ben'"))
     out = json.loads(cli("agree", "-f", "json").stdout)
     run = str(out["run_id"])
     assert "labels, unchanged since." in cli("agree", "--run", run).stdout
     with Store(demo) as s:
-        stored = s.agreement_run(int(run))
-        assert s.query("SELECT count(*) FROM agreement_run_labels")[0][0] == 0  # one BLOB row
+        stored = s.agreement.agreement_run(int(run))
+        assert s.db.query("SELECT count(*) FROM agreement_run_labels")[0][0] == 0  # one BLOB row
     # since the run: ana answers the first item, ben changes the second, caro's third
     # label is deleted, ana's fourth answer is undone (the flagged row stays), and a note
     # on the fifth changes no answer
@@ -489,10 +491,10 @@ def test_a_stored_run_counts_labels_added_deleted_and_changed(cli, demo, tmp_pat
     assert cli("import-labels", str(path), "--codebook", "traum", "--replace").exit_code == 0
     traum = find_codebook("traum").codebook
     with Store(demo) as s:
-        s.conn.execute("DELETE FROM labels WHERE action_id = ? AND coder = 'caro'", (ids[2],))
-        s.set_flag(ids[3], traum, "ana", ["act"])
-        s.clear_answer(ids[3], "traum", "act", "ana")
-        s.set_note(ids[4], traum, "ben", ["act"], "not sure")
+        s.db.conn.execute("DELETE FROM labels WHERE action_id = ? AND coder = 'caro'", (ids[2],))
+        s.labels.set_flag(ids[3], traum, "ana", ["act"])
+        s.labels.clear_answer(ids[3], "traum", "act", "ana")
+        s.labels.set_note(ids[4], traum, "ben", ["act"], "not sure")
     r = cli("agree", "--run", run)
     assert r.exit_code == 0, r.output
     assert "labels, changed since: 1 added, 2 deleted, 1 changed." in r.stdout
@@ -507,12 +509,12 @@ def test_a_stored_run_counts_labels_added_deleted_and_changed(cli, demo, tmp_pat
         "digests, so how many changed is unknown; labels_sha256 differs)."
     )
     with Store(demo) as s:
-        s.conn.execute("UPDATE agreement_run_label_sets SET digests = NULL")
+        s.db.conn.execute("UPDATE agreement_run_label_sets SET digests = NULL")
     assert unknown in " ".join(cli("agree", "--run", run).stdout.split())
     # the same run as stored before migration 13 (one row per label), digests or not
     with Store(demo) as s:
-        s.conn.execute("DELETE FROM agreement_run_label_sets")
-        s.conn.executemany(
+        s.db.conn.execute("DELETE FROM agreement_run_label_sets")
+        s.db.conn.executemany(
             "INSERT INTO agreement_run_labels (run_id, label_id, digest) VALUES (?, ?, ?)",
             [(int(run), i, stored["label_digests"][i]) for i in stored["label_ids"]],
         )
@@ -520,7 +522,7 @@ def test_a_stored_run_counts_labels_added_deleted_and_changed(cli, demo, tmp_pat
         "labels, changed since: 1 added, 2 deleted, 1 changed." in cli("agree", "--run", run).stdout
     )
     with Store(demo) as s:
-        s.conn.execute("UPDATE agreement_run_labels SET digest = NULL")
+        s.db.conn.execute("UPDATE agreement_run_labels SET digest = NULL")
     assert unknown in " ".join(cli("agree", "--run", run).stdout.split())
 
 
@@ -530,7 +532,7 @@ def test_migration_5_keeps_the_runs_of_a_version_4_file(cli, demo) -> None:
 
     out = json.loads(cli("agree", "-f", "json").stdout)
     with Store(demo) as s:
-        run = s.agreement_run(out["run_id"])
+        run = s.agreement.agreement_run(out["run_id"])
     old = demo.parent / "v4.db"
     conn = sqlite3.connect(old, isolation_level=None)
     conn.execute("CREATE TABLE _migrations (id INTEGER PRIMARY KEY, name TEXT, applied_at TEXT)")
@@ -545,17 +547,17 @@ def test_migration_5_keeps_the_runs_of_a_version_4_file(cli, demo) -> None:
     conn.execute("INSERT INTO agreement_run_labels VALUES (7, 1), (7, 2)")
     conn.close()
     with Store(old) as upgraded:
-        assert upgraded.query("SELECT name FROM _migrations WHERE id = 5")[0][0] == (
+        assert upgraded.db.query("SELECT name FROM _migrations WHERE id = 5")[0][0] == (
             "m005_agreement_run_digests"
         )
-        again = upgraded.agreement_run(7)
+        again = upgraded.agreement.agreement_run(7)
         assert again["label_ids"] == [1, 2] and again["label_digests"] == {1: None, 2: None}
     assert all(run["label_digests"][i] for i in run["label_ids"])  # new runs have them
 
 
 def test_a_per_reason_kappa_without_items_says_why_in_every_format(cli, demo, tmp_path) -> None:
     with Store(demo) as s:
-        ids = [r["id"] for r in s.action_rows()][:10]
+        ids = [r["id"] for r in s.actions.action_rows()][:10]
     reason = MENTAL.question("Q4").options[0].code
     rows = ["action_id,coder,question,value,codes,other_text,note"]
     for i in ids:  # 'caro' never answers 'no': no item has every coder's reasons

@@ -45,7 +45,7 @@ def write_krippendorff_labels(db: Path, folder: Path) -> Path:
     if not TABLE.is_file():
         pytest.skip(f"{TABLE} (../shared reference tables) is not beside this checkout")
     with Store(db) as s:
-        items = [r["id"] for r in s.action_rows()][:12]
+        items = [r["id"] for r in s.actions.action_rows()][:12]
     with TABLE.open(newline="") as fh:
         table = list(csv.reader(fh))
     coders = table[0][1:]

@@ -43,7 +43,7 @@ def maptask(cli, shared, db_path, tmp_path):
     r = cli("import", *files, "--labels-as", "hcrc", "--codebook", "hcrc_moves")
     assert r.exit_code == 0, r.output
     with Store(db_path) as s:
-        corpus = [(r["action_id"], r["value"]) for r in s.label_rows("hcrc_moves")]
+        corpus = [(r["action_id"], r["value"]) for r in s.labels.label_rows("hcrc_moves")]
     rows = _perturbed(corpus, "ann", 0.15, 1, 0) + _perturbed(corpus, "bob", 0.3, 2, 9)
     path = tmp_path / "coders.csv"
     with path.open("w", newline="") as fh:
@@ -57,7 +57,7 @@ def maptask(cli, shared, db_path, tmp_path):
     cb = find_codebook("hcrc_moves").codebook
     with Store(db_path) as s:
         for action_id in skipped:
-            s.set_skipped(action_id, cb, "bob", ["move"])
+            s.labels.set_skipped(action_id, cb, "bob", ["move"])
     return {"db": db_path, "corpus": corpus, "skipped": skipped, "n_bob": len(rows) - len(corpus)}
 
 
@@ -164,25 +164,29 @@ def test_each_run_is_stored_and_traceable_to_its_labels(cli, maptask) -> None:
     out = json.loads(r.stdout)
     assert f"run {out['run_id']} stored: " in r.stderr
     with Store(maptask["db"]) as s:
-        run = s.agreement_run(out["run_id"])
+        run = s.agreement.agreement_run(out["run_id"])
         assert run["settings"] == {"ci": 0.9, "n_boot": 200, "seed": 3, "ci_method": "bca"}
         assert run["coders"] == ["ann", "bob", "hcrc"] and run["questions"] == ["move"]
         assert run["codebook"] == "hcrc_moves"
         assert run["codebook_hash"] == find_codebook("hcrc_moves").codebook.version_hash
         assert run["results"] == {k: v for k, v in out.items() if k != "run_id"}
-        ids = [r[0] for r in s.query("SELECT id FROM labels WHERE value IS NOT NULL ORDER BY id")]
+        ids = [
+            r[0] for r in s.db.query("SELECT id FROM labels WHERE value IS NOT NULL ORDER BY id")
+        ]
         assert run["label_ids"] == ids and run["n_labels"] == len(ids)
         # the hash is of the labels' content: recomputed from SQLite it matches
         from annotate.reliability.agreement_data import labels_hash
 
-        assert labels_hash(s.labels_by_id(ids)) == run["labels_hash"] == out["labels_sha256"]
+        assert (
+            labels_hash(s.agreement.labels_by_id(ids)) == run["labels_hash"] == out["labels_sha256"]
+        )
     again = cli("agree", "--run", str(out["run_id"]))
     assert again.exit_code == 0
     assert f"run {out['run_id']} (" in again.stdout and "labels, unchanged since." in again.stdout
     # change one label: the stored run says so
     first = maptask["corpus"][1][0]
     with Store(maptask["db"]) as s:
-        s.conn.execute(
+        s.db.conn.execute(
             "UPDATE labels SET value = 'ready' WHERE action_id = ? AND coder = 'ann'", (first,)
         )
     assert (
@@ -197,7 +201,7 @@ def test_disagreements_list_every_differing_item(cli, maptask) -> None:
     wide = _wide(maptask["db"])
     differing = [i for i, row in wide.iterrows() if row.dropna().nunique() > 1]
     with Store(maptask["db"]) as s:
-        runs_before = s.query("SELECT count(*) FROM agreement_runs")[0][0]
+        runs_before = s.db.query("SELECT count(*) FROM agreement_runs")[0][0]
     out = json.loads(cli("agree", "--format", "json", "--disagreements").stdout)
     assert set(out) == {"codebook", "sample", "coders", "questions", "disagreements"}
     listed = out["disagreements"]["move"]
@@ -206,7 +210,7 @@ def test_disagreements_list_every_differing_item(cli, maptask) -> None:
     assert report["results"][0]["n_disagreements"] == len(differing)
     one = listed[0]
     with Store(maptask["db"]) as s:
-        action = s.action(one["item"])
+        action = s.actions.action(one["item"])
     assert one["text"] == action.content and one["session"] == action.session
     assert one["answers"] == {
         c: (None if pd.isna(v) else v) for c, v in wide.loc[one["item"]].items()
@@ -224,7 +228,7 @@ def test_disagreements_list_every_differing_item(cli, maptask) -> None:
     assert len(rows) == len(differing)
     assert set(rows[0]) == {"question", "item", "session", "seq", "text", "ann", "bob", "hcrc"}
     with Store(maptask["db"]) as s:  # only the report (agree -f json) stored a run
-        assert s.query("SELECT count(*) FROM agreement_runs")[0][0] == runs_before + 1
+        assert s.db.query("SELECT count(*) FROM agreement_runs")[0][0] == runs_before + 1
 
 
 def test_errors_name_the_choices(cli, maptask) -> None:
@@ -253,7 +257,7 @@ def test_errors_name_the_choices(cli, maptask) -> None:
     r = cli("agree", "--run", "42")
     assert "error: no agreement run 42" in r.stderr
     with Store(maptask["db"]) as s:  # nothing was stored by the failed runs
-        assert s.agreement_runs() == []
+        assert s.agreement.agreement_runs() == []
 
 
 def test_gold_and_llm_coders_count_only_when_named(cli, maptask, tmp_path) -> None:
@@ -279,7 +283,7 @@ def test_a_sample_scopes_the_items(cli, maptask) -> None:
     assert out["sample"] == "main" and out["sample_items"] == 60
     assert out["results"][0]["n_items"] == 60
     with Store(maptask["db"]) as s:
-        ids = s.sample_ids("main")
+        ids = s.samples.sample_ids("main")
     wide = _wide(maptask["db"]).loc[ids]
     from statsmodels.stats.inter_rater import aggregate_raters, fleiss_kappa
 

@@ -45,7 +45,7 @@ def _ordinal_project(cli, db_path: Path, tmp_path: Path, level: str = "ordinal")
     book.write_text(CONFIDENCE.format(level=level, a=codes[0], b=codes[1], c=codes[2]))
     assert cli("import", str(DEMO)).exit_code == 0
     with Store(db_path) as s:
-        ids = [r["id"] for r in s.action_rows()][:60]
+        ids = [r["id"] for r in s.actions.action_rows()][:60]
     rng = random.Random(1)
     rows = ["action_id,coder,question,value"]
     for i in ids:
@@ -176,7 +176,7 @@ def test_a_code_used_only_on_items_left_out_says_so(cli, db_path, tmp_path):
     """Three coders; one of them also rated a 13th item, with a code used nowhere else."""
     assert cli("import", str(DEMO)).exit_code == 0
     with Store(db_path) as s:
-        items = [r["id"] for r in s.action_rows()][:13]
+        items = [r["id"] for r in s.actions.action_rows()][:13]
     rows = ["action_id,coder,value"]
     for k, item in enumerate(items[:12]):
         for coder in ("x", "y", "z"):

@@ -21,30 +21,36 @@ def test_label_ids_and_digests_read_back_sorted_from_one_row(tmp_path) -> None:
     ids = np.array([30, 7, 2**40, 7], dtype=np.int64)  # unsorted, 7 twice
     digests = np.array([0xFF, 0x0123456789ABCDEF, 2**64 - 1, 5], dtype=np.uint64)
     with Store(tmp_path / "p.db") as s:
-        run_id = s.save_agreement_run(_record(ids, digests))
-        assert s.query("SELECT count(*) FROM agreement_run_labels")[0][0] == 0
-        assert s.query("SELECT count(*) FROM agreement_run_label_sets")[0][0] == 1
-        run = s.agreement_run(run_id)
+        run_id = s.agreement.save_agreement_run(_record(ids, digests))
+        assert s.db.query("SELECT count(*) FROM agreement_run_labels")[0][0] == 0
+        assert s.db.query("SELECT count(*) FROM agreement_run_label_sets")[0][0] == 1
+        run = s.agreement.agreement_run(run_id)
         assert run["label_ids"] == [7, 30, 2**40]
         assert run["label_digests"] == {
             7: "0123456789abcdef", 30: "00000000000000ff", 2**40: "ffffffffffffffff"
         }  # fmt: skip
         # the same labels in another order are the same run; one label more is not
-        assert s.same_agreement_run(_record(np.array([2**40, 30, 7]), digests[:3])) == run_id
-        assert s.same_agreement_run(_record(np.array([7, 30, 31, 2**40]), digests)) is None
+        assert (
+            s.agreement.same_agreement_run(_record(np.array([2**40, 30, 7]), digests[:3])) == run_id
+        )
+        assert (
+            s.agreement.same_agreement_run(_record(np.array([7, 30, 31, 2**40]), digests)) is None
+        )
 
 
 def test_a_run_without_aligned_digests_keeps_one_row_per_label(tmp_path) -> None:
     with Store(tmp_path / "p.db") as s:
-        run_id = s.save_agreement_run(_record([2, 1], labels_digests={1: "ab" * 8}))
-        run = s.agreement_run(run_id)
+        run_id = s.agreement.save_agreement_run(_record([2, 1], labels_digests={1: "ab" * 8}))
+        run = s.agreement.agreement_run(run_id)
         assert run["label_ids"] == [1, 2] and run["label_digests"] == {1: "ab" * 8, 2: None}
-        assert s.same_agreement_run(_record([1, 2])) == run_id
+        assert s.agreement.same_agreement_run(_record([1, 2])) == run_id
 
 
 def test_an_empty_run(tmp_path) -> None:
     with Store(tmp_path / "p.db") as s:
         empty = np.empty(0, dtype=np.int64)
-        run_id = s.save_agreement_run(_record(empty, np.empty(0, dtype=np.uint64)))
-        assert s.agreement_run(run_id)["label_ids"] == []
-        assert s.same_agreement_run(_record(empty, np.empty(0, dtype=np.uint64))) == run_id
+        run_id = s.agreement.save_agreement_run(_record(empty, np.empty(0, dtype=np.uint64)))
+        assert s.agreement.agreement_run(run_id)["label_ids"] == []
+        assert (
+            s.agreement.same_agreement_run(_record(empty, np.empty(0, dtype=np.uint64))) == run_id
+        )

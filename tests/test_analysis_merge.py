@@ -51,12 +51,12 @@ def files(cli, tmp_path):
                "traum", db=theirs).exit_code == 0  # fmt: skip
     assert cli("sample", "--n", "12", "--seed", "2", "--name", "theirs", db=theirs).exit_code == 0
     with Store(theirs) as s:
-        s.add_actions(
+        s.actions.add_actions(
             [Action(id=f"extra:{i}", session="extra", seq=i, action_type="message",
                     content=f"hi {i}", role="guide", condition="visible") for i in range(4)],
             path="extra", sha256="x", fmt="test",
         )  # fmt: skip
-        s.register_codebook(find_codebook("mental_model"))
+        s.codebooks.register_codebook(find_codebook("mental_model"))
     return ours, theirs, changed
 
 
@@ -71,20 +71,20 @@ def test_merge_carries_actions_labels_codebooks_and_samples(cli, files) -> None:
     )
     assert "Conflicts in" in flat(r.stdout) and changed["action_id"] in flat(r.stdout)
     with Store(ours) as s:
-        assert s.count_actions() == 347
-        assert s.coders("traum") == ["ana", "ben"]
-        assert len(s.label_rows("traum", coders=["ana"])) == 150
-        kept = s.label_rows("traum", coders=["ana"], action_ids=[changed["action_id"]])[0]
+        assert s.actions.count_actions() == 347
+        assert s.labels.coders("traum") == ["ana", "ben"]
+        assert len(s.labels.label_rows("traum", coders=["ana"])) == 150
+        kept = s.labels.label_rows("traum", coders=["ana"], action_ids=[changed["action_id"]])[0]
         assert kept["value"] != changed["value"]  # ours kept
-        assert {b["name"] for b in s.codebook_versions()} == {"traum", "mental_model"}
-        assert {x["name"] for x in s.samples()} == {"mine", "theirs"}
-        assert len(s.sample_ids("theirs")) == 12
-        imports = s.import_history()
+        assert {b["name"] for b in s.codebooks.codebook_versions()} == {"traum", "mental_model"}
+        assert {x["name"] for x in s.samples.samples()} == {"mine", "theirs"}
+        assert len(s.samples.sample_ids("theirs")) == 12
+        imports = s.actions.import_history()
         assert imports[-1]["format"] == "merge" and imports[-1]["n_new"] == 4
         # labels keep their coder, codebook hash and timestamps
-        mine = {(x["action_id"], x["coder"]): x for x in s.label_rows("traum")}
+        mine = {(x["action_id"], x["coder"]): x for x in s.labels.label_rows("traum")}
     with Store(theirs) as t:
-        for row in t.label_rows("traum", coders=["ben"])[:20]:
+        for row in t.labels.label_rows("traum", coders=["ben"])[:20]:
             ours_row = mine[(row["action_id"], "ben")]
             for key in ("codebook_hash", "created_at", "updated_at", "value", "source"):
                 assert ours_row[key] == row[key]
@@ -118,7 +118,7 @@ def test_prefer_newer_takes_the_later_answer_once(cli, files) -> None:
     assert conflict["theirs"] == changed["value"]
     with Store(ours) as s:
         assert (
-            s.label_rows("traum", coders=["ana"], action_ids=[aid])[0]["value"]
+            s.labels.label_rows("traum", coders=["ana"], action_ids=[aid])[0]["value"]
             == (changed["value"])
         )
     before = dump(ours)
@@ -148,16 +148,16 @@ def test_an_answer_fills_a_flag_only_row_and_a_flag_never_overrides(cli, files) 
     ours, theirs, _ = files
     ben = demo_traum_rows("ben")
     with Store(ours) as s:
-        s.set_flag(ben[0]["action_id"], TRAUM, "ben", ["act"])  # ours: flagged, no answer
+        s.labels.set_flag(ben[0]["action_id"], TRAUM, "ben", ["act"])  # ours: flagged, no answer
     with Store(theirs) as t:
-        t.set_note(demo_traum_rows("ana")[0]["action_id"], TRAUM, "carl", ["act"], "unsure")
-        t.save_answer(ben[1]["action_id"], TRAUM, "act", "dora", Answer("Initiate"))
+        t.labels.set_note(demo_traum_rows("ana")[0]["action_id"], TRAUM, "carl", ["act"], "unsure")
+        t.labels.save_answer(ben[1]["action_id"], TRAUM, "act", "dora", Answer("Initiate"))
     (result,) = json.loads(cli("merge", str(theirs), "-f", "json", db=ours).stdout)
     assert result["filled_labels"] == 1
     with Store(ours) as s:
-        filled = s.label_rows("traum", coders=["ben"], action_ids=[ben[0]["action_id"]])[0]
+        filled = s.labels.label_rows("traum", coders=["ben"], action_ids=[ben[0]["action_id"]])[0]
         assert filled["value"] == ben[0]["value"]
-        assert [r["note"] for r in s.label_rows("traum", coders=["carl"])] == ["unsure"]
+        assert [r["note"] for r in s.labels.label_rows("traum", coders=["carl"])] == ["unsure"]
 
 
 def test_merge_refuses_a_newer_file_and_itself(cli, files, tmp_path) -> None:
@@ -226,12 +226,12 @@ def test_merge_upgrades_a_copy_of_an_older_file_and_merges_several(cli, tmp_path
     assert "session splits added: theirs" in flat(r.stdout)
     assert old.read_bytes() == old_bytes  # the coder's file is read, never upgraded in place
     with Store(db_path) as s:
-        assert s.session_split("theirs")["n_test"] == 1
+        assert s.analysis.session_split("theirs")["n_test"] == 1
 
 
 def _label(path: Path, action_id: str, coder: str, question: str = "act") -> dict:
     with Store(path) as s:
-        (row,) = [r for r in s.label_rows("traum", coders=[coder], action_ids=[action_id])
+        (row,) = [r for r in s.labels.label_rows("traum", coders=[coder], action_ids=[action_id])
                   if r["question"] == question]  # fmt: skip
     return row
 
@@ -240,10 +240,10 @@ def test_a_fill_keeps_our_note_and_flag(cli, files) -> None:
     ours, theirs, _ = files
     ben = demo_traum_rows("ben")[0]
     with Store(ours) as s:  # ours: unanswered, with a note and a flag
-        s.set_note(ben["action_id"], TRAUM, "ben", ["act"], "ask the PI")
-        s.set_flag(ben["action_id"], TRAUM, "ben", ["act"])
+        s.labels.set_note(ben["action_id"], TRAUM, "ben", ["act"], "ask the PI")
+        s.labels.set_flag(ben["action_id"], TRAUM, "ben", ["act"])
     with Store(theirs) as t:  # theirs: the answer, with another note
-        t.set_note(ben["action_id"], TRAUM, "ben", ["act"], "easy one")
+        t.labels.set_note(ben["action_id"], TRAUM, "ben", ["act"], "easy one")
     (result,) = json.loads(cli("merge", str(theirs), "-f", "json", db=ours).stdout)
     assert result["filled_labels"] == 1
     row = _label(ours, ben["action_id"], "ben")
@@ -259,11 +259,11 @@ def test_notes_and_flags_of_labels_in_both_files_are_carried_once(cli, files) ->
     ours, theirs, _ = files
     ana = demo_traum_rows("ana")  # ana[10], ana[11] and ana[12]: the same answer in both files
     with Store(theirs) as t:
-        t.set_note(ana[10]["action_id"], TRAUM, "ana", ["act"], "check the map")
-        t.set_flag(ana[11]["action_id"], TRAUM, "ana", ["act"])
-        t.set_note(ana[12]["action_id"], TRAUM, "ana", ["act"], "their note")
+        t.labels.set_note(ana[10]["action_id"], TRAUM, "ana", ["act"], "check the map")
+        t.labels.set_flag(ana[11]["action_id"], TRAUM, "ana", ["act"])
+        t.labels.set_note(ana[12]["action_id"], TRAUM, "ana", ["act"], "their note")
     with Store(ours) as s:
-        s.set_note(ana[12]["action_id"], TRAUM, "ana", ["act"], "our note")
+        s.labels.set_note(ana[12]["action_id"], TRAUM, "ana", ["act"], "our note")
     before = _label(ours, ana[10]["action_id"], "ana")
     r = cli("merge", str(theirs), db=ours)
     assert r.exit_code == 0, r.output
@@ -293,12 +293,12 @@ def test_merge_reports_runs_left_behind_and_differing_session_splits(cli, files)
     for path, test in ((ours, "1"), (theirs, "2")):  # the same split name, other sessions
         assert cli("split-sessions", "--test", test, "--name", "main", db=path).exit_code == 0
     with Store(theirs) as t:
-        run = t.start_llm_run(
+        run = t.llm.start_llm_run(
             coder="llm:fake", model="fake-model", endpoint_host="127.0.0.1", codebook="traum",
             codebook_hash="h", split="main", prompt_hash="p", shot_ids=[], temperature=0.0,
             votes=1, context=8,
         )  # fmt: skip
-        agreed = t.save_agreement_run(
+        agreed = t.agreement.save_agreement_run(
             AgreementRunRecord(
                 codebook="traum", codebook_hash="h", label_codebook_hashes=["h"], sample=None,
                 sample_hash=None, coders=["ana", "ben"], questions=["act"], label_ids=[1, 2],
@@ -313,8 +313,8 @@ def test_merge_reports_runs_left_behind_and_differing_session_splits(cli, files)
         in flat(r.stdout)
     )
     with Store(ours) as s:
-        assert sorted(s.session_split("main")["parts"].values()).count("test") == 1
-        assert s.stored_agreement_runs() == [] and s.llm_validation_runs() == []
+        assert sorted(s.analysis.session_split("main")["parts"].values()).count("test") == 1
+        assert s.analysis.stored_agreement_runs() == [] and s.analysis.llm_validation_runs() == []
     (result,) = json.loads(cli("merge", str(theirs), "-f", "json", db=ours).stdout)
     assert result["llm_runs_left"] == [run] and result["agreement_runs_left"] == [agreed]
     assert result["differing_session_splits"] == ["main"]

@@ -98,7 +98,9 @@ def test_report_numbers(cli, gold_db, tmp_path) -> None:
     llm = labels[labels["coder"] == "ben"].set_index("action_id")["value"]
     counted = gold.reindex(llm.index).fillna(llm)  # gold where present, else llm:fake
     with Store(gold_db) as s:
-        conditions = {r["id"]: r["condition"] for r in s.query("SELECT id, condition FROM actions")}
+        conditions = {
+            r["id"]: r["condition"] for r in s.db.query("SELECT id, condition FROM actions")
+        }
     frame = pd.DataFrame({"act": counted, "condition": counted.index.map(conditions)})
     expected = pd.crosstab(frame["act"], frame["condition"], normalize="columns")
     table = pd.read_csv(out / "traum_act_by_condition.csv").set_index("code")
@@ -118,8 +120,8 @@ def test_report_numbers(cli, gold_db, tmp_path) -> None:
     assert "0 human coder(s)" in mm["note"]
     # alignment over progress, recomputed from the stored mental-model answers
     with Store(gold_db) as s:
-        pos = pd.DataFrame(s.action_positions()).set_index("action_id")
-        mm_labels = pd.DataFrame(s.label_rows("mental_model", coders=["gold"]))
+        pos = pd.DataFrame(s.analysis.action_positions()).set_index("action_id")
+        mm_labels = pd.DataFrame(s.labels.label_rows("mental_model", coders=["gold"]))
     wide = mm_labels.pivot(index="action_id", columns="question", values="value")
     wide["aligned"] = (wide["Q1"] == "t3") & (wide["Q2"] == "p1") & (wide["Q4"] == "yes")
     wide = wide.join(pos)
@@ -133,12 +135,12 @@ def test_report_numbers(cli, gold_db, tmp_path) -> None:
 
 def test_report_includes_a_stored_llm_validation(cli, gold_db, tmp_path) -> None:
     with Store(gold_db) as s:
-        run = s.start_llm_run(
+        run = s.llm.start_llm_run(
             coder="llm:fake", model="fake-model", endpoint_host="127.0.0.1", codebook="traum",
             codebook_hash="h", split="main", prompt_hash="p", shot_ids=[], temperature=0.0,
             votes=1, context=8, validate_only=1,
         )  # fmt: skip
-        s.update_llm_run(run, status="done", gate="passed", kappa=0.71, finished_at="now")
+        s.llm.update_llm_run(run, status="done", gate="passed", kappa=0.71, finished_at="now")
     out = tmp_path / "r"
     assert cli("report", "--codebook", "traum", "--out", str(out)).exit_code == 0
     html = (out / "report.html").read_text()
@@ -196,8 +198,8 @@ def test_report_on_a_split_part(cli, gold_db, tmp_path) -> None:
 def test_report_on_one_part_restricts_every_table_and_chart(cli, gold_db, tmp_path) -> None:
     assert cli("split-sessions", "--test", "1", "--per", "condition").exit_code == 0
     with Store(gold_db) as s:
-        parts = s.session_split_parts("main")
-        positions = pd.DataFrame(s.action_positions())
+        parts = s.analysis.session_split_parts("main")
+        positions = pd.DataFrame(s.analysis.action_positions())
     test_actions = positions[positions["session"].map(parts) == "test"]
     n_test = len(test_actions)
     assert 0 < n_test < 343
@@ -237,7 +239,7 @@ def test_alignment_takes_all_answers_of_an_action_from_one_coder(cli, gold_db, t
     from tests.test_analysis_support import write_csv
 
     with Store(gold_db) as s:
-        positions = pd.DataFrame(s.action_positions())
+        positions = pd.DataFrame(s.analysis.action_positions())
     # llm:fake says every action is aligned; gold leaves Q4 open on one session's actions
     aligned = {"Q1": "t3", "Q2": "p1", "Q3": "r1", "Q4": "yes"}
     rows = [{"action_id": a, "coder": "llm:fake", "question": q, "value": v}
@@ -247,7 +249,7 @@ def test_alignment_takes_all_answers_of_an_action_from_one_coder(cli, gold_db, t
     assert r.exit_code == 0, r.output
     session = sorted(positions["session"].unique())[0]
     open_q4 = set(positions.loc[positions["session"] == session, "action_id"])
-    with Store(gold_db) as s, s.transaction() as conn:
+    with Store(gold_db) as s, s.db.transaction() as conn:
         marks = ",".join("?" * len(open_q4))
         conn.execute(
             "DELETE FROM labels WHERE codebook = 'mental_model' AND coder = 'gold' "
@@ -256,7 +258,7 @@ def test_alignment_takes_all_answers_of_an_action_from_one_coder(cli, gold_db, t
         )
     with Store(gold_db) as s:
         report = build_report(s, "traum", n_boot=10)
-        gold = pd.DataFrame(s.label_rows("mental_model", coders=["gold"]))
+        gold = pd.DataFrame(s.labels.label_rows("mental_model", coders=["gold"]))
     tables = {t.key: t for t in report.tables()}
     progress = tables["alignment_progress"].rows
     # gold answered these actions, so Q4 is not borrowed from llm:fake: they are left out
@@ -357,9 +359,9 @@ def test_charts_are_greyscale(gold_db, tmp_path) -> None:
 
 def test_report_lists_stored_agreement_runs(cli, gold_db, tmp_path) -> None:
     with Store(gold_db) as s:
-        if not s.query("SELECT 1 FROM sqlite_master WHERE name = 'agreement_runs'"):
+        if not s.db.query("SELECT 1 FROM sqlite_master WHERE name = 'agreement_runs'"):
             pytest.skip("agreement runs (migration 3) are not in this checkout")
-        columns = s.query("PRAGMA table_info(agreement_runs)")
+        columns = s.db.query("PRAGMA table_info(agreement_runs)")
         values = {}
         for c in columns:
             if c["pk"] or not c["notnull"] or c["dflt_value"] is not None:
@@ -368,7 +370,7 @@ def test_report_lists_stored_agreement_runs(cli, gold_db, tmp_path) -> None:
         values |= {"codebook": "traum", "coders": '["ana", "ben", "caro"]',
                    "results": json.dumps(AGREE_RESULTS)}  # fmt: skip
         marks = ", ".join("?" * len(values))
-        with s.transaction() as conn:
+        with s.db.transaction() as conn:
             conn.execute(
                 f"INSERT INTO agreement_runs ({', '.join(values)}) VALUES ({marks})",
                 tuple(values.values()),

@@ -56,7 +56,7 @@ def _by_hand(test_share: float, rest: list[float]) -> float:
 
 
 def test_hand_made_split_has_the_best_subset_known_by_hand(cli, store, db_path) -> None:
-    store.add_actions(_hand_actions(), path="hand", sha256="hand", fmt="test")
+    store.actions.add_actions(_hand_actions(), path="hand", sha256="hand", fmt="test")
     # x: testing x3 (share 1/2) leaves 1, 3/4, 0: mean 7/12, variance 26/144.
     best_x = 2 * (1 / 12 + math.sqrt(26) / 12)
     assert best_x == pytest.approx((1 + math.sqrt(26)) / 6)
@@ -77,7 +77,7 @@ def test_hand_made_split_has_the_best_subset_known_by_hand(cli, store, db_path) 
     assert groups["x"]["n_subsets"] == 4 and groups["x"]["method"] == "exhaustive"
     assert out["random_objective"] >= out["objective"]
     with Store(db_path) as s:
-        split = s.session_split("main")
+        split = s.analysis.session_split("main")
     assert split["parts"] == {"x1": "train", "x2": "train", "x3": "test", "x4": "train",
                               "y1": "train", "y2": "test", "y3": "train"}  # fmt: skip
     assert split["objective"] == pytest.approx(best_x + best_y)
@@ -208,12 +208,12 @@ def test_demo_split_is_stored_and_used_by_stats(cli, db_path) -> None:
     assert r.exit_code == 0, r.output
     assert "split 'holdout' stored: objective" in r.stdout
     with Store(db_path) as s:
-        split = s.session_split("holdout")
+        split = s.analysis.session_split("holdout")
         conditions = {
             row["session"]: row["condition"]
-            for row in s.query("SELECT DISTINCT session, condition FROM actions")
+            for row in s.db.query("SELECT DISTINCT session, condition FROM actions")
         }
-        listed = s.session_splits()
+        listed = s.analysis.session_splits()
     assert sorted(split["parts"]) == sorted(conditions)  # every session, in one part only
     tests = [sess for sess, part in split["parts"].items() if part == "test"]
     assert sorted(conditions[t] for t in tests) == ["hidden", "visible"]
@@ -257,9 +257,9 @@ def test_split_errors_are_one_line(cli) -> None:
 
 def test_migration_4_from_blank_and_from_version_2(tmp_path) -> None:
     with Store(tmp_path / "blank.db") as blank:
-        names = [r[0] for r in blank.query("SELECT name FROM _migrations ORDER BY id")]
+        names = [r[0] for r in blank.db.query("SELECT name FROM _migrations ORDER BY id")]
         assert "m004_session_splits" in names
-        cols = {r[1] for r in blank.query("PRAGMA table_info(session_split_items)")}
+        cols = {r[1] for r in blank.db.query("PRAGMA table_info(session_split_items)")}
         assert cols == {"split", "session", "part", "grp"}
     old = tmp_path / "old.db"
     conn = sqlite3.connect(old, isolation_level=None)
@@ -271,10 +271,10 @@ def test_migration_4_from_blank_and_from_version_2(tmp_path) -> None:
     )
     conn.close()
     with Store(old) as upgraded:
-        cols = {r[1] for r in upgraded.query("PRAGMA table_info(session_splits)")}
+        cols = {r[1] for r in upgraded.db.query("PRAGMA table_info(session_splits)")}
         assert {"name", "per", "n_test", "seed", "objective", "random_objective"} <= cols
         with pytest.raises(sqlite3.IntegrityError):  # a session is in one part only
-            upgraded.conn.execute(
+            upgraded.db.conn.execute(
                 "INSERT INTO session_split_items VALUES ('s', 'a', 'train', NULL), "
                 "('s', 'a', 'test', NULL)"
             )
@@ -315,7 +315,7 @@ def test_maptask_exhaustive_split_per_condition(cli, maptask_db) -> None:
 
 
 def test_export_gets_a_split_column(cli, store, db_path) -> None:
-    store.add_actions(_hand_actions(), path="hand", sha256="hand", fmt="test")
+    store.actions.add_actions(_hand_actions(), path="hand", sha256="hand", fmt="test")
     assert cli("split-sessions", "--test", "1", "--per", "condition").exit_code == 0
     r = cli("export", "--what", "actions", "--format", "csv", "--split", "main")
     assert r.exit_code == 0, r.output
@@ -358,7 +358,7 @@ def test_a_group_that_cannot_be_split_is_named_and_can_go_to_train(cli, db_path,
         "hint: leave out --per to split the sessions across conditions"
     )
     with Store(db_path) as s:
-        assert s.session_splits() == []
+        assert s.analysis.session_splits() == []
     r = cli(*split, "--test", "1", "--small-groups", "train")
     assert r.exit_code == 0, r.output
     assert (
@@ -366,8 +366,8 @@ def test_a_group_that_cannot_be_split_is_named_and_can_go_to_train(cli, db_path,
         "(--small-groups train)." in r.stdout
     )
     with Store(db_path) as s:
-        stored = s.session_split("main")
-        rows = s.query("SELECT part, grp FROM session_split_items WHERE session = 'solo'")
+        stored = s.analysis.session_split("main")
+        rows = s.db.query("SELECT part, grp FROM session_split_items WHERE session = 'solo'")
     assert [tuple(r) for r in rows] == [("train", "-")]
     assert sorted(stored["parts"].values()).count("test") == 2  # hidden 1, visible 1
     assert stored["details"]["unsplit"] == [{"group": "-", "sessions": ["solo"], "part": "train"}]
@@ -399,7 +399,7 @@ def test_nothing_to_match_gives_a_seeded_random_split_and_says_so(cli, db_path, 
         for c, n in (("ec", 6), ("nc", 3))
     ]
     with Store(db_path) as s:
-        stored = s.session_split("main")
+        stored = s.analysis.session_split("main")
     tests = {x for x, part in stored["parts"].items() if part == "test"}
     assert tests == expected[0] | expected[1]
     assert stored["method"] == "random" and stored["objective"] == 0

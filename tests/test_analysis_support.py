@@ -49,7 +49,7 @@ def demo_traum_rows(coder: str) -> list[dict[str, str]]:
 def mental_model_rows(store: Store, acts: dict[str, str], coder: str = "gold") -> list[dict]:
     rng = random.Random(11)
     rows = []
-    for p in store.action_positions():
+    for p in store.analysis.action_positions():
         progress = p["position"] / p["session_length"]
         act = acts.get(p["action_id"], "other")
         same_page = rng.random() < min(0.95, SAME_PAGE_BY_ACT.get(act, 0.5) + 0.3 * progress)

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import ast
 import json
 import subprocess
 import sys
+from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -48,3 +51,115 @@ def test_cli_start_up_does_not_load_heavy_libraries() -> None:
     loaded = _top(_modules_after_import("annotate.cli"))
     heavy = {"textual", "openai", "matplotlib", "statsmodels", "pandas", "sqlite_utils", "numpy"}
     assert not loaded & heavy
+
+
+# -- layer direction ----------------------------------------------------------------------
+
+REPO = Path(__file__).resolve().parent.parent
+LAYERS = ("vocabulary/agreement", "store", "features", "commands", "CLI")
+"""Lowest first: a module may import its own layer and the ones below, never one above."""
+VOCABULARY = {"codebook", "codebook_yaml", "coders", "errors", "models"}
+CLI = {"cli", "__main__", "cli_params"}
+
+
+def _layer(module: str) -> int | None:
+    """The layer of one of the project's modules (None: not the project's)."""
+    parts = module.split(".")
+    if parts[0] == "agreement":
+        return 0
+    if parts[0] == "llm_coder":
+        return 2
+    if parts[0] != "annotate":
+        return None
+    if len(parts) == 1 or parts[1] in VOCABULARY:
+        return 0
+    if parts[1] == "store":
+        return 1
+    if parts[1] == "commands":
+        return 3
+    if parts[1] in CLI:
+        return 4
+    return 2
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(REPO).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _is_module(name: str) -> bool:
+    path = REPO.joinpath(*name.split("."))
+    return path.is_dir() or path.with_suffix(".py").is_file()
+
+
+def _imports(source: str) -> Iterator[tuple[int, str]]:
+    """Every module ``source`` imports, wherever the import stands (in a function, under
+    TYPE_CHECKING): ``from a.b import c`` imports ``a.b``, and ``a.b.c`` if that is a module."""
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                yield node.lineno, alias.name
+        elif isinstance(node, ast.ImportFrom):
+            assert node.level == 0 and node.module is not None, f"line {node.lineno}: relative"
+            yield node.lineno, node.module
+            for alias in node.names:
+                if _is_module(f"{node.module}.{alias.name}"):
+                    yield node.lineno, f"{node.module}.{alias.name}"
+
+
+def _sources(*tops: str) -> dict[str, str]:
+    """Module name -> source text, for every module under the folders ``tops``."""
+    return {
+        _module_name(path): path.read_text(encoding="utf-8")
+        for top in tops
+        for path in sorted((REPO / top).rglob("*.py"))
+    }
+
+
+def _arrows_up(modules: dict[str, str]) -> list[str]:
+    found = []
+    for name, source in modules.items():
+        here = _layer(name)
+        assert here is not None, name
+        for line, imported in _imports(source):
+            there = _layer(imported)
+            if there is not None and there > here:
+                found.append(f"{name}:{line}: {LAYERS[here]} imports {imported} ({LAYERS[there]})")
+    return found
+
+
+def test_imports_point_down_the_layers() -> None:
+    """CLI -> commands -> features -> store -> vocabulary/agreement, never back up."""
+    assert _arrows_up(_sources("annotate", "llm_coder", "agreement")) == []
+
+
+def test_an_arrow_up_is_found_wherever_the_import_stands() -> None:
+    store = (
+        "from annotate.errors import StoreError\n\n"
+        "def tell():\n    from annotate.render import output\n"
+    )
+    typed = (
+        "from typing import TYPE_CHECKING\n"
+        "if TYPE_CHECKING:\n    from annotate.commands.common import open_store\n"
+    )
+    assert _arrows_up(
+        {
+            "annotate.store.fake": store,
+            "llm_coder.fake": typed,
+            "annotate.models": "import annotate.cli\n",
+        }
+    ) == [
+        "annotate.store.fake:4: store imports annotate.render (features)",
+        "annotate.store.fake:4: store imports annotate.render.output (features)",
+        "llm_coder.fake:3: features imports annotate.commands.common (commands)",
+        "annotate.models:1: vocabulary/agreement imports annotate.cli (CLI)",
+    ]
+
+
+def test_agreement_imports_no_application_and_no_sqlite() -> None:
+    """The statistics read no file and know no store: the source says so, import by import
+    (the run-time check above sees only what one import happens to load)."""
+    for name, source in _sources("agreement").items():
+        for line, imported in _imports(source):
+            top = imported.split(".")[0]
+            assert top not in {"annotate", "llm_coder", "sqlite3"}, f"{name}:{line}: {imported}"

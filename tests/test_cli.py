@@ -24,7 +24,7 @@ def coded_db(cli, shared, db_path, tmp_path):
     from annotate.store import Store
 
     with Store(db_path) as s:
-        ids = s.sample_ids("main")
+        ids = s.samples.sample_ids("main")
     rows = (
         ["action_id,coder,value"]
         + [f"{i},ana,Initiate" for i in ids]
@@ -63,7 +63,7 @@ def test_status_next_step_is_one_command_for_the_step_not_yet_done(
     from annotate.store import Store
 
     with Store(db_path) as s:
-        ids = s.sample_ids("main")
+        ids = s.samples.sample_ids("main")
     gold = tmp_path / "gold.csv"
     gold.write_text("action_id,coder,value\n" + "".join(f"{i},gold,Initiate\n" for i in ids))
     assert cli("import-labels", str(gold), "--codebook", "traum").exit_code == 0

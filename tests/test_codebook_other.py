@@ -67,7 +67,7 @@ def test_importing_other_where_it_is_not_declared_says_how_to_declare_it(
     assert cli("import", str(DEMO)).exit_code == 0
     labels = tmp_path / "moves.csv"
     with Store(tmp_path / "project.db") as s:
-        first = next(a["id"] for a in s.action_rows() if a["action_type"] == "message")
+        first = next(a["id"] for a in s.actions.action_rows() if a["action_type"] == "message")
     labels.write_text(f"action_id,coder,question,value,other_text\n{first},ana,move,other,hi\n")
     r = cli("import-labels", str(labels), "--codebook", "hcrc_moves")
     assert r.exit_code != 0
@@ -232,11 +232,11 @@ def test_an_old_file_opens_and_keeps_its_labels_and_other(cli, db_path: Path) ->
     _old_project(db_path)
     before = _labels(db_path)
     with Store(db_path) as s:
-        assert s.schema_version() == max(n for n, _ in MIGRATIONS)
-        book = s.stored_codebook("dx", DX_OLD_HASH)
+        assert s.db.schema_version() == max(n for n, _ in MIGRATIONS)
+        book = s.codebooks.stored_codebook("dx", DX_OLD_HASH)
         assert book.version_hash == DX_OLD_HASH  # the stored version is still that version
         assert book.questions[0].codes == [*DX_CODES, OTHER]
-        assert s.stored_codebook("dx").version_hash == DX_OLD_HASH
+        assert s.codebooks.stored_codebook("dx").version_hash == DX_OLD_HASH
     assert _labels(db_path) == before
     r = cli("agree", "--codebook", "dx", "-f", "json")
     assert r.exit_code == 0, r.output
@@ -255,9 +255,9 @@ def test_other_labels_survive_a_new_version_without_other(cli, db_path, tmp_path
     book.write_text(DX)
     loaded = find_codebook(str(book))
     with Store(db_path) as s:
-        assert s.register_codebook(loaded) != DX_OLD_HASH
-        s.save_answer("s:3", loaded.codebook, "dx", "ben", Answer("neurosis"))
-        assert OTHER not in s.stored_codebook("dx").questions[0].codes
+        assert s.codebooks.register_codebook(loaded) != DX_OLD_HASH
+        s.labels.save_answer("s:3", loaded.codebook, "dx", "ben", Answer("neurosis"))
+        assert OTHER not in s.codebooks.stored_codebook("dx").questions[0].codes
     r = cli("agree", "--codebook", "dx", "-f", "json")
     assert r.exit_code == 0, r.output
     cats = json.loads(r.stdout)["results"][0]["categories"][0]
@@ -278,7 +278,7 @@ def test_other_labels_survive_a_new_version_without_other(cli, db_path, tmp_path
     with Store(db_path) as s:
         selection = select(s, codebook="dx")
         plan = plan_gold(s, selection)
-        gold = s.label_rows("dx", coders=["gold"])
+        gold = s.labels.label_rows("dx", coders=["gold"])
     assert [(g["action_id"], g["value"]) for g in gold] == [("s:0", "depression")]
     (case,) = [c for c in plan.undecided if c.action.id == "s:1"]
     assert "'other (adjustment disorder)' is not a code of this codebook version" in case.reason
@@ -292,5 +292,5 @@ def test_merge_keeps_the_old_reading_of_a_merged_codebook(cli, db_path, tmp_path
     r = cli("merge", str(theirs))
     assert r.exit_code == 0, r.output
     with Store(db_path) as s:
-        book = s.stored_codebook("dx", DX_OLD_HASH)
+        book = s.codebooks.stored_codebook("dx", DX_OLD_HASH)
     assert book.questions[0].allow_other and book.version_hash == DX_OLD_HASH

@@ -147,7 +147,7 @@ def test_resume_at_first_uncoded_and_blind(db, open_session) -> None:
 
         cb = codebook("traum").codebook
         for aid in ids:
-            store.save_answer(aid, cb, "act", "ana", Answer("Cancel"))
+            store.labels.save_answer(aid, cb, "act", "ana", Answer("Cancel"))
     s = open_session(new_coder=True)  # the file has a coder (ana): dora is new
     s.press("1")
     s.press("2")
@@ -294,7 +294,7 @@ def test_coder_names(db) -> None:
         assert check_coder(store, "traum", "dora") is True
         from annotate.codebook import Answer
 
-        store.save_answer(
+        store.labels.save_answer(
             sample_ids(db)[0], codebook("traum").codebook, "act", "Ana", Answer("Cancel")
         )
         assert check_coder(store, "traum", "Ana") is False
@@ -317,9 +317,13 @@ def test_unknown_coder_needs_new_coder(db) -> None:
     with Store(db) as store:
         assert check_coder(store, "traum", "dora") is True  # no coder yet: anyone may start
         for coder in ("gold", "llm:gpt"):  # not human coders: still none known
-            store.save_answer(first, codebook("traum").codebook, "act", coder, Answer("Cancel"))
+            store.labels.save_answer(
+                first, codebook("traum").codebook, "act", coder, Answer("Cancel")
+            )
         assert check_coder(store, "traum", "dora") is True
-        store.save_answer(first, codebook("mental_model").codebook, "Q1", "ana", Answer("t1"))
+        store.labels.save_answer(
+            first, codebook("mental_model").codebook, "Q1", "ana", Answer("t1")
+        )
         with pytest.raises(NotFoundError) as exc:
             check_coder(store, "traum", "dora")
         assert exc.value.message == "unknown coder 'dora' (existing coders: ana)"
@@ -332,8 +336,8 @@ def test_unknown_coder_needs_new_coder(db) -> None:
         browser = CodingSession(store, codebook("traum"), "eve", "main", new_coder=True)
         browser.go(1)
         browser.close()  # looked at two items, answered nothing: time rows only
-        assert store.query("SELECT count(*) FROM labels WHERE coder = 'eve'")[0][0] > 0
-        assert "eve" not in store.coders()  # browsing does not make a coder
+        assert store.db.query("SELECT count(*) FROM labels WHERE coder = 'eve'")[0][0] > 0
+        assert "eve" not in store.labels.coders()  # browsing does not make a coder
         with pytest.raises(NotFoundError):
             check_coder(store, "traum", "eve")
         s = CodingSession(store, codebook("traum"), "dora", "main", new_coder=True)
@@ -366,8 +370,8 @@ def test_answer_goes_to_the_first_open_question(db, open_session) -> None:
 
 def test_missing_sample_and_codebook(db, tmp_path) -> None:
     with Store(db) as store:
-        store.conn.execute("DELETE FROM sample_items")
-        store.conn.execute("DELETE FROM samples WHERE name = 'main'")
+        store.db.conn.execute("DELETE FROM sample_items")
+        store.db.conn.execute("DELETE FROM samples WHERE name = 'main'")
         with pytest.raises(NotFoundError) as exc:
             CodingSession(store, codebook("traum"), "dora")
         assert "no sample named 'main'" in exc.value.message

@@ -29,10 +29,10 @@ def _template() -> Path:
             import_files(store, sorted(DEMO.glob("*.jsonl")))
             from annotate.coding.sampling import draw_sample
 
-            ids = draw_sample(store.action_rows(), SAMPLE_N, 7, [])
-            store.create_sample("main", ids, seed=7)
-            store.create_sample("other", ids[:3], seed=1)
-            store.create_sample("six", ids[:6], seed=1)
+            ids = draw_sample(store.actions.action_rows(), SAMPLE_N, 7, [])
+            store.samples.create_sample("main", ids, seed=7)
+            store.samples.create_sample("other", ids[:3], seed=1)
+            store.samples.create_sample("six", ids[:6], seed=1)
         _TEMPLATE = path
     return _TEMPLATE
 
@@ -55,7 +55,7 @@ def labels(db: Path, coder: str | None = None, codebook: str | None = None) -> l
         if codebook:
             sql += " AND codebook = ?"
             params.append(codebook)
-        return [dict(r) for r in store.query(sql + " ORDER BY action_id, question", params)]
+        return [dict(r) for r in store.db.query(sql + " ORDER BY action_id, question", params)]
 
 
 def answers(db: Path, coder: str, codebook: str) -> dict[tuple[str, str], tuple]:
@@ -69,7 +69,7 @@ def answers(db: Path, coder: str, codebook: str) -> dict[tuple[str, str], tuple]
 
 def sample_ids(db: Path, name: str = "main") -> list[str]:
     with Store(db) as store:
-        return store.sample_ids(name)
+        return store.samples.sample_ids(name)
 
 
 def codebook(name: str):

@@ -24,7 +24,7 @@ def test_the_first_coder_after_a_corpus_import_needs_no_flag(cli, db_path, tmp_p
     assert r.exit_code == 0, r.output
     assert cli("sample", "--n", "6", "--seed", "1", "--name", "main").exit_code == 0
     with Store(db_path) as s:
-        assert [tuple(r) for r in s.query("SELECT DISTINCT coder, source FROM labels")] == [
+        assert [tuple(r) for r in s.db.query("SELECT DISTINCT coder, source FROM labels")] == [
             ("hcrc", "corpus")
         ]
     with busy_port() as sock:
@@ -35,8 +35,10 @@ def test_the_first_coder_after_a_corpus_import_needs_no_flag(cli, db_path, tmp_p
         assert r.stderr.splitlines()[0] == f"error: port {port} on 127.0.0.1 is already in use"
         # ana answers one item in the coding screen: now the file has a coder
         with Store(db_path) as s:
-            item = s.sample_ids("main")[0]
-            s.save_answer(item, find_codebook("traum").codebook, "act", "ana", Answer("Initiate"))
+            item = s.samples.sample_ids("main")[0]
+            s.labels.save_answer(
+                item, find_codebook("traum").codebook, "act", "ana", Answer("Initiate")
+            )
         r = cli(*code, "--coder", "anna")
         assert r.exit_code == 1
         assert r.stderr.splitlines()[0] == (
@@ -47,5 +49,5 @@ def test_the_first_coder_after_a_corpus_import_needs_no_flag(cli, db_path, tmp_p
         r = cli(*code, "--coder", "ben", "--new-coder")
         assert "already in use" in r.stderr
     with Store(db_path) as s:
-        assert s.corpus_coders() == ["hcrc"]
-        assert s.coders("traum") == ["ana"]
+        assert s.labels.corpus_coders() == ["hcrc"]
+        assert s.labels.coders("traum") == ["ana"]

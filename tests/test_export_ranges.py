@@ -81,7 +81,7 @@ def test_ranges_give_the_bytes_of_one_cursor(odd_db, monkeypatch, name, fmt, siz
     monkeypatch.setattr(export, "ROWS_PER_CHUNK", size)
     with Store(odd_db) as s:
         if "gold" in name:  # a gold label of every fourth label
-            s.conn.execute(
+            s.db.conn.execute(
                 "INSERT INTO labels (action_id, codebook, codebook_hash, question, coder, "
                 "value, source, created_at, updated_at) SELECT action_id, codebook, "
                 "codebook_hash, question, 'gold', 'Initiate', 'adjudicate', created_at, "
@@ -97,7 +97,7 @@ def test_ranges_give_the_bytes_of_one_cursor(odd_db, monkeypatch, name, fmt, siz
                 for r in _parsed(text, fmt)
             ]
             assert keys == sorted(keys) and {k[3] for k in keys} >= {"ana", "gold"}
-            assert rows == len(keys) == s.conn.execute(
+            assert rows == len(keys) == s.db.conn.execute(
                 "SELECT count(*) FROM labels WHERE codebook = 'traum' "
                 "AND (value IS NOT NULL OR codes IS NOT NULL)"
             ).fetchone()[0]
@@ -113,14 +113,14 @@ def test_every_table_has_a_key_read_from_an_index_without_a_sort(odd_db) -> None
             query = export.build(s, **filters)  # (no gold in this file: every one ranged)
             bound = query.bound_sql(True)
             params = (*query.key_params, *([None] * len(query.key)), 4)
-            plan = " ".join(r[3] for r in s.conn.execute(f"EXPLAIN QUERY PLAN {bound}", params))
+            plan = " ".join(r[3] for r in s.db.conn.execute(f"EXPLAIN QUERY PLAN {bound}", params))
             assert "COVERING INDEX" in plan and "TEMP B-TREE" not in plan, (filters, plan)
             ranged = query.range_sql(query.json_arrays(), True, True)
             params = (*query.params, *([None] * 2 * len(query.key)))
-            plan = " ".join(r[3] for r in s.conn.execute(f"EXPLAIN QUERY PLAN {ranged}", params))
+            plan = " ".join(r[3] for r in s.db.conn.execute(f"EXPLAIN QUERY PLAN {ranged}", params))
             assert "TEMP B-TREE" not in plan and ">" in plan and "<" in plan, (filters, plan)
-        llm = s.export_llm_query()
-        plan = " ".join(r[3] for r in s.conn.execute("EXPLAIN QUERY PLAN " + llm.plain_sql()))
+        llm = s.exports.export_llm_query()
+        plan = " ".join(r[3] for r in s.db.conn.execute("EXPLAIN QUERY PLAN " + llm.plain_sql()))
         assert "llm_items_run_phase_action" in plan and "TEMP B-TREE" not in plan
 
 
@@ -131,7 +131,7 @@ def test_a_missing_index_reads_in_one_cursor(odd_db, monkeypatch) -> None:
     with Store(odd_db) as s:
         query = export.build(s, "actions")
         whole = _one_cursor(s, query, "csv")
-        s.conn.execute("DROP INDEX actions_session_seq")
+        s.db.conn.execute("DROP INDEX actions_session_seq")
         assert _in_ranges(s, query, "csv") == (None, whole.splitlines()[0] + "\n")
         pieces: list[str] = []
         export._send(s, query, export.ExportFormat.csv, True, pieces.append)
@@ -140,13 +140,13 @@ def test_a_missing_index_reads_in_one_cursor(odd_db, monkeypatch) -> None:
 
 def test_readers_share_one_snapshot(odd_db) -> None:
     """What another connection commits after the readers started is not seen by any."""
-    with Store(odd_db) as s, s.snapshot_readers(2) as readers:
+    with Store(odd_db) as s, s.db.snapshot_readers(2) as readers:
         with closing(sqlite3.connect(odd_db)) as other:
             other.execute("DELETE FROM labels")
             other.commit()
         counts = [r.execute("SELECT count(*) FROM labels").fetchone()[0] for r in readers]
         assert counts[0] == counts[1] > 0
-        assert s.conn.execute("SELECT count(*) FROM labels").fetchone()[0] == 0
+        assert s.db.conn.execute("SELECT count(*) FROM labels").fetchone()[0] == 0
 
 
 def test_a_file_written_to_while_the_readers_start_is_read_in_one_cursor(
@@ -174,7 +174,7 @@ def test_a_file_written_to_while_the_readers_start_is_read_in_one_cursor(
         query = export.build(s, "labels")
         whole = _one_cursor(s, query, "jsonl")
         monkeypatch.setattr(sqlite3, "connect", second_after_a_commit)
-        with s.snapshot_readers(2, attempts=3) as readers:
+        with s.db.snapshot_readers(2, attempts=3) as readers:
             assert readers == [] and opened == 6 and commits == 3
         assert _in_ranges(s, query, "jsonl") == (None, "")  # JSON lines have no header
         pieces: list[str] = []
@@ -225,11 +225,13 @@ def test_parquet_holds_every_cell_as_json_lines_give_it(odd_db, tmp_path, monkey
     monkeypatch.setattr(export, "ROWS_PER_CHUNK", 4)
     with Store(odd_db) as s:
         for k, text in enumerate(ESCAPED):
-            s.conn.execute("UPDATE labels SET note = ? WHERE id = ?", (text, 5 + k))
-            s.conn.execute("UPDATE actions SET content = ? WHERE id = ?", (text, f"a{4 + k:02d}"))
-        s.conn.execute('UPDATE labels SET seconds = 1e20, codes = \'["n1","-n3"]\' WHERE id = 2')
+            s.db.conn.execute("UPDATE labels SET note = ? WHERE id = ?", (text, 5 + k))
+            s.db.conn.execute(
+                "UPDATE actions SET content = ? WHERE id = ?", (text, f"a{4 + k:02d}")
+            )
+        s.db.conn.execute('UPDATE labels SET seconds = 1e20, codes = \'["n1","-n3"]\' WHERE id = 2')
         if index == "dropped":
-            s.conn.execute("DROP INDEX actions_session_seq")
+            s.db.conn.execute("DROP INDEX actions_session_seq")
         for what in ("actions", "labels"):
             query = export.build(s, what)
             out = tmp_path / f"{what}.parquet"
@@ -252,14 +254,14 @@ def busy_db(tmp_path: Path) -> Path:
             "INSERT INTO actions (id, session, seq, action_type, content) VALUES (?, ?, ?, 'm', ?)"
         )
         for k in range(23):
-            s.conn.execute(add, (f"dup{k:02d}", "s1", 5, f"dup {k}"))
+            s.db.conn.execute(add, (f"dup{k:02d}", "s1", 5, f"dup {k}"))
         for k in range(7):  # repeated at the end of a session
-            s.conn.execute(add, (f"end{k}", "s2", 999, f"end {k}"))
-        s.conn.execute(
+            s.db.conn.execute(add, (f"end{k}", "s2", 999, f"end {k}"))
+        s.db.conn.execute(
             "INSERT INTO session_splits (name, n_test, seed, method, objective, created_at) "
             "VALUES ('sp', 1, 1, 'x', 0, 'now')"
         )
-        s.conn.execute(
+        s.db.conn.execute(
             "INSERT INTO session_split_items (split, session, part) "
             "VALUES ('sp', 's0', 'test'), ('sp', 's1', 'train')"
         )
@@ -273,18 +275,18 @@ def busy_db(tmp_path: Path) -> Path:
             (2, "llm:b", "other"),
             (3, "llm:a", "traum"),
         ):
-            s.conn.execute(run, (run_id, coder, book))
-        ids = [r[0] for r in s.conn.execute("SELECT id FROM actions ORDER BY random()")]
+            s.db.conn.execute(run, (run_id, coder, book))
+        ids = [r[0] for r in s.db.conn.execute("SELECT id FROM actions ORDER BY random()")]
         for n, action in enumerate(ids):
             for run_id in (1, 2, 3):
                 if (n + run_id) % 3:
-                    s.conn.execute(
+                    s.db.conn.execute(
                         "INSERT INTO llm_items (run_id, action_id, phase, valid, request_hashes, "
                         "raw_replies, tokens_in, tokens_out, latency_s, cached, created_at) "
                         "VALUES (?, ?, ?, 1, '[]', '[\"{\\\"act\\\": 1}\"]', 1, 1, 0.5, 0, 'now')",
                         (run_id, action, "validate" if n % 4 == 0 else "label"),
                     )
-        s.conn.commit()
+        s.db.conn.commit()
     return db
 
 
@@ -316,7 +318,7 @@ def test_repeated_keys_runs_and_splits_come_as_the_plain_query_gives_them(
         query = export.build(s, **BUSY[name])
         rows, text = _in_ranges(s, query, "jsonl")
         plain_sql = query.sql(query.json_objects()).replace(" INDEXED BY labels_answered", "")
-        plain = [line for (line,) in s.conn.execute(plain_sql, query.params)]
+        plain = [line for (line,) in s.db.conn.execute(plain_sql, query.params)]
         assert rows == len(plain) > 0
         assert text == "".join(line + "\n" for line in plain)
         assert _in_ranges(s, query, "csv") == _counted(s, query, "csv")
@@ -332,7 +334,7 @@ def test_a_range_over_sqlites_longest_text_is_read_row_by_row(odd_db, monkeypatc
             "INSERT INTO actions (id, session, seq, action_type, content) VALUES (?, ?, ?, 'm', ?)"
         )
         for k in range(30):
-            s.conn.execute(add, (f"big{k:02d}", "s1", 5, f"{k} " + "x" * 30_000))
+            s.db.conn.execute(add, (f"big{k:02d}", "s1", 5, f"{k} " + "x" * 30_000))
     real_connect = sqlite3.connect
 
     def limited(*args, **kwargs):
@@ -359,7 +361,7 @@ def test_text_in_a_number_column_stops_parquet_naming_the_column(
     and leaves no file."""
     out = tmp_path / "actions.parquet"
     with Store(odd_db) as s:
-        s.conn.execute(f"UPDATE actions SET {column} = ? WHERE id = 'a03'", (text,))
+        s.db.conn.execute(f"UPDATE actions SET {column} = ? WHERE id = 'a03'", (text,))
         query = export.build(s, "actions")
         line = next(x for x in _one_cursor(s, query, "jsonl").splitlines() if '"a03"' in x)
         assert json.loads(line)[column] == text

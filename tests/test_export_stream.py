@@ -62,15 +62,15 @@ def _project(db: Path) -> None:
     ]
     loaded = find_codebook("traum")
     with Store(db) as s:
-        s.add_actions(actions, path="odd", sha256="odd", fmt="test")
-        s.register_codebook(loaded)
+        s.actions.add_actions(actions, path="odd", sha256="odd", fmt="test")
+        s.codebooks.register_codebook(loaded)
         writes = [
             LabelWrite(a.id, "act", coder, Answer("other", other_text=a.content or "x"))
             for a in actions
             for coder in ("ana", "ben")
         ]
-        s.save_answers(loaded.codebook, writes)
-        s.create_sample("main", [a.id for a in actions[::-1][:7]])
+        s.labels.save_answers(loaded.codebook, writes)
+        s.samples.create_sample("main", [a.id for a in actions[::-1][:7]])
 
 
 @pytest.fixture
@@ -103,7 +103,7 @@ def test_batches_of_any_size_give_the_same_bytes(odd_db, monkeypatch, what, fmt)
 
 def test_csv_reads_back_every_odd_cell(odd_db) -> None:
     with Store(odd_db) as s:
-        stored = s.query(
+        stored = s.db.query(
             "SELECT id, content, participant, elapsed_s FROM actions ORDER BY session, seq"
         )
     rows = list(csv.DictReader(io.StringIO(_text(odd_db, "actions", export.ExportFormat.csv))))
@@ -154,7 +154,7 @@ def test_labels_are_joined_with_their_actions_in_every_format(odd_db, tmp_path) 
 
 def test_an_empty_table_has_its_header(odd_db, tmp_path) -> None:
     with Store(odd_db) as s:
-        s.create_sample("none", [])
+        s.samples.create_sample("none", [])
     text = _text(odd_db, "labels", export.ExportFormat.csv, sample="none")
     assert text.startswith("action_id,codebook,") and text.count("\n") == 1
     assert _text(odd_db, "labels", export.ExportFormat.jsonl, sample="none") == ""
@@ -169,18 +169,18 @@ def test_an_empty_table_has_its_header(odd_db, tmp_path) -> None:
 
 
 def _plan(store: Store, sql: str, params=()) -> str:
-    return " | ".join(r[3] for r in store.conn.execute("EXPLAIN QUERY PLAN " + sql, params))
+    return " | ".join(r[3] for r in store.db.conn.execute("EXPLAIN QUERY PLAN " + sql, params))
 
 
 def _progress_sql(store: Store) -> list[str]:
     seen: list[str] = []
-    store.conn.set_trace_callback(seen.append)
+    store.db.conn.set_trace_callback(seen.append)
     try:
-        store.coder_progress("main", find_codebook("traum").codebook)
-        store.overview_by_condition()
-        store.codebook_versions()
+        store.labels.coder_progress("main", find_codebook("traum").codebook)
+        store.actions.overview_by_condition()
+        store.codebooks.codebook_versions()
     finally:
-        store.conn.set_trace_callback(None)
+        store.db.conn.set_trace_callback(None)
     return seen
 
 
@@ -196,17 +196,17 @@ def test_hot_queries_use_an_index(odd_db) -> None:
         assert "COVERING INDEX labels_progress" in _plan(s, versions)
         # sampling reads row ids in session order from the index alone
         seen: list[str] = []
-        s.conn.set_trace_callback(seen.append)
-        with s.sampling_rows(None) as rows:
+        s.db.conn.set_trace_callback(seen.append)
+        with s.actions.sampling_rows(None) as rows:
             assert len(rows.fetchall()) == len(ODD)
-        s.conn.set_trace_callback(None)
+        s.db.conn.set_trace_callback(None)
         plan = _plan(s, next(q for q in seen if "ORDER BY session, seq" in q))
         assert "COVERING INDEX actions_session_seq" in plan and "TEMP B-TREE" not in plan
         # exports stream in index order: no sort of the whole table
-        query = s.export_actions_query()
+        query = s.exports.export_actions_query()
         plan = _plan(s, query.plain_sql(), query.params)
         assert "INDEX actions_session_seq" in plan and "TEMP B-TREE" not in plan
-        query = s.export_actions_query(sample="main")
+        query = s.exports.export_actions_query(sample="main")
         plan = _plan(s, query.plain_sql(), query.params)
         assert "TEMP B-TREE" not in plan
 
@@ -216,7 +216,7 @@ def _reference_csv(store: Store, what: str, safe: bool) -> str:
     SQLite prints it as text: what the batch writer must give, byte for byte."""
     query = export.build(store, what)
     fields = ", ".join(f"typeof({c.expr}), CAST({c.expr} AS TEXT)" for c in query.columns)
-    cursor = store.conn.cursor()
+    cursor = store.db.conn.cursor()
     cursor.row_factory = None
     lines = [",".join(query.names)]
     for row in cursor.execute(query.sql(fields), query.params):
@@ -245,15 +245,17 @@ ESCAPED = [
 
 def _odd_texts(store: Store) -> None:
     """JSON in a cell, every kind of JSON escape, text held by a number column."""
-    store.conn.execute('UPDATE labels SET meta = \'{"a": "=x", "b": "\\\\n"}\' WHERE id = 1')
-    store.conn.execute('UPDATE labels SET codes = \'["n1","-n3"]\', seconds = 1e20 WHERE id = 2')
-    store.conn.execute("UPDATE labels SET seconds = '-abc' WHERE id = 3")
-    store.conn.execute("UPDATE actions SET elapsed_s = '=\"x' WHERE id = 'a01'")
-    store.conn.execute("UPDATE actions SET elapsed_s = -0.0 WHERE id = 'a02'")
+    store.db.conn.execute('UPDATE labels SET meta = \'{"a": "=x", "b": "\\\\n"}\' WHERE id = 1')
+    store.db.conn.execute('UPDATE labels SET codes = \'["n1","-n3"]\', seconds = 1e20 WHERE id = 2')
+    store.db.conn.execute("UPDATE labels SET seconds = '-abc' WHERE id = 3")
+    store.db.conn.execute("UPDATE actions SET elapsed_s = '=\"x' WHERE id = 'a01'")
+    store.db.conn.execute("UPDATE actions SET elapsed_s = -0.0 WHERE id = 'a02'")
     for k, text in enumerate(ESCAPED):
-        store.conn.execute("UPDATE labels SET note = ? WHERE id = ?", (text, 5 + k))
-        store.conn.execute("UPDATE actions SET content = ? WHERE id = ?", (text, f"a{4 + k:02d}"))
-    store.conn.commit()
+        store.db.conn.execute("UPDATE labels SET note = ? WHERE id = ?", (text, 5 + k))
+        store.db.conn.execute(
+            "UPDATE actions SET content = ? WHERE id = ?", (text, f"a{4 + k:02d}")
+        )
+    store.db.conn.commit()
 
 
 @pytest.mark.parametrize("what", ["actions", "labels"])
@@ -283,9 +285,9 @@ def test_csv_is_the_cells_written_one_by_one(odd_db, monkeypatch, what, safe, si
 def test_a_nul_in_a_text_is_exported_whole(odd_db) -> None:
     """json_array keeps a text whole where printf would cut it at its NUL."""
     with Store(odd_db) as s:
-        s.conn.execute("UPDATE labels SET other_text = 'be' || char(0) || 'fore' WHERE id = 1")
-        s.conn.execute("UPDATE actions SET content = 'x' || char(0) || 'y' WHERE id = 'a01'")
-        s.conn.commit()
+        s.db.conn.execute("UPDATE labels SET other_text = 'be' || char(0) || 'fore' WHERE id = 1")
+        s.db.conn.execute("UPDATE actions SET content = 'x' || char(0) || 'y' WHERE id = 'a01'")
+        s.db.conn.commit()
     labels = _text(odd_db, "labels", export.ExportFormat.csv)
     actions = _text(odd_db, "actions", export.ExportFormat.csv)
     assert '"be\x00fore"' in labels and '"x\x00y"' in actions
@@ -299,11 +301,11 @@ def test_an_infinite_number_is_a_json_number_in_json_lines(odd_db, tmp_path, mon
     text that holds ``":Inf`` stays as it is."""
     texts = {"a01": 'say ":Inf," and ":-Inf}', "a02": 'back\\":Inf,'}
     with Store(odd_db) as s:
-        s.conn.execute("UPDATE actions SET elapsed_s = 9e999 WHERE id = 'a03'")
-        s.conn.execute("UPDATE actions SET elapsed_s = -9e999 WHERE id = 'a05'")
+        s.db.conn.execute("UPDATE actions SET elapsed_s = 9e999 WHERE id = 'a03'")
+        s.db.conn.execute("UPDATE actions SET elapsed_s = -9e999 WHERE id = 'a05'")
         for action_id, text in texts.items():
-            s.conn.execute("UPDATE actions SET content = ? WHERE id = ?", (text, action_id))
-        s.conn.commit()
+            s.db.conn.execute("UPDATE actions SET content = ? WHERE id = ?", (text, action_id))
+        s.db.conn.commit()
     for size in (1, 5000):
         monkeypatch.setattr(export, "ROWS_PER_CHUNK", size)
         text = _text(odd_db, "actions", export.ExportFormat.jsonl)

@@ -91,16 +91,16 @@ def test_the_upgrade_moves_gold_and_the_runs_that_cite_it(tmp_path: Path) -> Non
         before = _labels(conn)
         old_gold = [r[0] for r in conn.execute("SELECT id FROM labels WHERE coder = 'gold'")]
     with Store(path) as s:
-        assert s.schema_version() == 20
-        after = _labels(s.conn)
+        assert s.db.schema_version() == 20
+        after = _labels(s.db.conn)
         assert [tuple(r) for r in after] == before  # every column, revisions too
-        gold = s.conn.execute("SELECT id FROM gold ORDER BY id").fetchall()
+        gold = s.db.conn.execute("SELECT id FROM gold ORDER BY id").fetchall()
         assert [g[0] for g in gold] == [i + GOLD_IDS for i in old_gold]
-        assert s.conn.execute("SELECT count(*) FROM gold_answers").fetchone()[0] == 2
-        assert s.conn.execute("SELECT count(*) FROM coder_labels").fetchone()[0] == 8
+        assert s.db.conn.execute("SELECT count(*) FROM gold_answers").fetchone()[0] == 2
+        assert s.db.conn.execute("SELECT count(*) FROM coder_labels").fetchone()[0] == 8
         for run in (1, 2):
-            stored = s.agreement_run(run)
-            ids, revisions = s.label_revisions(stored["label_ids"])
+            stored = s.agreement.agreement_run(run)
+            ids, revisions = s.agreement.label_revisions(stored["label_ids"])
             assert len(ids) == len(stored["label_ids"]) == 8  # none lost
             assert sorted(stored["label_ids"]) == stored["label_ids"]
             assert sum(i > GOLD_IDS for i in stored["label_ids"]) == 4
@@ -111,11 +111,13 @@ def test_the_upgrade_moves_gold_and_the_runs_that_cite_it(tmp_path: Path) -> Non
             )  # the run sees every label unchanged
         # a new label may take a moved gold's old id: the gold's is another now
         cb = find_codebook("traum")
-        s.register_codebook(cb)
-        s.save_answer("s:0", cb.codebook, "act", "caro", Answer("Repair"))
-        new_id = s.conn.execute("SELECT max(id) FROM coder_labels").fetchone()[0]
+        s.codebooks.register_codebook(cb)
+        s.labels.save_answer("s:0", cb.codebook, "act", "caro", Answer("Repair"))
+        new_id = s.db.conn.execute("SELECT max(id) FROM coder_labels").fetchone()[0]
         assert new_id == max(old_gold)  # the last row was gold: its id is free again
-        n, distinct = s.conn.execute("SELECT count(*), count(DISTINCT id) FROM labels").fetchone()
+        n, distinct = s.db.conn.execute(
+            "SELECT count(*), count(DISTINCT id) FROM labels"
+        ).fetchone()
         assert n == distinct == 13
 
 
@@ -182,9 +184,9 @@ def test_merge_brings_the_gold_the_file_lacks(cli, tmp_path: Path) -> None:
     assert r.exit_code == 0, r.output
     assert "10 new labels" in " ".join(r.stdout.split())
     with Store(ours) as s, Store(theirs) as t:
-        mine = {x["action_id"]: x for x in s.label_rows("traum", coders=["gold"])}
+        mine = {x["action_id"]: x for x in s.labels.label_rows("traum", coders=["gold"])}
         had = {g["action_id"] for g in gold[:20]}
-        for x in t.label_rows("traum", coders=["gold"]):
+        for x in t.labels.label_rows("traum", coders=["gold"]):
             ours_row = mine[x["action_id"]]
             same = ("value", "other_text", "source", "meta", "codebook_hash")
             if x["action_id"] not in had:  # copied whole
@@ -201,9 +203,9 @@ def test_merge_brings_the_gold_the_file_lacks(cli, tmp_path: Path) -> None:
         )
     assert cli("merge", str(theirs), "--prefer", "newer", db=ours).exit_code == 0
     with Store(ours) as s:
-        [row] = s.label_rows("traum", coders=["gold"], action_ids=[changed["action_id"]])
+        [row] = s.labels.label_rows("traum", coders=["gold"], action_ids=[changed["action_id"]])
         assert row["value"] == changed["value"]
-        assert s.conn.execute("SELECT count(*) FROM gold").fetchone()[0] == 30
+        assert s.db.conn.execute("SELECT count(*) FROM gold").fetchone()[0] == 30
 
 
 def _three_coders(path: Path) -> tuple[Store, object, list[str]]:
@@ -214,11 +216,11 @@ def _three_coders(path: Path) -> tuple[Store, object, list[str]]:
     s = Store(path)
     import_files(s, sorted(DEMO.glob("*.jsonl")))
     loaded = find_codebook("traum")
-    s.register_codebook(loaded)
-    ids = [r["id"] for r in s.action_rows()][:4]
+    s.codebooks.register_codebook(loaded)
+    ids = [r["id"] for r in s.actions.action_rows()][:4]
     for action_id in ids:
         for coder in ("ana", "ben", "caro"):
-            s.save_answer(action_id, loaded.codebook, "act", coder, Answer("Initiate"))
+            s.labels.save_answer(action_id, loaded.codebook, "act", coder, Answer("Initiate"))
     return s, loaded.codebook, ids
 
 
@@ -231,7 +233,7 @@ def _one_pass(s: Store) -> tuple:
 
 
 def _gold(s: Store, action_id: str) -> dict:
-    [row] = s.conn.execute(
+    [row] = s.db.conn.execute(
         "SELECT value, note, revision, meta FROM labels WHERE coder = 'gold' AND action_id = ?",
         (action_id,),
     ).fetchall()
@@ -245,9 +247,9 @@ def test_majority_gold_keeps_its_revision_when_only_the_votes_change(tmp_path: P
     with s:
         assert _one_pass(s) == ((), 4)
         before = _gold(s, ids[0])
-        s.save_answer(ids[0], cb, "act", "caro", Answer("Repair"))  # 2 of 3 now
-        s.save_answer(ids[1], cb, "act", "ben", Answer("Repair"))
-        s.save_answer(ids[1], cb, "act", "caro", Answer("Repair"))  # Repair wins now
+        s.labels.save_answer(ids[0], cb, "act", "caro", Answer("Repair"))  # 2 of 3 now
+        s.labels.save_answer(ids[1], cb, "act", "ben", Answer("Repair"))
+        s.labels.save_answer(ids[1], cb, "act", "caro", Answer("Repair"))  # Repair wins now
         other = _gold(s, ids[1])
         assert _one_pass(s) == ((), 4)
         after = _gold(s, ids[0])
@@ -264,12 +266,12 @@ def test_a_retracted_majority_gold_with_a_note_is_retracted_once(tmp_path: Path)
     with s:
         _one_pass(s)
         meta = json.loads(_gold(s, ids[2])["meta"])
-        s.save_gold(
+        s.agreement.save_gold(
             cb,
             [LabelWrite(ids[2], "act", "gold", Answer("Initiate"), "adjudicate", meta, "check")],
         )
-        s.save_answer(ids[2], cb, "act", "ben", Answer("Repair"))
-        s.save_answer(ids[2], cb, "act", "caro", Answer("Cancel"))  # a tie now
+        s.labels.save_answer(ids[2], cb, "act", "ben", Answer("Repair"))
+        s.labels.save_answer(ids[2], cb, "act", "caro", Answer("Cancel"))  # a tie now
         assert _one_pass(s) == (((ids[2], "act"),), 3)
         assert _gold(s, ids[2])["value"] is None and _gold(s, ids[2])["note"] == "check"
         assert _one_pass(s) == ((), 3)
@@ -296,7 +298,7 @@ def test_label_rows_of_a_few_columns_with_gold(tmp_path: Path) -> None:
     s, _, _ = _three_coders(tmp_path / "p.db")
     with s:
         _one_pass(s)
-        rows = s.label_rows("traum", columns=("action_id", "value"))
+        rows = s.labels.label_rows("traum", columns=("action_id", "value"))
         assert len(rows) == 16 and set(rows[0]) == {"action_id", "value"}
         assert [r["action_id"] for r in rows] == sorted(r["action_id"] for r in rows)
 
@@ -306,10 +308,10 @@ def test_counted_ids_read_the_sample_only_when_asked_for(tmp_path: Path) -> None
 
     s, _, ids = _three_coders(tmp_path / "p.db")
     with s:
-        s.create_sample("main", ids[:3])
+        s.samples.create_sample("main", ids[:3])
         reads: list[str] = []
-        s.conn.set_trace_callback(reads.append)
-        counted = s.sample_item_ids("main", counted=True)
+        s.db.conn.set_trace_callback(reads.append)
+        counted = s.samples.sample_item_ids("main", counted=True)
         assert isinstance(counted, Later) and len(counted) == 3
         assert not [q for q in reads if "group_concat" in q]  # the number only
         assert list(counted) == ids[:3] and counted[1] == ids[1]

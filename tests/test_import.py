@@ -13,7 +13,7 @@ from annotate.store import Store
 
 def _count(db: Path, sql: str) -> int:
     with Store(db) as s:
-        return s.query(sql)[0][0]
+        return s.db.query(sql)[0][0]
 
 
 def test_platform_export_merges_participants_in_time_order(cli, db_path, shared) -> None:
@@ -21,8 +21,8 @@ def test_platform_export_merges_participants_in_time_order(cli, db_path, shared)
     assert r.exit_code == 0, r.output
     assert "33 new actions of 33" in r.stdout
     with Store(db_path) as s:
-        session = s.query("SELECT DISTINCT session FROM actions")[0][0]
-        acts = s.session_actions(session)
+        session = s.db.query("SELECT DISTINCT session FROM actions")[0][0]
+        acts = s.actions.session_actions(session)
     assert [a.seq for a in acts] == list(range(33))
     assert [a.timestamp for a in acts] == sorted(a.timestamp for a in acts)
     assert acts[2].content == "Hi! I can see my map and some landmarks"
@@ -51,8 +51,8 @@ def test_one_participant_file_then_the_other_gives_the_same_order(cli, db_path, 
     for f in files:
         cli("import", str(f), "--role", "Jack=guide", "--role", "Alice=follower")
     with Store(db_path) as s:
-        session = s.query("SELECT DISTINCT session FROM actions")[0][0]
-        acts = s.session_actions(session)
+        session = s.db.query("SELECT DISTINCT session FROM actions")[0][0]
+        acts = s.actions.session_actions(session)
     assert [a.timestamp for a in acts] == sorted(a.timestamp for a in acts)
 
 
@@ -68,12 +68,12 @@ def test_maptask_corpus_with_labels_as_a_coder(cli, db_path, shared) -> None:
     assert r.exit_code == 0, r.output
     assert "21052 new actions" in r.stdout
     with Store(db_path) as s:
-        assert s.count_actions() == 21052
-        by_cond = {r["condition"]: r["sessions"] for r in s.overview_by_condition()}
+        assert s.actions.count_actions() == 21052
+        by_cond = {r["condition"]: r["sessions"] for r in s.actions.overview_by_condition()}
         assert set(by_cond) == {"ec", "nc"} and sum(by_cond.values()) == 102
-        first = s.action("q1ec1:0001")
+        first = s.actions.action("q1ec1:0001")
         assert (first.role, first.content, first.condition) == ("guide", "okay", "ec")
-        labels = s.label_rows("hcrc_moves", coders=["hcrc"])
+        labels = s.labels.label_rows("hcrc_moves", coders=["hcrc"])
         assert len(labels) == 21052
         assert {r["value"] for r in labels} == {
             "acknowledge",
@@ -144,7 +144,7 @@ def test_platform_timestamps_are_ordered_as_times_not_text(cli, db_path, tmp_pat
     )
     assert cli("import", str(f)).exit_code == 0
     with Store(db_path) as s:
-        acts = s.session_actions("s")
+        acts = s.actions.session_actions("s")
     assert [(a.content, a.timestamp) for a in acts] == [
         ("m2", "2026-04-10T20:30:00.000000Z"),
         ("m1", "2026-04-10T21:00:00.000000Z"),
@@ -169,7 +169,7 @@ def test_a_broken_first_line_does_not_change_the_detected_format(cli, db_path, s
     r = cli("import", str(bad), "--skip-invalid")
     assert r.exit_code == 0 and f"skipped {bad}:1" in r.stderr, r.output
     with Store(db_path) as s:
-        kinds = s.query("SELECT DISTINCT json_extract(meta, '$.source_type') FROM actions")
+        kinds = s.db.query("SELECT DISTINCT json_extract(meta, '$.source_type') FROM actions")
     assert {k[0] for k in kinds} >= {"send_message"}  # read as the platform's export
 
     dialogue = tmp_path / "q1ec1.txt"
@@ -229,7 +229,7 @@ def test_generic_csv_with_column_mapping(cli, db_path, tmp_path) -> None:
     )
     assert r.exit_code == 0, r.output
     with Store(db_path) as s:
-        d1 = s.session_actions("d1")
+        d1 = s.actions.session_actions("d1")
     assert [(a.seq, a.role, a.action_type) for a in d1] == [
         (0, "guide", "message"),
         (1, "follower", "message"),
@@ -247,7 +247,7 @@ def test_generic_jsonl_and_format_flag(cli, db_path, tmp_path) -> None:
     r = cli("import", str(f), "--format", "jsonl")
     assert r.exit_code == 0, r.output
     with Store(db_path) as s:
-        assert [a.id for a in s.session_actions("s")] == ["a1", "s:1"]
+        assert [a.id for a in s.actions.session_actions("s")] == ["a1", "s:1"]
     # the default id does not depend on the file's name: a renamed copy adds nothing
     copy = tmp_path / "renamed.jsonl"
     copy.write_text(f.read_text())
@@ -271,8 +271,8 @@ def test_an_id_stored_with_other_content_stops_the_file(cli, db_path, tmp_path) 
         in r.stderr
     )
     with Store(db_path) as s:
-        assert [(a.id, a.content) for a in s.session_actions("s")] == [("x1", "go left")]
-        assert s.session_actions("t") == []
+        assert [(a.id, a.content) for a in s.actions.session_actions("s")] == [("x1", "go left")]
+        assert s.actions.session_actions("t") == []
 
 
 def test_csv_with_byte_order_mark_and_missing_column(cli, db_path, tmp_path) -> None:
@@ -281,7 +281,7 @@ def test_csv_with_byte_order_mark_and_missing_column(cli, db_path, tmp_path) -> 
     r = cli("import", str(f))
     assert r.exit_code == 0, r.output
     with Store(db_path) as s:
-        assert [a.content for a in s.session_actions("s1")] == ["hello"]
+        assert [a.content for a in s.actions.session_actions("s1")] == ["hello"]
     g = tmp_path / "other.csv"
     g.write_text("dialogue,text\nd1,hi\n")
     r = cli("import", str(g))
@@ -312,8 +312,8 @@ def test_demo_data_imports(cli, db_path) -> None:
     r = cli("import", str(demo))
     assert r.exit_code == 0, r.output
     with Store(db_path) as s:
-        conds = {r["condition"] for r in s.overview_by_condition()}
-        types = {r[0] for r in s.query("SELECT DISTINCT action_type FROM actions")}
+        conds = {r["condition"] for r in s.actions.overview_by_condition()}
+        types = {r[0] for r in s.db.query("SELECT DISTINCT action_type FROM actions")}
     assert conds == {"visible", "hidden"}
     assert {"message", "draw"} <= types
 

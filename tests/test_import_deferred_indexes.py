@@ -18,6 +18,7 @@ import pytest
 from annotate.errors import ImportFormatError
 from annotate.io import importing
 from annotate.io.importing import import_files
+from annotate.render.output import tell_waiting
 from annotate.store import Store
 
 REPO = Path(__file__).resolve().parents[1]
@@ -66,13 +67,13 @@ def test_an_import_in_groups_ends_with_every_index(tmp_path, monkeypatch, every_
     monkeypatch.setattr(importing, "GROUP_ROWS", 50)  # 4 groups
     built = []
     with Store(tmp_path / "p.db") as store:
-        original = store.restore_action_indexes
+        original = store.actions.restore_action_indexes
 
         def restore(**kwargs) -> None:  # what the run left for its end, seen at its end
-            built.extend(r[0] for r in store.conn.execute("SELECT name FROM deferred_indexes"))
+            built.extend(r[0] for r in store.db.conn.execute("SELECT name FROM deferred_indexes"))
             original(**kwargs)
 
-        monkeypatch.setattr(store, "restore_action_indexes", restore)
+        monkeypatch.setattr(store.actions, "restore_action_indexes", restore)
         import_files(store, [_folder(tmp_path / "logs")])
     assert sorted(built) == sorted(
         n for n, sql in every_index if sql and n != "actions_session_seq"
@@ -106,7 +107,7 @@ def test_an_import_that_dies_leaves_its_indexes_to_the_next_open(
         from annotate.store import Store
         importing.GROUP_ROWS = 50
         store = Store({str(db)!r})
-        store.restore_action_indexes = lambda **kw: os._exit(9)
+        store.actions.restore_action_indexes = lambda **kw: os._exit(9)
         importing.import_files(store, [Path({str(folder)!r})])
     """)
     env = {**os.environ, "PYTHONPATH": str(REPO)}
@@ -122,21 +123,21 @@ def test_an_import_that_dies_leaves_its_indexes_to_the_next_open(
     with closing(sqlite3.connect(db)) as conn, conn:
         conn.execute("UPDATE deferred_indexes SET pid = ?", (os.getpid(),))
     capsys.readouterr()
-    Store(db).close()
+    Store(db, on_wait=tell_waiting).close()
     assert len(_indexes(db)) == 2
     assert capsys.readouterr().err == ""
     # once it is gone, the next open builds them, and says so
     with closing(sqlite3.connect(db)) as conn, conn:
         conn.execute("UPDATE deferred_indexes SET pid = ?", (child.pid,))
-    with Store(db) as store:
-        assert store.count_actions() == 180
+    with Store(db, on_wait=tell_waiting) as store:
+        assert store.actions.count_actions() == 180
     assert capsys.readouterr().err == (
         f"{db}: building the indexes an interrupted import left, once "
         "(seconds for a million actions)\n"
     )
     assert _indexes(db) == every_index
     assert _deferred(db) == []
-    Store(db).close()
+    Store(db, on_wait=tell_waiting).close()
     assert capsys.readouterr().err == ""
 
 
@@ -146,11 +147,11 @@ def test_an_import_into_a_file_with_actions_drops_no_index(tmp_path, monkeypatch
     with Store(tmp_path / "p.db") as store:
         import_files(store, sorted(folder.glob("*.jsonl"))[:1])
         dropped = []
-        store.conn.set_authorizer(
+        store.db.conn.set_authorizer(
             lambda action, name, *_: dropped.append(name)
             if action == sqlite3.SQLITE_DROP_INDEX
             else sqlite3.SQLITE_OK
         )
         import_files(store, [folder])
-        store.conn.set_authorizer(None)
+        store.db.conn.set_authorizer(None)
     assert dropped == []

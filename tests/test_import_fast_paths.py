@@ -294,5 +294,5 @@ def test_a_clash_in_a_group_keeps_the_files_before_it(tmp_path: Path, cli, db_pa
     )
     assert f"already imported: {', '.join(f.name for f in files[:3])}" in r.stderr
     with Store(db_path) as store:
-        stored = {row["path"] for row in store.import_history()}
+        stored = {row["path"] for row in store.actions.import_history()}
     assert stored == {str(f) for f in files[:3]}

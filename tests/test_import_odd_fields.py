@@ -25,7 +25,7 @@ DEEP = "[" * 100_000 + "]" * 100_000
 
 def _count(db: Path) -> int:
     with Store(db) as s:
-        return s.count_actions()
+        return s.actions.count_actions()
 
 
 @pytest.mark.parametrize(
@@ -62,7 +62,7 @@ def test_structured_content_is_kept_as_before(cli, db_path, tmp_path) -> None:
     f.write_text(json.dumps({**GOOD, "content": {"points": [1, 2]}}) + "\n")
     assert cli("import", str(f), "--format", "jsonl").exit_code == 0
     with Store(db_path) as s:
-        assert s.session_actions("s1")[0].content == "{'points': [1, 2]}"
+        assert s.actions.session_actions("s1")[0].content == "{'points': [1, 2]}"
 
 
 def test_json_nested_100k_deep_is_one_bad_line(cli, db_path, tmp_path) -> None:
@@ -180,4 +180,4 @@ def test_import_labels_odd_field_names_the_line(cli, db_path, tmp_path, line, pr
     assert r.exit_code == 1
     assert r.stderr.splitlines()[0] == f"error: {f}:2: {problem}"
     with Store(db_path) as s:
-        assert s.label_rows("traum") == []
+        assert s.labels.label_rows("traum") == []

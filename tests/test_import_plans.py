@@ -42,15 +42,15 @@ def test_role_inference_and_time_order_search_actions_by_session(tmp_path) -> No
     with Store(tmp_path / "p.db") as store:
         import_files(store, [_export(tmp_path / "a.jsonl", 30)])
         statements: list[str] = []
-        store.conn.set_trace_callback(statements.append)
-        with store.transaction():
-            store.resequence_by_time([f"s{s}" for s in range(30)])
-            store.infer_roles([f"s{s}" for s in range(30)])
-        store.conn.set_trace_callback(None)
+        store.db.conn.set_trace_callback(statements.append)
+        with store.db.transaction():
+            store.actions.resequence_by_time([f"s{s}" for s in range(30)])
+            store.actions.infer_roles([f"s{s}" for s in range(30)])
+        store.db.conn.set_trace_callback(None)
         updates = [s for s in statements if s.lstrip().startswith(("UPDATE", "WITH"))]
         assert len(updates) == 2
         for sql in updates:
-            lines = [r[3] for r in store.conn.execute("EXPLAIN QUERY PLAN " + sql)]
+            lines = [r[3] for r in store.db.conn.execute("EXPLAIN QUERY PLAN " + sql)]
             on_actions = [line for line in lines if " actions " in f"{line} "]
             assert on_actions, lines
             # by session, or one action by its id (the renumbering's write-back)
@@ -59,7 +59,7 @@ def test_role_inference_and_time_order_search_actions_by_session(tmp_path) -> No
                 for line in on_actions
             ), (sql, lines)
         roles = dict(
-            store.conn.execute("SELECT DISTINCT participant, role FROM actions").fetchall()
+            store.db.conn.execute("SELECT DISTINCT participant, role FROM actions").fetchall()
         )
     assert roles == {"Guide": "guide", "Follower": "follower"}
 

@@ -31,10 +31,10 @@ def coded(store: Store) -> Store:
         Action(id=f"s1:{i:03d}", session="s1", seq=i, action_type="message", content=f"m {i}")
         for i in range(60)
     ]
-    store.add_actions(actions, path="t", sha256="-", fmt="jsonl")
-    store.create_sample("half", [a.id for a in actions[::2]], seed=1)
+    store.actions.add_actions(actions, path="t", sha256="-", fmt="jsonl")
+    store.samples.create_sample("half", [a.id for a in actions[::2]], seed=1)
     loaded = find_codebook("traum")
-    store.register_codebook(loaded)
+    store.codebooks.register_codebook(loaded)
     cb = loaded.codebook
     codes = ["Initiate", "Continue", "Acknowledge", "other"]
     writes = []
@@ -43,23 +43,23 @@ def coded(store: Store) -> Store:
             value = codes[(i + (j if i % 3 else 0)) % len(codes)]
             other = TRICKY[(i // 4 + j) % len(TRICKY)] if value == "other" else None
             writes.append(LabelWrite(a.id, "act", coder, Answer(value, (), other)))
-    store.save_answers(cb, writes)
-    store.set_skipped(actions[2].id, cb, "ben", ["act"])
+    store.labels.save_answers(cb, writes)
+    store.labels.set_skipped(actions[2].id, cb, "ben", ["act"])
     return store
 
 
 def _plans(store: Store, call: Callable[[], object]) -> dict[str, list[str]]:
     """Every SELECT that ``call`` runs, with its query plan."""
     seen: list[str] = []
-    store.conn.set_trace_callback(seen.append)
+    store.db.conn.set_trace_callback(seen.append)
     try:
         call()
     finally:
-        store.conn.set_trace_callback(None)
+        store.db.conn.set_trace_callback(None)
     plans = {}
     for sql in seen:
         if sql.lstrip().upper().startswith("SELECT") and "labels" in sql:
-            rows = store.conn.execute("EXPLAIN QUERY PLAN " + sql).fetchall()
+            rows = store.db.conn.execute("EXPLAIN QUERY PLAN " + sql).fetchall()
             plans[sql] = [r[3] for r in rows]
     return plans
 
@@ -72,11 +72,11 @@ def _scans_labels(line: str) -> bool:
 
 
 def _arrays(store: Store, scope: LabelScope) -> list[object]:
-    with store.read_snapshot():
+    with store.db.read_snapshot():
         if scope.sample is None:
-            store.number_labelled_items(scope)
-        versions = store.version_hashes(scope.codebook)
-        return list(store.label_arrays(scope, ["Initiate", "other"], versions))
+            store.label_cells.number_labelled_items(scope)
+        versions = store.label_cells.version_hashes(scope.codebook)
+        return list(store.label_cells.label_arrays(scope, ["Initiate", "other"], versions))
 
 
 @pytest.mark.parametrize("sample", ["half", None])
@@ -84,15 +84,19 @@ def test_hot_queries_use_an_index(coded: Store, sample: str | None) -> None:
     scope = LabelScope("traum", ("act",), ("ana", "ben", "caro"), sample)
     calls = {
         "label_arrays": lambda: _arrays(coded, scope),
-        "coded_sets": lambda: list(coded.coded_sets(scope)),
-        "answer_counts": lambda: coded.answer_counts(scope),
-        "skipped_cells": lambda: coded.skipped_cells(scope),
-        "coders_with_answers": lambda: coded.coders_with_answers("traum", sample=sample),
-        "answering_coders": lambda: coded.answering_coders("traum", sample=sample),
-        "shared_items": lambda: coded.shared_items("traum", ["ana", "ben"], sample=sample),
-        "label_ids": lambda: coded.label_ids("traum", "act", ["ana", "ben"], sample=sample),
-        "answered_label_counts": coded.answered_label_counts,
-        "has_answers": lambda: coded.has_answers("traum"),
+        "coded_sets": lambda: list(coded.label_cells.coded_sets(scope)),
+        "answer_counts": lambda: coded.label_cells.answer_counts(scope),
+        "skipped_cells": lambda: coded.label_cells.skipped_cells(scope),
+        "coders_with_answers": lambda: coded.agreement.coders_with_answers("traum", sample=sample),
+        "answering_coders": lambda: coded.agreement.answering_coders("traum", sample=sample),
+        "shared_items": lambda: coded.agreement.shared_items(
+            "traum", ["ana", "ben"], sample=sample
+        ),
+        "label_ids": lambda: coded.agreement.label_ids(
+            "traum", "act", ["ana", "ben"], sample=sample
+        ),
+        "answered_label_counts": coded.agreement.answered_label_counts,
+        "has_answers": lambda: coded.agreement.has_answers("traum"),
     }
     for name, call in calls.items():
         plans = _plans(coded, call)
@@ -109,14 +113,16 @@ def test_the_main_pass_needs_no_sort(coded: Store) -> None:
     for sample in ("half", None):
         scope = LabelScope("traum", ("act",), ("ana", "ben", "caro"), sample)
         for last in (False, True):
-            sql, before, rest = coded.label_arrays_sql(scope, ["Initiate"], [], last_chunk=last)
+            sql, before, rest = coded.label_cells.label_arrays_sql(
+                scope, ["Initiate"], [], last_chunk=last
+            )
             bounds = ["", "~"][: 1 if last else 2]
-            with coded.read_snapshot():
+            with coded.db.read_snapshot():
                 if sample is None:
-                    coded.number_labelled_items(scope)
+                    coded.label_cells.number_labelled_items(scope)
                 plan = [
                     r[3]
-                    for r in coded.conn.execute(
+                    for r in coded.db.conn.execute(
                         "EXPLAIN QUERY PLAN " + sql, [*before, *bounds, *rest]
                     )
                 ]
@@ -125,13 +131,13 @@ def test_the_main_pass_needs_no_sort(coded: Store) -> None:
             on_labels = [line for line in plan if line.startswith("SEARCH l ")]
             assert len(on_labels) == 1 and on_labels[0].endswith("(codebook=? AND action_id=?)")
         # the chunks' bounds are found in an index of the items, without a sort
-        with coded.read_snapshot():
+        with coded.db.read_snapshot():
             if sample is None:
-                coded.number_labelled_items(scope)
-            items, params = coded._items(scope, "action_id > ?")
+                coded.label_cells.number_labelled_items(scope)
+            items, params = coded.label_cells._items(scope, "action_id > ?")
             plan = [
                 r[3]
-                for r in coded.conn.execute(
+                for r in coded.db.conn.execute(
                     f"EXPLAIN QUERY PLAN {items} ORDER BY action_id LIMIT 1 OFFSET 5", [*params, ""]
                 )
             ]
@@ -139,19 +145,19 @@ def test_the_main_pass_needs_no_sort(coded: Store) -> None:
 
 
 def test_answering_coders_are_the_coders_with_answers(coded: Store) -> None:
-    cb = coded.stored_codebook("traum")
-    coded.set_skipped("s1:003", cb, "dan", ["act"])  # a row without an answer
+    cb = coded.codebooks.stored_codebook("traum")
+    coded.labels.set_skipped("s1:003", cb, "dan", ["act"])  # a row without an answer
     odd = LabelWrite("s1:001", "act", "eve", Answer("Cancel", (), None))  # not in 'half'
-    coded.save_answers(cb, [odd])
+    coded.labels.save_answers(cb, [odd])
     for sample in ("half", None):
-        found = coded.answering_coders("traum", sample=sample)
-        assert found == list(coded.coders_with_answers("traum", sample=sample))
+        found = coded.agreement.answering_coders("traum", sample=sample)
+        assert found == list(coded.agreement.coders_with_answers("traum", sample=sample))
         assert "dan" not in found and ("eve" in found) == (sample is None)
 
 
 def _read(store: Store, sample: str | None) -> tuple[list[QuestionData], LabelsRead]:
     selection = select(store, codebook="traum", sample=sample)
-    with store.read_snapshot():
+    with store.db.read_snapshot():
         return read_questions(store, selection)
 
 
@@ -173,7 +179,7 @@ def test_chunks_of_items_read_what_one_chunk_reads(
 
 
 def test_a_value_outside_the_codebook_is_read_after_a_count(coded: Store) -> None:
-    coded.conn.execute(
+    coded.db.conn.execute(
         "UPDATE labels SET value = 'Grunt' WHERE action_id = 's1:000' AND coder = 'caro'"
     )
     data, _ = _read(coded, "half")
@@ -183,30 +189,30 @@ def test_a_value_outside_the_codebook_is_read_after_a_count(coded: Store) -> Non
 
 
 def _revision(store: Store, action_id: str, coder: str) -> int:
-    return store.conn.execute(
+    return store.db.conn.execute(
         "SELECT revision FROM labels WHERE action_id = ? AND coder = ?", (action_id, coder)
     ).fetchone()[0]
 
 
 def test_a_label_gets_a_new_revision_when_its_answer_changes_and_only_then(coded: Store) -> None:
-    cb = coded.stored_codebook("traum")
+    cb = coded.codebooks.stored_codebook("traum")
     first = _revision(coded, "s1:005", "ana")
-    value = coded.conn.execute(
+    value = coded.db.conn.execute(
         "SELECT value FROM labels WHERE action_id = 's1:005' AND coder = 'ana'"
     ).fetchone()[0]
     assert first == content_revision("s1:005", "act", "ana", value, (), None, cb.version_hash)
-    coded.set_note("s1:005", cb, "ana", ["act"], "a note")
-    coded.set_flag("s1:005", cb, "ana", ["act"])
+    coded.labels.set_note("s1:005", cb, "ana", ["act"], "a note")
+    coded.labels.set_flag("s1:005", cb, "ana", ["act"])
     assert _revision(coded, "s1:005", "ana") == first
-    coded.save_answers(cb, [LabelWrite("s1:005", "act", "ana", Answer("Repair", (), None))])
+    coded.labels.save_answers(cb, [LabelWrite("s1:005", "act", "ana", Answer("Repair", (), None))])
     second = _revision(coded, "s1:005", "ana")
     assert second == content_revision("s1:005", "act", "ana", "Repair", (), None, cb.version_hash)
-    coded.save_answers(cb, [LabelWrite("s1:005", "act", "ana", Answer(value, (), None))])
+    coded.labels.save_answers(cb, [LabelWrite("s1:005", "act", "ana", Answer(value, (), None))])
     assert _revision(coded, "s1:005", "ana") == first  # the same content, the same revision
     # a write the store did not make (raw SQL) that changes the answer: a new revision
-    coded.conn.execute("UPDATE labels SET other_text = 'x' WHERE action_id = 's1:005'")
+    coded.db.conn.execute("UPDATE labels SET other_text = 'x' WHERE action_id = 's1:005'")
     assert _revision(coded, "s1:005", "ana") not in (0, first, second)
-    coded.conn.execute(
+    coded.db.conn.execute(
         "INSERT INTO labels (action_id, codebook, codebook_hash, question, coder, value, "
         "created_at, updated_at) VALUES ('s1:005', 'traum', 'h', 'act', 'dan', 'Cancel', '', '')"
     )
@@ -216,11 +222,11 @@ def test_a_label_gets_a_new_revision_when_its_answer_changes_and_only_then(coded
 def test_a_run_keeps_the_revision_of_every_label_it_used(coded: Store) -> None:
     for sample in ("half", None):
         run = agree(coded, codebook="traum", sample=sample, n_boot=200)
-        stored = coded.agreement_run(run.run_id)
-        ids, revisions = coded.label_revisions(stored["label_ids"])
+        stored = coded.agreement.agreement_run(run.run_id)
+        ids, revisions = coded.agreement.label_revisions(stored["label_ids"])
         assert len(ids) == run.n_labels == (90 if sample else 180)
         assert ids.tolist() == stored["label_ids"]
-        rows = coded.labels_by_id(stored["label_ids"])
+        rows = coded.agreement.labels_by_id(stored["label_ids"])
         assert {r["id"]: label_digest(r) for r in rows} == stored["label_digests"]
         assert labels_hash_of(revisions) == stored["labels_hash"] == run.labels_hash
         assert len({r["other_text"] for r in rows} & set(TRICKY)) >= 3
@@ -232,7 +238,7 @@ def test_the_gold_adjudicate_writes_carries_the_revision_of_its_content(coded: S
 
     selection = select(coded, codebook="traum", sample=None, purpose="adjudication")
     assert write_majority(coded, plan_gold(coded, selection), "lead") > 0
-    rows = coded.conn.execute(
+    rows = coded.db.conn.execute(
         "SELECT action_id, question, coder, value, codes, other_text, codebook_hash, revision "
         "FROM labels"
     ).fetchall()

@@ -24,7 +24,7 @@ def demo_gold(cli, db_path: Path) -> Path:
 
 def _rows(db: Path, coder: str) -> list[dict]:
     with Store(db) as s:
-        return s.label_rows("traum", coders=[coder])
+        return s.labels.label_rows("traum", coders=[coder])
 
 
 def _write(path: Path, rows: list[dict]) -> Path:

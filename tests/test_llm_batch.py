@@ -112,7 +112,7 @@ def test_exported_lines_are_the_documented_format_and_the_online_requests(
     env.state.label_for = agreeing(gold, 0.9)
     online_db = tmp_path / "online.db"
     with Store(db_path) as s:
-        s.conn.execute("VACUUM INTO ?", (str(online_db),))
+        s.db.conn.execute("VACUUM INTO ?", (str(online_db),))
     r = cli("llm-label", "--codebook", "hcrc_moves", "--model", MODEL, "--validate-only",
             db=online_db)  # fmt: skip
     assert r.exit_code == 0, r.output
@@ -270,8 +270,8 @@ def test_batch_submit_poll_collect_gate_then_the_rest(cli, gold, env, db_path):
     assert "Done: run 1 (done)" in r.stdout
     assert env.state.requests == 0  # nothing was sent online
     with Store(db_path) as s:
-        rows = s.label_rows("hcrc_moves", coders=[CODER])
-        run = s.llm_run(1)
+        rows = s.labels.label_rows("hcrc_moves", coders=[CODER])
+        run = s.llm.llm_run(1)
     assert len(rows) == HELDOUT + REST
     assert {r["meta"]["batch"] for r in rows} == set(batches.batches)
     assert run["status"] == "done" and run["gate"] == "pass" and run["sent"] == HELDOUT + REST
@@ -299,7 +299,7 @@ def test_expired_batch_and_line_errors_are_reported_and_resubmitted(cli, gold, e
     batches = env.state.batches
     batches.outcomes = ["expired"]
     with Store(db_path) as s:
-        heldout = s.actions_by_ids(list(s.split_info("hcrc_moves").heldout))
+        heldout = s.actions.actions_by_ids(list(s.llm.split_info("hcrc_moves").heldout))
     texts = Counter(one_line(a.content) for a in heldout)
     target = next(a for a in heldout if texts[one_line(a.content)] == 1)
     batches.line_errors = [one_line(target.content)]
@@ -434,7 +434,7 @@ def test_votes_go_into_one_file_and_the_majority_is_stored(cli, gold, env, db_pa
     r = cli("llm-import", str(results))
     assert f"{3 * HELDOUT} replies stored" in r.stdout and f"{HELDOUT} items coded" in r.stdout
     with Store(db_path) as s:
-        rows = s.label_rows("hcrc_moves", coders=[CODER])
+        rows = s.labels.label_rows("hcrc_moves", coders=[CODER])
     confidence = {round(r["meta"]["confidence"], 4) for r in rows}
     assert confidence <= {1.0, round(2 / 3, 4)} and round(2 / 3, 4) in confidence
 

@@ -52,7 +52,7 @@ def one_line(text: str | None) -> str:
 def gold_by_text(db_path: Path) -> dict[str, str]:
     """The most frequent expert move of each message text."""
     with Store(db_path) as s:
-        rows = s.query(
+        rows = s.db.query(
             "SELECT a.content, l.value FROM labels l JOIN actions a ON a.id = l.action_id "
             "WHERE l.coder = 'hcrc'"
         )
@@ -92,7 +92,7 @@ def llm_label(cli, *args: str):
 
 def db_rows(db_path: Path, sql: str, params=()) -> list:
     with Store(db_path) as s:
-        return [tuple(r) for r in s.query(sql, params)]
+        return [tuple(r) for r in s.db.query(sql, params)]
 
 
 # -- split ------------------------------------------------------------------------------
@@ -100,10 +100,10 @@ def db_rows(db_path: Path, sql: str, params=()) -> list:
 
 def test_split_is_stratified_reproducible_and_stored(cli, maptask, db_path):
     with Store(db_path) as s:
-        first = s.split_info("hcrc_moves")
+        first = s.llm.split_info("hcrc_moves")
         assert len(first.shots) == 8 and len(first.heldout) == 72
         assert first.gold_coder == "hcrc" and first.sample == "main"
-        labels = [r["label"] for r in s.split_items("hcrc_moves") if r["role"] == "shot"]
+        labels = [r["label"] for r in s.llm.split_items("hcrc_moves") if r["role"] == "shot"]
     assert len(set(labels)) == 8  # 8 shots, 8 different moves
     r = cli("split", "--codebook", "hcrc_moves", "--gold", "hcrc", "--sample", "main")
     assert r.exit_code == 1
@@ -111,7 +111,7 @@ def test_split_is_stratified_reproducible_and_stored(cli, maptask, db_path):
     r = cli("split", "--codebook", "hcrc_moves", "--gold", "hcrc", "--sample", "main", "--replace")
     assert r.exit_code == 0 and r.stdout.startswith("split 'hcrc_moves': 8 shots covering 8 of")
     with Store(db_path) as s:
-        assert s.split_info("hcrc_moves").shots == first.shots
+        assert s.llm.split_info("hcrc_moves").shots == first.shots
 
 
 def test_split_without_gold_says_what_to_run_first(cli, maptask):
@@ -205,9 +205,9 @@ def test_validate_only_reports_like_agree_and_stores_labels(cli, maptask, llm_en
     )
     assert labels == [(72, "llm", "llm")]
     with Store(db_path) as s:
-        row = s.label_rows("hcrc_moves", coders=[CODER])[0]
-        item = s.llm_items(1)[0]
-        request = s.llm_request(item["request_hashes"][0])
+        row = s.labels.label_rows("hcrc_moves", coders=[CODER])[0]
+        item = s.llm.llm_items(1)[0]
+        request = s.llm.llm_request(item["request_hashes"][0])
     for key in ("run_id", "request_hash", "confidence", "prompt_hash", "codebook_hash", "model"):
         assert key in row["meta"]
     assert row["meta"]["endpoint"] == llm_env.base_url.split("/")[2]
@@ -226,8 +226,8 @@ def test_a_later_run_with_the_same_answers_leaves_its_provenance(cli, maptask, l
     assert r.exit_code == 0, r.output
     assert llm_env.state.requests == 2 * 72
     with Store(db_path) as s:
-        second = s.llm_run(2)
-        metas = [row["meta"] for row in s.label_rows("hcrc_moves", coders=[CODER])]
+        second = s.llm.llm_run(2)
+        metas = [row["meta"] for row in s.labels.label_rows("hcrc_moves", coders=[CODER])]
     assert len(metas) == 72
     assert {(m["run_id"], m["prompt_hash"]) for m in metas} == {(2, second["prompt_hash"])}
 
@@ -260,12 +260,14 @@ def test_full_flow_then_a_rerun_sends_nothing(cli, maptask, llm_env, db_path):
     assert "cost $" in r.stdout
     assert llm_env.state.requests == 212
     with Store(db_path) as s:
-        split_ids = set(s.split_info("hcrc_moves").shots) | set(s.split_info("hcrc_moves").heldout)
-        labelled = {r["action_id"] for r in s.label_rows("hcrc_moves", coders=[CODER])}
-        assert len(labelled) == 212 and not labelled & set(s.split_info("hcrc_moves").shots)
+        split_ids = set(s.llm.split_info("hcrc_moves").shots) | set(
+            s.llm.split_info("hcrc_moves").heldout
+        )
+        labelled = {r["action_id"] for r in s.labels.label_rows("hcrc_moves", coders=[CODER])}
+        assert len(labelled) == 212 and not labelled & set(s.llm.split_info("hcrc_moves").shots)
         assert len(labelled - split_ids) == 140
-        run = s.llm_run(1)
-        assert run["shot_ids"] == list(s.split_info("hcrc_moves").shots)
+        run = s.llm.llm_run(1)
+        assert run["shot_ids"] == list(s.llm.split_info("hcrc_moves").shots)
         assert run["cost"] > 0 and run["tokens_in"] > run["tokens_out"] > 0
 
     r = llm_label(cli)
@@ -283,8 +285,8 @@ def test_target_sample_labels_only_that_sample(cli, maptask, llm_env, db_path):
     llm_env.state.label_for = agreeing(maptask, 0.9)
     assert cli("sample", "--n", "30", "--seed", "1", "--name", "batch").exit_code == 0
     with Store(db_path) as s:
-        batch = set(s.sample_ids("batch"))
-        info = s.split_info("hcrc_moves")
+        batch = set(s.samples.sample_ids("batch"))
+        info = s.llm.split_info("hcrc_moves")
     expected = batch - set(info.shots) - set(info.heldout)
     r = llm_label(cli, "--target", "batch")
     assert r.exit_code == 0, r.output
@@ -355,14 +357,14 @@ def test_kill_and_resume_never_pays_twice(cli, maptask, llm_env, db_path):
 def test_a_different_command_never_resumes_an_unfinished_run(cli, maptask, llm_env, db_path):
     llm_env.state.label_for = agreeing(maptask, 0.9)
     with Store(db_path) as s:  # a run of this coder killed mid-way (its row still 'running')
-        s.conn.execute(
+        s.db.conn.execute(
             "INSERT INTO llm_runs (started_at, coder, model, endpoint_host, codebook, "
             "codebook_hash, split, prompt_hash, shot_ids, temperature, votes, context, target) "
             "VALUES ('2026-01-01', ?, ?, 'x', 'hcrc_moves', 'h', 'hcrc_moves', 'p', '[]', 0, "
             "1, 3, 'all')",
             (CODER, MODEL),
         )
-        s.conn.commit()
+        s.db.conn.commit()
     r = llm_label(cli)
     assert r.exit_code == 0, r.output
     assert "resuming" not in r.output
@@ -464,7 +466,7 @@ def test_unusable_reply_is_retried_once_then_stored_invalid(
 ):
     llm_env.state.label_for = agreeing(maptask, 0.9)
     with Store(db_path) as s:
-        heldout = s.actions_by_ids(list(s.split_info("hcrc_moves").heldout))
+        heldout = s.actions.actions_by_ids(list(s.llm.split_info("hcrc_moves").heldout))
     texts = Counter(one_line(a.content) for a in heldout)
     target = next(a for a in heldout if texts[one_line(a.content)] == 1)
     llm_env.state.faults.append(Fault(fault, times=2, match=one_line(target.content)))
@@ -488,7 +490,7 @@ def test_unusable_reply_is_retried_once_then_stored_invalid(
     assert bad["action_id"] == target.id and json.loads(bad["raw_replies"]) == raw
     assert bad["error"] == err and bad["content"] == target.content
     with Store(db_path) as s:
-        info = s.split_info("hcrc_moves")
+        info = s.llm.split_info("hcrc_moves")
     assert json.loads(bad["shot_ids"]) == list(info.shots) and bad["temperature"] == 0
     assert all(e["prompt_hash"] and e["codebook_hash"] and e["model"] == MODEL for e in exported)
     assert not db_rows(
@@ -544,9 +546,9 @@ def test_votes_give_confidence_and_an_uncertain_sample(cli, maptask, llm_env, db
     assert r.exit_code == 0, r.output
     assert llm_env.state.requests == 3 * 212
     with Store(db_path) as s:
-        rows = s.label_rows("hcrc_moves", coders=[CODER])
-        unsure = set(s.sample_ids("unsure"))
-        samples = {x["name"]: x for x in s.samples()}
+        rows = s.labels.label_rows("hcrc_moves", coders=[CODER])
+        unsure = set(s.samples.sample_ids("unsure"))
+        samples = {x["name"]: x for x in s.samples.samples()}
     confidence = {r["action_id"]: r["meta"]["confidence"] for r in rows}
     assert {round(c, 4) for c in confidence.values()} == {1.0, round(2 / 3, 4)}
     low = {a for a, c in confidence.items() if c < 0.8}
@@ -561,7 +563,7 @@ def test_votes_give_confidence_and_an_uncertain_sample(cli, maptask, llm_env, db
     assert again.exit_code == 0, again.output
     assert llm_env.state.requests == 3 * 212  # the same command again: all from the cache
     with Store(db_path) as s:
-        assert set(s.sample_ids("unsure")) == unsure
+        assert set(s.samples.sample_ids("unsure")) == unsure
     r = llm_label(cli, "--votes", "3", "--temperature", "0.7",
                   "--uncertain-sample", "main", "--below", "0.8")  # fmt: skip
     assert r.exit_code == 1 and "not by an LLM run" in r.stderr  # a human sample is kept
@@ -577,7 +579,7 @@ def test_mental_model_is_answered_in_one_json_object(
     loaded = find_codebook("mental_model")
     cb = loaded.codebook
     with Store(db_path) as s:
-        ids = [r["id"] for r in s.action_rows()][:30]
+        ids = [r["id"] for r in s.actions.action_rows()][:30]
         writes = []
         for k, aid in enumerate(ids):
             same = k % 3 != 0
@@ -588,8 +590,8 @@ def test_mental_model_is_answered_in_one_json_object(
                 "Q4": Answer("yes") if same else Answer("no", ("n2",)),
             }
             writes += [LabelWrite(aid, q, "gold", a, "test") for q, a in answers.items()]
-        s.register_codebook(loaded)
-        s.save_answers(cb, writes)
+        s.codebooks.register_codebook(loaded)
+        s.labels.save_answers(cb, writes)
     assert cli("split", "--codebook", "mental_model", "--shots", "4").exit_code == 0
 
     def answer_for(text: str, body: dict) -> dict:
@@ -610,7 +612,7 @@ def test_mental_model_is_answered_in_one_json_object(
     for q in ("Question Q1", "Question Q2", "Question Q3", "Question Q4"):
         assert q in r.stdout
     with Store(db_path) as s:
-        got = s.coder_answers(cb, CODER)
+        got = s.llm.coder_answers(cb, CODER)
     assert len(got) == 26
     first = next(iter(got.values()))
     assert first == {

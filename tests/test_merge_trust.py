@@ -64,7 +64,7 @@ def test_a_codebook_whose_text_does_not_give_its_hash_is_refused(cli, pair) -> N
     assert hint.startswith("hint: the file was changed outside annotate: nothing was merged")
     assert dump(ours) == before
     with Store(ours) as s:  # what agree --codebook traum uses: the newest stored version
-        assert s.stored_codebook("traum").version_hash == TRAUM.codebook.version_hash
+        assert s.codebooks.stored_codebook("traum").version_hash == TRAUM.codebook.version_hash
 
 
 def test_a_true_hash_with_a_mismatched_title_or_a_broken_text_is_refused(cli, pair) -> None:
@@ -102,7 +102,7 @@ def test_a_version_stored_before_other_was_opt_in_is_verified_as_it_was_read(
     r = cli("merge", str(theirs), db=ours)
     assert r.exit_code == 0, r.output
     with Store(ours) as s:
-        stored = {v["version_hash"]: v for v in s.codebook_versions()}
+        stored = {v["version_hash"]: v for v in s.codebooks.codebook_versions()}
     assert old.version_hash in stored
     assert stored[old.version_hash]["added_at"] < "2099"  # a future date is copied as now
 
@@ -112,8 +112,8 @@ def test_a_merge_killed_with_sigterm_leaves_no_copy(pair, monkeypatch) -> None:
     real = merge_module.snapshot_project
     seen: list[Path] = []
 
-    def snapshot_then_sigterm(path: Path, dest: Path) -> None:
-        real(path, dest)
+    def snapshot_then_sigterm(path: Path, dest: Path, **options: object) -> None:
+        real(path, dest, **options)
         seen.append(dest)
         assert dest.stat().st_size > 0
         os.kill(os.getpid(), signal.SIGTERM)  # as `kill PID` from another shell

@@ -57,8 +57,8 @@ def test_a_draw_is_the_frozen_one(cli, demo, name) -> None:
     r = cli("sample", *args, "--name", name)
     assert r.exit_code == 0, r.output
     with Store(demo) as store:
-        ids = store.sample_ids(name)
-        n = store.conn.execute("SELECT n FROM samples WHERE name = ?", (name,)).fetchone()[0]
+        ids = store.samples.sample_ids(name)
+        n = store.db.conn.execute("SELECT n FROM samples WHERE name = ?", (name,)).fetchone()[0]
     assert [i[:8] for i in ids] == expected.split()
     assert n == len(ids)
 
@@ -67,7 +67,7 @@ def test_the_draw_from_the_file_is_the_draw_from_rows_in_memory(cli, demo) -> No
     """:func:`draw_sample` (rows in memory) and the command (row ids read from SQLite,
     items written by SQLite) give the same items in the same order."""
     with Store(demo) as store:
-        rows = store.action_rows()
+        rows = store.actions.action_rows()
     for name, (args, _) in FROZEN.items():
         options = dict(zip(args[::2], args[1::2], strict=True))
         if "--where" in options:
@@ -76,23 +76,23 @@ def test_the_draw_from_the_file_is_the_draw_from_rows_in_memory(cli, demo) -> No
         expected = draw_sample(rows, int(options["--n"]), int(options["--seed"]), stratify)
         assert cli("sample", *args, "--name", f"m-{name}").exit_code == 0
         with Store(demo) as store:
-            assert store.sample_ids(f"m-{name}") == expected
+            assert store.samples.sample_ids(f"m-{name}") == expected
 
 
 def test_replace_rewrites_the_items_and_a_failed_draw_keeps_the_old(cli, demo) -> None:
     assert cli("sample", "--n", "30", "--seed", "1").exit_code == 0
     with Store(demo) as store:
-        before = store.sample_ids("main")
+        before = store.samples.sample_ids("main")
     r = cli("sample", "--n", "400", "--seed", "2", "--replace")
     assert r.exit_code == 1 and "--n 400 is more than the 343 actions that match" in r.stderr
     with Store(demo) as store:
-        assert store.sample_ids("main") == before
+        assert store.samples.sample_ids("main") == before
     assert cli("sample", "--n", "5", "--seed", "2", "--replace").exit_code == 0
     with Store(demo) as store:
-        after = store.sample_ids("main")
+        after = store.samples.sample_ids("main")
         positions = [
             r[0]
-            for r in store.conn.execute(
+            for r in store.db.conn.execute(
                 "SELECT position FROM sample_items WHERE sample = 'main' ORDER BY position"
             )
         ]

@@ -24,7 +24,7 @@ def maptask_db(cli, shared, db_path) -> Path:
 
 def _ids(db: Path, name: str) -> list[str]:
     with Store(db) as s:
-        return s.sample_ids(name)
+        return s.samples.sample_ids(name)
 
 
 def test_same_seed_same_items_other_seed_other_items(cli, maptask_db) -> None:
@@ -41,11 +41,11 @@ def test_stratified_sample_keeps_proportions(cli, maptask_db) -> None:
     r = cli("sample", "--n", "100", "--seed", "1", "--stratify", "condition,role")
     assert r.exit_code == 0, r.output
     with Store(maptask_db) as s:
-        rows = s.query(
+        rows = s.db.query(
             "SELECT a.condition, a.role, count(*) FROM sample_items i JOIN actions a "
             "ON a.id = i.action_id WHERE i.sample = 'main' GROUP BY 1, 2"
         )
-        population = s.query("SELECT condition, role, count(*) FROM actions GROUP BY 1, 2")
+        population = s.db.query("SELECT condition, role, count(*) FROM actions GROUP BY 1, 2")
     total = sum(r[2] for r in population)
     got = {(r[0], r[1]): r[2] for r in rows}
     for cond, role, n in population:
@@ -56,7 +56,7 @@ def test_where_and_errors(cli, maptask_db) -> None:
     r = cli("sample", "--n", "10", "--seed", "1", "--where", "role = 'follower'")
     assert r.exit_code == 0
     with Store(maptask_db) as s:
-        roles = {s.action(i).role for i in s.sample_ids("main")}
+        roles = {s.actions.action(i).role for i in s.samples.sample_ids("main")}
     assert roles == {"follower"}
     r = cli("sample", "--n", "10", "--seed", "1")
     assert r.exit_code == 1 and "a sample named 'main' already exists" in r.stderr
@@ -80,7 +80,7 @@ def test_allocation_sums_and_respects_sizes() -> None:
 
 def test_import_labels_csv_and_jsonl(cli, maptask_db, tmp_path) -> None:
     with Store(maptask_db) as s:
-        ids = [r[0] for r in s.query("SELECT id FROM actions ORDER BY session, seq LIMIT 3")]
+        ids = [r[0] for r in s.db.query("SELECT id FROM actions ORDER BY session, seq LIMIT 3")]
     f = tmp_path / "codings.csv"
     f.write_text(
         "action_id,coder,question,value,other_text\n"
@@ -104,15 +104,15 @@ def test_import_labels_csv_and_jsonl(cli, maptask_db, tmp_path) -> None:
     )
     assert cli("import-labels", str(j), "--codebook", "mental_model").exit_code == 0
     with Store(maptask_db) as s:
-        q4 = s.label_rows("mental_model", question="Q4")[0]
-        other = s.label_rows("traum", coders=["ana"])
+        q4 = s.labels.label_rows("mental_model", question="Q4")[0]
+        other = s.labels.label_rows("traum", coders=["ana"])
     assert (q4["value"], q4["codes"]) == ("no", ("n1", "n3"))
     assert {r["other_text"] for r in other} == {None, "small talk"}
 
 
 def test_import_labels_keeps_notes_and_reads_a_byte_order_mark(cli, maptask_db, tmp_path) -> None:
     with Store(maptask_db) as s:
-        ids = [r[0] for r in s.query("SELECT id FROM actions ORDER BY session, seq LIMIT 2")]
+        ids = [r[0] for r in s.db.query("SELECT id FROM actions ORDER BY session, seq LIMIT 2")]
     f = tmp_path / "excel.csv"
     rows = (
         "action_id,coder,question,value,note\n"
@@ -123,7 +123,7 @@ def test_import_labels_keeps_notes_and_reads_a_byte_order_mark(cli, maptask_db, 
     r = cli("import-labels", str(f), "--codebook", "traum")
     assert r.exit_code == 0, r.output
     with Store(maptask_db) as s:
-        notes = {r["action_id"]: r["note"] for r in s.label_rows("traum", coders=["ana"])}
+        notes = {r["action_id"]: r["note"] for r in s.labels.label_rows("traum", coders=["ana"])}
     assert notes == {ids[0]: "check the map", ids[1]: None}
     # a later file without the note keeps it; a new note replaces it
     f.write_text(f"action_id,coder,question,value,note\n{ids[0]},ana,act,Initiate,\n")
@@ -132,7 +132,7 @@ def test_import_labels_keeps_notes_and_reads_a_byte_order_mark(cli, maptask_db, 
     r = cli("import-labels", str(f), "--codebook", "traum")
     assert "1 labels read: 0 new, 0 answers replaced, 1 notes replaced, 0 unchanged" in r.stdout
     with Store(maptask_db) as s:
-        rows = s.label_rows("traum", coders=["ana"])
+        rows = s.labels.label_rows("traum", coders=["ana"])
     assert {r["action_id"]: r["note"] for r in rows}[ids[0]] == "ask ben"
 
 
@@ -150,7 +150,7 @@ def test_import_labels_bad_row_names_it_and_stores_nothing(
     cli, maptask_db, tmp_path, row, message
 ) -> None:
     with Store(maptask_db) as s:
-        first = s.query("SELECT id FROM actions LIMIT 1")[0][0]
+        first = s.db.query("SELECT id FROM actions LIMIT 1")[0][0]
     f = tmp_path / "codings.csv"
     f.write_text(
         f"action_id,coder,question,value,other_text\n{first},ana,act,Initiate,\n"
@@ -161,7 +161,7 @@ def test_import_labels_bad_row_names_it_and_stores_nothing(
     assert r.exit_code == 1
     assert message in r.stderr
     with Store(maptask_db) as s:
-        assert s.label_rows("traum") == []
+        assert s.labels.label_rows("traum") == []
 
 
 @pytest.mark.parametrize(
@@ -196,8 +196,8 @@ def test_import_labels_refuses_what_would_lose_or_misplace_a_label(
 ) -> None:
     assert cli("import", str(shared / "platform")).exit_code == 0
     with Store(db_path) as s:
-        first = s.query("SELECT id FROM actions WHERE action_type = 'message' LIMIT 1")[0][0]
-        draw = s.query("SELECT id FROM actions WHERE action_type = 'draw' LIMIT 1")[0][0]
+        first = s.db.query("SELECT id FROM actions WHERE action_type = 'message' LIMIT 1")[0][0]
+        draw = s.db.query("SELECT id FROM actions WHERE action_type = 'draw' LIMIT 1")[0][0]
     f = tmp_path / "codings.csv"
     f.write_text(content.format(id=first, draw=draw))
     codebook = "hcrc_moves" if "{draw}" in content else "traum"
@@ -205,12 +205,12 @@ def test_import_labels_refuses_what_would_lose_or_misplace_a_label(
     assert r.exit_code == 1, r.output
     assert message.format(id=first, draw=draw) in r.stderr
     with Store(db_path) as s:
-        assert s.label_rows(codebook) == []
+        assert s.labels.label_rows(codebook) == []
 
 
 def test_import_labels_names_a_file_that_is_not_utf8(cli, maptask_db, tmp_path) -> None:
     with Store(maptask_db) as s:
-        first = s.query("SELECT id FROM actions LIMIT 1")[0][0]
+        first = s.db.query("SELECT id FROM actions LIMIT 1")[0][0]
     f = tmp_path / "excel.csv"
     f.write_bytes(f"action_id,coder,value,note\n{first},ana,Initiate,caf\xe9\n".encode("latin-1"))
     r = cli("import-labels", str(f), "--codebook", "traum")
@@ -221,10 +221,10 @@ def test_import_labels_names_a_file_that_is_not_utf8(cli, maptask_db, tmp_path) 
 
 def test_the_same_row_twice_is_one_label(cli, maptask_db, tmp_path) -> None:
     with Store(maptask_db) as s:
-        first = s.query("SELECT id FROM actions LIMIT 1")[0][0]
+        first = s.db.query("SELECT id FROM actions LIMIT 1")[0][0]
     f = tmp_path / "twice.csv"
     f.write_text(f"action_id,coder,value\n{first},ana,Initiate\n{first},ana,Initiate\n")
     r = cli("import-labels", str(f), "--codebook", "traum")
     assert r.exit_code == 0, r.output
     with Store(maptask_db) as s:
-        assert len(s.label_rows("traum")) == 1
+        assert len(s.labels.label_rows("traum")) == 1

@@ -45,15 +45,15 @@ def project(cli, db_path, tmp_path):
 @contextmanager
 def captured(store: Store) -> Iterator[list[str]]:
     statements: list[str] = []
-    store.conn.set_trace_callback(statements.append)
+    store.db.conn.set_trace_callback(statements.append)
     try:
         yield statements
     finally:
-        store.conn.set_trace_callback(None)
+        store.db.conn.set_trace_callback(None)
 
 
 def plan(store: Store, sql: str) -> list[str]:
-    return [r[3] for r in store.conn.execute("EXPLAIN QUERY PLAN " + sql)]
+    return [r[3] for r in store.db.conn.execute("EXPLAIN QUERY PLAN " + sql)]
 
 
 def unindexed(store: Store, statements: list[str]) -> list[tuple[str, str]]:
@@ -98,8 +98,8 @@ def test_code_start_up_uses_indexes(project) -> None:
                 lambda: CodingSession(store, loaded, "ana").context_rows(),
                 lambda: CodingSession(store, loaded, "ana").names_screenshots,
                 lambda: CodingSession(store, loaded, "newbie", new_coder=True).context_rows(),
-                lambda: store.coders(),
-                lambda: store.corpus_coders(),
+                lambda: store.labels.coders(),
+                lambda: store.labels.corpus_coders(),
             ],
         )
         assert any("labels" in s and "coder" in s for s in statements)
@@ -123,7 +123,7 @@ def test_llm_label_targets_and_dry_run_use_indexes(project) -> None:
             [
                 lambda: walk("all"),
                 lambda: walk("main"),
-                lambda: store.prompt_has_replies("p", "m", "e"),
+                lambda: store.llm.prompt_has_replies("p", "m", "e"),
                 lambda: LabelJob(store, loaded, options, None).rest_ids().every(3),
             ],
         )
@@ -143,8 +143,8 @@ def test_llm_label_resume_finds_what_is_left_by_index(project) -> None:
             list(job.phase_ids("validate"))
             rest = job.phase_ids("label")
             assert len(list(rest)) == len(rest) == len(job.rest_ids())  # run 7 stored nothing
-            store.llm_item_counts(7, "label")
-            list(store.llm_item_answers(7, "validate"))
+            store.llm_batches.llm_item_counts(7, "label")
+            list(store.llm.llm_item_answers(7, "validate"))
 
         statements = run_hot_paths(store, [lambda: left("all"), lambda: left("main")])
         assert sum("NOT EXISTS (SELECT 1 FROM llm_items" in s for s in statements) >= 4
@@ -157,7 +157,11 @@ def test_a_resumed_runs_stored_items_are_counted_in_one_index(project) -> None:
     a count from the table."""
     with Store(project) as store:
         statements = run_hot_paths(
-            store, [lambda: store.llm_item_counts(7), lambda: store.llm_item_counts(7, "label")]
+            store,
+            [
+                lambda: store.llm_batches.llm_item_counts(7),
+                lambda: store.llm_batches.llm_item_counts(7, "label"),
+            ],
         )
         index = "SEARCH llm_items USING COVERING INDEX llm_items_run_phase_action"
         assert [plan(store, sql) for sql in statements] == [
@@ -168,13 +172,13 @@ def test_a_resumed_runs_stored_items_are_counted_in_one_index(project) -> None:
 
 def test_report_queries_use_indexes(project) -> None:
     with Store(project) as store:
-        ids = [r[0] for r in store.conn.execute("SELECT id FROM actions LIMIT 20")]
+        ids = [r[0] for r in store.db.conn.execute("SELECT id FROM actions LIMIT 20")]
         statements = run_hot_paths(
             store,
             [
                 lambda: Scope(store, None, None).frame(ids),
-                lambda: store.question_answers("traum", "act", ["ana", "ben", "caro"]),
-                lambda: store.question_answers("traum", "act", ["ana", "ben"], ids),
+                lambda: store.analysis.question_answers("traum", "act", ["ana", "ben", "caro"]),
+                lambda: store.analysis.question_answers("traum", "act", ["ana", "ben"], ids),
             ],
         )
         meant = [s for s in statements if MEANT_SCANS[0] in s]
@@ -193,7 +197,11 @@ def test_sample_reads_the_session_order_index_and_writes_items_by_rowid(project)
     with Store(project) as store:
         statements = run_hot_paths(
             store,
-            [lambda: store.create_drawn_sample("plans", draw_from_store(store, 30, 4), seed=4)],
+            [
+                lambda: store.samples.create_drawn_sample(
+                    "plans", draw_from_store(store, 30, 4), seed=4
+                )
+            ],
         )
         [read] = [s for s in statements if "group_concat(rowid)" in s]
         assert plan(store, read) == [
@@ -207,7 +215,7 @@ def test_sample_reads_the_session_order_index_and_writes_items_by_rowid(project)
             "SEARCH a USING INTEGER PRIMARY KEY (rowid=?)",
             "USE TEMP B-TREE FOR ORDER BY",  # the 30 items, by action id
         ]
-        assert len(store.sample_ids("plans")) == 30
+        assert len(store.samples.sample_ids("plans")) == 30
 
 
 def test_a_full_scan_is_caught(project) -> None:
@@ -232,26 +240,26 @@ async def test_code_start_up_reads_one_page_of_actions(project) -> None:
     was 1.8 s, twice (whether any item names a screenshot)."""
     from annotate.coding.session import ItemActions
     from annotate.media import MediaLocator
-    from annotate.store.actions import ActionsMixin
+    from annotate.store.actions import Actions
     from annotate.tui.app import make_app
 
     with Store(project) as store:
-        ids = [r[0] for r in store.conn.execute("SELECT id FROM actions ORDER BY id")]
-        store.create_sample("big", ids[: 4 * ItemActions.PAGE], seed=1)
+        ids = [r[0] for r in store.db.conn.execute("SELECT id FROM actions ORDER BY id")]
+        store.samples.create_sample("big", ids[: 4 * ItemActions.PAGE], seed=1)
     read: list[int] = []
-    by_ids = ActionsMixin.actions_by_ids
+    by_ids = Actions.actions_by_ids
 
     def counted(self, wanted):
         read.append(len(wanted))
         return by_ids(self, wanted)
 
-    ActionsMixin.actions_by_ids = counted  # type: ignore[method-assign]
+    Actions.actions_by_ids = counted  # type: ignore[method-assign]
     try:
         app = make_app(project, "traum", "newbie", "big", new_coder=True, media=MediaLocator())
         async with app.run_test(size=(100, 30)) as pilot:
             await pilot.pause()
             assert "item #1" in app.screen.query_one("#context").border_title
     finally:
-        ActionsMixin.actions_by_ids = by_ids  # type: ignore[method-assign]
+        Actions.actions_by_ids = by_ids  # type: ignore[method-assign]
     assert app.session.n > 3 * ItemActions.PAGE
     assert 0 < sum(read) <= ItemActions.PAGE

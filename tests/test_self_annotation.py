@@ -254,7 +254,7 @@ def test_generic_import_keeps_a_screenshot_column(tmp_path: Path) -> None:
     assert r.exit_code == 0, r.output
     locator = MediaLocator.from_options([tmp_path], None)
     with Store(db) as store:
-        shots = [locator.screenshot(a) for a in store.session_actions("d1")]
+        shots = [locator.screenshot(a) for a in store.actions.session_actions("d1")]
     found = [(s.ref, s.missing) for s in shots if s]
     assert found == [("shots/a.png", False), ("shots/b.png", True)]
 
@@ -263,8 +263,8 @@ async def test_sampled_coding_marks_and_shows_screenshots_too(db: Path) -> None:
     from annotate.tui.app import make_app, web_command
 
     with Store(db) as store:
-        ids = [r[0] for r in store.query("SELECT id FROM actions WHERE participant = 'Tom'")]
-        store.create_sample("main", ids[:3], seed=1)
+        ids = [r[0] for r in store.db.query("SELECT id FROM actions WHERE participant = 'Tom'")]
+        store.samples.create_sample("main", ids[:3], seed=1)
     app = make_app(db, "traum", "dora", media=SHOTS)
     async with app.run_test(size=SIZE) as pilot:
         assert "▣ screenshot" in app.screen.query_one("#context").border_title
@@ -286,8 +286,8 @@ def test_a_sample_names_screenshots_when_one_of_its_items_does(db: Path) -> None
     """Read from the actions that mention a screenshot (a partial index), then checked as
     the screen checks an action: a key of meta that is a non-blank text."""
     with Store(db) as store:
-        ids = [r[0] for r in store.query("SELECT id FROM actions WHERE participant = 'Tom'")]
-        named = json.loads(store.query("SELECT meta FROM actions WHERE id = ?", [ids[-1]])[0][0])
+        ids = [r[0] for r in store.db.query("SELECT id FROM actions WHERE participant = 'Tom'")]
+        named = json.loads(store.db.query("SELECT meta FROM actions WHERE id = ?", [ids[-1]])[0][0])
         assert named.get("screenshot")
         plain = ids[:3]  # mentions a screenshot, names none: a blank one, another key, a value
         for aid, meta in zip(
@@ -295,9 +295,11 @@ def test_a_sample_names_screenshots_when_one_of_its_items_does(db: Path) -> None
             [{"screenshot": "  "}, {"screenshot_of": "x.png"}, {"note": "no screenshot"}],
             strict=True,
         ):
-            store.conn.execute("UPDATE actions SET meta = ? WHERE id = ?", (json.dumps(meta), aid))
-        store.create_sample("none", plain, seed=1)
-        store.create_sample("some", [*plain, ids[-1]], seed=1)
+            store.db.conn.execute(
+                "UPDATE actions SET meta = ? WHERE id = ?", (json.dumps(meta), aid)
+            )
+        store.samples.create_sample("none", plain, seed=1)
+        store.samples.create_sample("some", [*plain, ids[-1]], seed=1)
         traum = resolve_codebook(store, "traum")
         assert not CodingSession(store, traum, "dora", "none").names_screenshots
         assert CodingSession(store, traum, "dora", "some").names_screenshots

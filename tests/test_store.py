@@ -7,10 +7,12 @@ import sqlite3
 from pathlib import Path
 
 import pytest
+import sqlite_utils
 
 from annotate.codebook import Answer, find_codebook
 from annotate.errors import StoreError
 from annotate.models import Action
+from annotate.render.output import tell_waiting
 from annotate.store import Store
 from annotate.store.migrations import MIGRATIONS
 from tests.conftest import foreign_sqlite
@@ -44,18 +46,19 @@ def _actions(n: int, session: str = "s1") -> list[Action]:
 
 def test_blank_file_gets_every_migration(db_path: Path) -> None:
     with Store(db_path) as s:
-        assert s.schema_version() == max(n for n, _ in MIGRATIONS)
-        assert set(s.db.table_names()) >= EXPECTED_TABLES
-        assert "labels" in s.db.view_names()  # the coders' labels and the gold
-        assert s.query("PRAGMA journal_mode")[0][0] == "wal"
-        names = [r["name"] for r in s.query("SELECT name FROM _migrations ORDER BY id")]
+        assert s.db.schema_version() == max(n for n, _ in MIGRATIONS)
+        utils = sqlite_utils.Database(s.db.conn)
+        assert set(utils.table_names()) >= EXPECTED_TABLES
+        assert "labels" in utils.view_names()  # the coders' labels and the gold
+        assert s.db.query("PRAGMA journal_mode")[0][0] == "wal"
+        names = [r["name"] for r in s.db.query("SELECT name FROM _migrations ORDER BY id")]
         assert names == [m.__name__ for _, m in MIGRATIONS]
 
 
 def test_reopening_applies_nothing_twice(db_path: Path) -> None:
     Store(db_path).close()
     with Store(db_path) as s:
-        assert s.query("SELECT count(*) FROM _migrations")[0][0] == len(MIGRATIONS)
+        assert s.db.query("SELECT count(*) FROM _migrations")[0][0] == len(MIGRATIONS)
 
 
 def test_older_file_is_upgraded(db_path: Path) -> None:
@@ -64,7 +67,7 @@ def test_older_file_is_upgraded(db_path: Path) -> None:
     conn.commit()
     conn.close()
     with Store(db_path) as s:
-        assert s.schema_version() == max(n for n, _ in MIGRATIONS)
+        assert s.db.schema_version() == max(n for n, _ in MIGRATIONS)
 
 
 def test_upgrading_a_large_file_says_so_once(
@@ -74,7 +77,7 @@ def test_upgrading_a_large_file_says_so_once(
 
     newest = max(n for n, _ in MIGRATIONS)
     with Store(db_path) as s:
-        s.add_actions(_actions(3), path="x", sha256="x", fmt="jsonl")
+        s.actions.add_actions(_actions(3), path="x", sha256="x", fmt="jsonl")
 
     def one_more(number: int) -> None:  # a newer annotate, with one more migration
         def m_next(conn: sqlite3.Connection) -> None:
@@ -83,17 +86,17 @@ def test_upgrading_a_large_file_says_so_once(
         monkeypatch.setattr(base, "MIGRATIONS", [*base.MIGRATIONS, (number, m_next)])
 
     one_more(newest + 1)
-    Store(db_path).close()  # a small file is upgraded without a word
+    Store(db_path, on_wait=tell_waiting).close()  # a small file is upgraded without a word
     assert capsys.readouterr().err == ""
     one_more(newest + 2)
     monkeypatch.setattr(base, "LARGE_FILE_BYTES", 1)
-    with Store(db_path) as s:
-        assert s.schema_version() == newest + 2
+    with Store(db_path, on_wait=tell_waiting) as s:
+        assert s.db.schema_version() == newest + 2
     assert capsys.readouterr().err == (
         f"{db_path}: upgrading this project file from schema {newest + 1} to {newest + 2}, "
         "once (a large file: this can take a minute)\n"
     )
-    Store(db_path).close()  # up to date: nothing to say
+    Store(db_path, on_wait=tell_waiting).close()  # up to date: nothing to say
     assert capsys.readouterr().err == ""
 
 
@@ -119,7 +122,7 @@ def test_another_programs_sqlite_file_is_refused_untouched(tmp_path: Path) -> No
         Store(empty, create=False)
     assert empty.stat().st_size == 0
     with Store(empty) as s:  # creating one is what an empty file is for
-        assert s.schema_version() == max(n for n, _ in MIGRATIONS)
+        assert s.db.schema_version() == max(n for n, _ in MIGRATIONS)
 
 
 def test_not_a_database(tmp_path: Path) -> None:
@@ -130,12 +133,12 @@ def test_not_a_database(tmp_path: Path) -> None:
 
 
 def test_answer_keeps_first_time_and_updates(store: Store) -> None:
-    store.add_actions(_actions(3), path="x", sha256="x", fmt="jsonl")
+    store.actions.add_actions(_actions(3), path="x", sha256="x", fmt="jsonl")
     cb = find_codebook("traum").codebook
-    store.save_answer("s1:0", cb, "act", "ana", Answer("Initiate"), seconds=2.0)
-    first = store.label_rows("traum")[0]
-    store.save_answer("s1:0", cb, "act", "ana", Answer("Continue"), seconds=1.5)
-    again = store.label_rows("traum")[0]
+    store.labels.save_answer("s1:0", cb, "act", "ana", Answer("Initiate"), seconds=2.0)
+    first = store.labels.label_rows("traum")[0]
+    store.labels.save_answer("s1:0", cb, "act", "ana", Answer("Continue"), seconds=1.5)
+    again = store.labels.label_rows("traum")[0]
     assert again["value"] == "Continue"
     assert again["created_at"] == first["created_at"]
     assert again["updated_at"] >= first["updated_at"]
@@ -144,23 +147,23 @@ def test_answer_keeps_first_time_and_updates(store: Store) -> None:
 
 
 def test_invalid_answer_is_refused_and_nothing_written(store: Store) -> None:
-    store.add_actions(_actions(1), path="x", sha256="x", fmt="jsonl")
+    store.actions.add_actions(_actions(1), path="x", sha256="x", fmt="jsonl")
     cb = find_codebook("traum").codebook
     with pytest.raises(Exception, match="unknown code"):
-        store.save_answer("s1:0", cb, "act", "ana", Answer("Nope"))
-    assert store.label_rows("traum") == []
+        store.labels.save_answer("s1:0", cb, "act", "ana", Answer("Nope"))
+    assert store.labels.label_rows("traum") == []
 
 
 def _write_labels(db: str, coder: str, n: int) -> None:
     cb = find_codebook("traum").codebook
     with Store(db) as s:
         for i in range(n):
-            s.save_answer(f"s1:{i}", cb, "act", coder, Answer("Acknowledge"), seconds=0.1)
+            s.labels.save_answer(f"s1:{i}", cb, "act", coder, Answer("Acknowledge"), seconds=0.1)
 
 
 def test_two_processes_write_to_one_file_at_once(db_path: Path) -> None:
     with Store(db_path) as s:
-        s.add_actions(_actions(150), path="x", sha256="x", fmt="jsonl")
+        s.actions.add_actions(_actions(150), path="x", sha256="x", fmt="jsonl")
     ctx = mp.get_context("spawn")
     procs = [ctx.Process(target=_write_labels, args=(str(db_path), c, 150)) for c in ("a", "b")]
     for p in procs:
@@ -169,5 +172,5 @@ def test_two_processes_write_to_one_file_at_once(db_path: Path) -> None:
         p.join(180)
         assert p.exitcode == 0
     with Store(db_path) as s:
-        counts = dict(s.query("SELECT coder, count(*) FROM labels GROUP BY coder"))
+        counts = dict(s.db.query("SELECT coder, count(*) FROM labels GROUP BY coder"))
     assert counts == {"a": 150, "b": 150}

@@ -115,7 +115,7 @@ def test_past_the_wait_limit_it_stops_in_one_line_with_nothing_written(project: 
     assert lines[2].startswith("hint: ANNOTATE_LOCK_WAIT=SECONDS waits longer (now 2 s)")
     assert status.returncode == 0, status.stderr
     with Store(project) as store:
-        assert store.count_actions() == 0
+        assert store.actions.count_actions() == 0
 
 
 def test_a_paid_llm_reply_waits_for_the_lock_however_long(project: Path, monkeypatch) -> None:
@@ -130,11 +130,11 @@ def test_a_paid_llm_reply_waits_for_the_lock_however_long(project: Path, monkeyp
     )
     told: list[str] = []
     with Store(project) as store:
-        store.on_wait = told.append
+        store.db.on_wait = told.append
         with write_lock_held(project, 3):
             with pytest.raises(StoreError, match="still writing"):  # an ordinary write gives up
-                store.create_sample("s", [], seed=1)
-            store.llm_cache(None).put(CallRecord(request, Reply("paid", 10, 2, 0.1, "none")))
-        assert store.llm_request(request.hash)["reply"] == "paid"
+                store.samples.create_sample("s", [], seed=1)
+            store.llm.llm_cache(None).put(CallRecord(request, Reply("paid", 10, 2, 0.1, "none")))
+        assert store.llm.llm_request(request.hash)["reply"] == "paid"
     assert told[-2].endswith("waiting until it is done…")
     assert told[-1].endswith("the other process has finished writing; continuing")

@@ -104,7 +104,7 @@ def test_read_only_file_system_reads_and_refuses_writes_in_one_line(tmp_path: Pa
     with Store(db) as store:
         import_files(store, sorted(DEMO.glob("*.jsonl")))
         import_labels(store, REPO / "data" / "demo_labels.csv", find_codebook("traum"))
-        store.create_sample("s", [], seed=1)
+        store.samples.create_sample("s", [], seed=1)
     r = run_sh(
         mount_tmpfs("2m")
         + f"""cp {db} "$MNT"/ && mount -o remount,ro "$MNT" && cd "$MNT" || exit 1
@@ -177,7 +177,7 @@ with open("fill", "wb", buffering=0) as f:  # the disk fills up
     except OSError:
         pass
 try:
-    store.llm_cache(None).put(CallRecord(request, Reply("paid", 10, 2, 0.1, "none")))
+    store.llm.llm_cache(None).put(CallRecord(request, Reply("paid", 10, 2, 0.1, "none")))
     print("stored?!")
 except StoreError as exc:
     print("error:", exc.message)
@@ -186,8 +186,8 @@ store.close()
 os.remove("fill")
 print("=====")
 with Store("p.db") as store:
-    store.llm_cache(None)  # the next run
-    print("restored:", store.llm_request(request.hash)["reply"])
+    store.llm.llm_cache(None)  # the next run
+    print("restored:", store.llm.llm_request(request.hash)["reply"])
 print("left:", sorted(os.listdir(os.environ["TMPDIR"])))
 """
 

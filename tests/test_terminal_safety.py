@@ -64,7 +64,7 @@ async def test_a_3_mb_unbroken_message_is_cut_for_display_only(tmp_path: Path) -
         await pilot.press("1")  # the long item is coded like any other
         await pilot.pause()
     with Store(db) as store:
-        rows = store.query(
+        rows = store.db.query(
             "SELECT value FROM labels WHERE action_id = ? AND coder = 'dora'", (first,)
         )
     assert [tuple(r) for r in rows] == [("Initiate",)]

@@ -97,25 +97,27 @@ def labelled(tmp_path: Path) -> Path:
     cb = find_codebook("mental_model_self")
     with Store(db) as store:
         import_files(store, sorted((REPO / "data" / "demo_self" / "log").glob("*.jsonl")))
-        store.register_codebook(cb)
-        ids = [r[0] for r in store.query(
+        store.codebooks.register_codebook(cb)
+        ids = [r[0] for r in store.db.query(
             "SELECT id FROM actions WHERE participant = 'Rosa' AND action_type = 'message' "
             "ORDER BY seq"
         )]  # fmt: skip
         for n, action_id in enumerate(ids):
             for coder, q1 in (("self:Rosa", "t3"), ("ana", "t3" if n % 3 else "t2")):
-                store.save_answer(action_id, cb.codebook, "R", coder, Answer(f"plan step {n}"))
-                store.save_answer(action_id, cb.codebook, "Q1", coder, Answer(q1))
+                store.labels.save_answer(
+                    action_id, cb.codebook, "R", coder, Answer(f"plan step {n}")
+                )
+                store.labels.save_answer(action_id, cb.codebook, "Q1", coder, Answer(q1))
                 for q, code in (("Q2", "p1"), ("Q3", "r4")):
-                    store.save_answer(action_id, cb.codebook, q, coder, Answer(code))
+                    store.labels.save_answer(action_id, cb.codebook, q, coder, Answer(code))
                 q4 = Answer("no", ("n3",)) if n < 2 else Answer("yes")
-                store.save_answer(action_id, cb.codebook, "Q4", coder, q4)
+                store.labels.save_answer(action_id, cb.codebook, "Q4", coder, q4)
     return db
 
 
 def test_text_answer_stored_as_value_and_exported(labelled: Path) -> None:
     with Store(labelled) as store:
-        rows = store.query(
+        rows = store.db.query(
             "SELECT value, codes, other_text FROM labels WHERE question = 'R' AND coder = 'ana'"
         )
     assert len(rows) == 7

@@ -166,8 +166,10 @@ async def test_blind_never_shows_other_coders(db) -> None:
     cb = codebook("traum").codebook
     with Store(db) as store:
         for aid in ids:
-            store.save_answer(aid, cb, "act", "zzsecret", Answer("other", other_text="SECRETLABEL"))
-            store.set_note(aid, cb, "zzsecret", ["act"], "SECRETNOTE")
+            store.labels.save_answer(
+                aid, cb, "act", "zzsecret", Answer("other", other_text="SECRETLABEL")
+            )
+            store.labels.set_note(aid, cb, "zzsecret", ["act"], "SECRETNOTE")
     app = make_app(db, "traum", "dora", new_coder=True)
     async with app.run_test(size=SIZE) as pilot:
         shots = []

@@ -191,8 +191,8 @@ def _real_db(name: str) -> Path:
             else:
                 files = ["q4nc8.txt", "q1ec1.txt"]
                 import_files(store, [SHARED / "maptask" / "dialogues" / f for f in files])
-            ids = draw_sample(store.action_rows(), 20, 3, [])
-            store.create_sample(name, ids, seed=3)
+            ids = draw_sample(store.actions.action_rows(), 20, 3, [])
+            store.samples.create_sample(name, ids, seed=3)
         _REAL[name] = path
     return _REAL[name]
 

@@ -59,7 +59,7 @@ def test_where_refuses_what_is_not_one_reproducible_condition(
     assert first.startswith("error: --where ") and problem in first, r.stderr
     assert "no ORDER BY, LIMIT" in r.stderr  # the hint states the rules
     with Store(actions_db) as s:
-        assert s.samples() == []
+        assert s.samples.samples() == []
 
 
 def test_where_keeps_quoted_text_and_subqueries(cli, actions_db: Path) -> None:
@@ -77,7 +77,7 @@ def test_the_same_seed_gives_the_same_items_whatever_the_where(cli, actions_db: 
         r = cli("sample", "--n", "5", "--seed", "7", "--name", name, "--where", "1=1 OR 1=1")
         assert r.exit_code == 0, r.stderr
     with Store(actions_db) as s:
-        assert s.sample_ids("a") == s.sample_ids("b")
+        assert s.samples.sample_ids("a") == s.samples.sample_ids("b")
 
 
 def test_ctrl_c_stops_a_long_where_with_one_line(actions_db: Path) -> None:

@@ -7,7 +7,7 @@ the action counts when two or more participants reported on it, and is *aligned*
 all gave the same answer: the same code of a single-choice question ("other" whatever its
 text), the same yes or no (not the reasons), the same set of a multi-select question. Text
 questions have no codes to compare and are left out. The counting is SQL
-(:class:`annotate.store.self_reports.SelfReportsMixin`); this module shapes the figures:
+(:class:`annotate.store.self_reports.SelfReports`); this module shapes the figures:
 
 - by act: the action type, and, when the report's codebook is another one with a
   single-choice question, the action's code there (from the report's label source: gold,
@@ -94,7 +94,7 @@ def partner_alignment(
     """Partner alignment on ``codebook``'s coded questions (over ``sessions`` only, when
     given)."""
     questions = tuple(q.id for q in codebook.questions if q.kind != "text")
-    counts = store.partner_alignment_counts(
+    counts = store.self_reports.partner_alignment_counts(
         codebook.name,
         questions,
         bins=N_DECILES,
@@ -302,9 +302,9 @@ def alignment_sections(
     """A section per codebook with two or more self-reporters; by act on the report's
     codebook (``act_coders`` in priority order) when that is another codebook."""
     sections = []
-    for name in store.self_report_codebooks():
+    for name in store.self_reports.self_report_codebooks():
         try:
-            book = store.stored_codebook(name)
+            book = store.codebooks.stored_codebook(name)
         except AnnotateError:
             continue
         act = None

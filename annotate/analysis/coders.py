@@ -90,7 +90,7 @@ def label_source(
     Without ``coders``: gold where present, else the LLM coder(s). With ``required`` an
     empty result is a :class:`UsageError` naming the coders that do exist.
     """
-    available = store.coders(codebook)
+    available = store.labels.coders(codebook)
     default = not coders
     priority = list(coders) if coders else default_priority(available)
     unknown = [c for c in priority if c not in available]
@@ -99,7 +99,9 @@ def label_source(
             f"--coders: '{unknown[0]}' has no labels for codebook '{codebook}'",
             hint="coders: " + (", ".join(available) or "none yet"),
         )
-    frame = pick_first(store.answered_labels(codebook, priority), priority, per_action=per_action)
+    frame = pick_first(
+        store.analysis.answered_labels(codebook, priority), priority, per_action=per_action
+    )
     if frame.empty and required:
         if not available:
             raise UsageError(

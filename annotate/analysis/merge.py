@@ -210,20 +210,20 @@ def merge_file(
 ) -> MergeResult:
     """Merge one other project file, read from its ``snapshot``, in one transaction."""
     sha = _sha256(other)
-    with store.attached(snapshot), store.transaction():
-        import_id = store.begin_import(path=str(other), sha256=sha, fmt="merge")
-        in_file = store.attached_action_count()
-        new_actions, differing_actions = store.merge_actions(import_id)
-        store.finish_import(import_id, in_file, new_actions)
-        new_books = store.merge_codebooks()
-        new_labels = store.merge_missing_labels()
+    with store.merge.attached(snapshot), store.db.transaction():
+        import_id = store.actions.begin_import(path=str(other), sha256=sha, fmt="merge")
+        in_file = store.merge.attached_action_count()
+        new_actions, differing_actions = store.merge.merge_actions(import_id)
+        store.actions.finish_import(import_id, in_file, new_actions)
+        new_books = store.merge.merge_codebooks()
+        new_labels = store.merge.merge_missing_labels()
         conflicts: list[Conflict] = []
         filled = replaced = notes = flags = replaced_notes = 0
         # every row is read before any is changed: decisions compare the files as they were
-        for row in store.differing_labels():
+        for row in store.merge.differing_labels():
             decision = decide(row, prefer)
             if decision in (Decision.fill, Decision.take):
-                store.take_their_answer(row["our_id"], row)
+                store.merge.take_their_answer(row["our_id"], row)
             filled += decision is Decision.fill
             replaced += decision is Decision.take
             if decision in (Decision.keep, Decision.take):
@@ -234,7 +234,7 @@ def merge_file(
             take_note = note_decision in (Decision.fill, Decision.take)
             raise_flag = bool(row["their_flagged"]) and not row["our_flagged"]
             if take_note or raise_flag:
-                store.set_label_note_flag(
+                store.merge.set_label_note_flag(
                     row["our_id"],
                     row["their_note"] if take_note else row["our_note"],
                     bool(row["our_flagged"]) or raise_flag,
@@ -242,9 +242,9 @@ def merge_file(
             notes += note_decision is Decision.fill
             replaced_notes += note_decision is Decision.take
             flags += raise_flag
-        new_samples, differing_samples = store.merge_samples()
-        new_splits, differing_splits = store.merge_session_splits()
-        llm_left, agreement_left = store.runs_left_behind()
+        new_samples, differing_samples = store.merge.merge_samples()
+        new_splits, differing_splits = store.merge.merge_session_splits()
+        llm_left, agreement_left = store.merge.runs_left_behind()
     return MergeResult(
         path=str(other),
         actions_in_file=in_file,
@@ -285,9 +285,9 @@ def merge_files(
         for number, path in enumerate(paths):
             check_other(store, path)
             snapshots.append(tmp / f"{number}.db")
-            snapshot_project(path, snapshots[-1])
-            with store.attached(snapshots[-1]):
-                check_codebooks(path, store.attached_codebooks())
+            snapshot_project(path, snapshots[-1], on_wait=store.db.on_wait)
+            with store.merge.attached(snapshots[-1]):
+                check_codebooks(path, store.merge.attached_codebooks())
         return [
             merge_file(store, path, snapshot, prefer=prefer)
             for path, snapshot in zip(paths, snapshots, strict=True)

@@ -164,7 +164,7 @@ class Scope:
         self.store = store
         self.parts = parts
         self.part = part if part in ("train", "test") else None
-        rows = store.session_type_counts()
+        rows = store.analysis.session_type_counts()
         if self.part is not None and parts is not None:
             rows = [r for r in rows if parts.get(r["session"]) == self.part]
         self.counts = rows
@@ -180,7 +180,8 @@ class Scope:
         """The actions of ``ids`` in scope: session, condition, role, action type (and with
         ``positions`` the progress bin of each in its session), split part when split."""
         columns = FACT_COLUMNS + (["position", "session_length"] if positions else [])
-        frame = pd.DataFrame(self.store.action_facts(ids, positions=positions), columns=columns)
+        facts = self.store.analysis.action_facts(ids, positions=positions)
+        frame = pd.DataFrame(facts, columns=columns)
         frame["condition"] = frame["condition"].fillna(NO_VALUE)
         frame["role"] = frame["role"].fillna(NO_VALUE)
         if positions:
@@ -195,7 +196,7 @@ class Scope:
 
     def action_ids(self) -> list[str]:
         """Every action id in scope (only for one part of a split)."""
-        return self.store.action_ids_of_sessions(self.sessions)
+        return self.store.analysis.action_ids_of_sessions(self.sessions)
 
 
 def _mean_sd(mean: float | None, sd: float | None) -> str:
@@ -321,7 +322,7 @@ def mental_model_section(
     scope: Scope,
     coders: Sequence[str] | None,
 ) -> Section | None:
-    available = store.coders(MENTAL_MODEL)
+    available = store.labels.coders(MENTAL_MODEL)
     if not available:
         return None
     mm_coders = [c for c in coders or () if c in available] or None
@@ -339,7 +340,7 @@ def mental_model_section(
         return section
     wide = _mental_model_wide(mm).merge(actions, on="action_id", how="inner")
     try:
-        mm_book = store.stored_codebook(MENTAL_MODEL)
+        mm_book = store.codebooks.stored_codebook(MENTAL_MODEL)
         q2_codes = question_codes(mm_book.question("Q2"), [])
         q2_labels = {o.code: o.label for o in mm_book.question("Q2").options}
     except AnnotateError:
@@ -505,10 +506,10 @@ def agreement_rows(
     import agreement  # lazy: only the report needs it
 
     rows: list[dict[str, Any]] = []
-    for name in store.labelled_codebooks():
-        humans = [c for c in store.coders(name) if is_human(c)]
+    for name in store.labels.labelled_codebooks():
+        humans = [c for c in store.labels.coders(name) if is_human(c)]
         try:
-            book = store.stored_codebook(name)
+            book = store.codebooks.stored_codebook(name)
         except AnnotateError:
             rows.append({"codebook": name, "note": "codebook text not stored"})
             continue
@@ -525,7 +526,7 @@ def agreement_rows(
             continue
         for q in book.questions:
             base = {"codebook": name, "question": q.id, "coders": ", ".join(humans)}
-            labels = store.question_answers(name, q.id, humans, action_ids)
+            labels = store.analysis.question_answers(name, q.id, humans, action_ids)
             if not labels:
                 rows.append({**base, "note": "no answers"})
                 continue
@@ -711,7 +712,7 @@ def agreement_section(
         section.items.append(Table("agreement", "Inter-coder agreement", AGREEMENT_COLUMNS, rows))
     else:
         section.paragraphs.append("No labels stored.")
-    runs = store.stored_agreement_runs()
+    runs = store.analysis.stored_agreement_runs()
     if runs:
         shown = [c for c in RUN_COLUMNS if c in runs[0]] or [
             c for c in runs[0] if c != "results" and not isinstance(runs[0][c], bytes)
@@ -735,7 +736,7 @@ def agreement_section(
 
 
 def llm_section(store: Store, scope: str = "") -> Section:
-    runs = store.llm_validation_runs()
+    runs = store.analysis.llm_validation_runs()
     section = Section("LLM validation")
     if not runs:
         section.paragraphs.append(NO_LLM_VALIDATION + ".")
@@ -783,9 +784,9 @@ def build_report(
     if part and part != "all" and not split:
         raise UsageError("--part needs --split NAME")
     try:
-        book = store.stored_codebook(codebook)
+        book = store.codebooks.stored_codebook(codebook)
     except NotFoundError as exc:
-        stored = store.labelled_codebooks()
+        stored = store.labels.labelled_codebooks()
         raise NotFoundError(
             exc.message,
             hint="codebooks with labels: " + ", ".join(stored)
@@ -793,7 +794,7 @@ def build_report(
             else "import or code labels first",
         ) from exc
     source = label_source(store, codebook, coders)
-    parts = store.session_split_parts(split) if split else None
+    parts = store.analysis.session_split_parts(split) if split else None
     actions = Scope(store, parts, part)
     if actions.empty:
         raise UsageError("no actions in this report", hint="check --split and --part")

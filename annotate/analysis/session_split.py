@@ -515,14 +515,14 @@ def split_sessions(
         raise UsageError(
             f"--small-groups: unknown choice '{small_groups}'", hint="choices: refuse, train"
         )
-    actions = pd.DataFrame(store.action_positions())
+    actions = pd.DataFrame(store.analysis.action_positions())
     if actions.empty:
         raise UsageError("no actions to split", hint="run `annotate import PATH` first")
     labels, books, used_coders = {}, {}, []
     for book in codebooks:
         source = label_source(store, book, coders)
         labels[book] = source.labels
-        books[book] = store.stored_codebook(book)
+        books[book] = store.codebooks.stored_codebook(book)
         used_coders += [c for c in source.priority if c not in used_coders]
     features = session_features(actions, labels, books)
     if per == "condition":
@@ -550,7 +550,7 @@ def split_sessions(
         groups=tuple(chosen),
         unsplit=tuple(unsplit),
     )
-    store.create_session_split(
+    store.analysis.create_session_split(
         SessionSplitWrite(
             name=name,
             per=per,

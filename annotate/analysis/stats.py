@@ -110,8 +110,8 @@ def stats(
 
     ``counts``: :meth:`~annotate.store.Store.session_type_counts` when the caller has them
     (one ``GROUP BY`` over every action, not two)."""
-    parts = store.session_split_parts(split) if split else None
-    rows = store.session_type_counts() if counts is None else counts
+    parts = store.analysis.session_split_parts(split) if split else None
+    rows = store.analysis.session_type_counts() if counts is None else counts
     if not rows:
         raise UsageError("no actions yet", hint="run `annotate import PATH` first")
     return dataset_stats(session_counts(rows), parts)

@@ -115,11 +115,11 @@ def draw_from_store(
 
     if n <= 0:
         raise UsageError("--n must be at least 1")
-    with store.read_snapshot():
+    with store.db.read_snapshot():
         if not stratify:
-            rowids = store.sampling_rowids(where)
+            rowids = store.actions.sampling_rowids(where)
             return rowids[pick_positions(len(rowids), n, seed)]
-        with store.sampling_rows(where, stratify) as rows:
+        with store.actions.sampling_rows(where, stratify) as rows:
             numbers: dict[tuple[Any, ...], int] = {}
             pairs = np.fromiter(
                 ((r[0], numbers.setdefault(r[1:], len(numbers))) for r in rows),

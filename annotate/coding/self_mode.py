@@ -47,7 +47,7 @@ class SelfCodingSession(CodingSession):
         checkpoints: Path | None = None,
         **kwargs: Any,
     ):
-        self.self_queries = SelfQueries(store)
+        self.self_queries = SelfQueries(store.db)
         self.only_session = session
         self.participant = self._participant(who, session)
         self.checkpoints_file = checkpoints
@@ -82,7 +82,7 @@ class SelfCodingSession(CodingSession):
                 f"participant name '{self.participant}' cannot be a coder name",
                 hint="letters, digits and . _ - @ + only (no spaces)",
             )
-        return self.coder not in self.store.coders(self.codebook.name)
+        return self.coder not in self.store.labels.coders(self.codebook.name)
 
     def _load_items(self) -> tuple[list[Item], int]:
         actions = self.self_queries.own_actions(self.participant, self.only_session)
@@ -97,7 +97,7 @@ class SelfCodingSession(CodingSession):
         held = ItemActions(self.store, [aid for aid, _ in kept])
         items = [Item(i, aid, qs, held) for i, (aid, qs) in enumerate(kept)]
         by_id = {item.action_id: item for item in items}
-        rows = self.store.label_rows(
+        rows = self.store.labels.label_rows(
             self.codebook.name, coders=[self.coder], action_ids=list(by_id)
         )
         for r in rows:  # the participant's own earlier answers: resume where they stopped

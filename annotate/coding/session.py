@@ -183,7 +183,7 @@ class ItemActions:
         actions = self._pages.get(page)
         if actions is None:
             start = page * self.PAGE
-            actions = self.store.actions_by_ids(self.ids[start : start + self.PAGE])
+            actions = self.store.actions.actions_by_ids(self.ids[start : start + self.PAGE])
             self._pages[page] = actions
             while len(self._pages) > self.PAGES_KEPT:
                 self._pages.popitem(last=False)
@@ -355,7 +355,7 @@ def _time_of(action: Action, start: datetime | None) -> float | None:
 
 def human_coders(store: Store) -> list[str]:
     """The human coders recorded in the project file (any codebook; not gold nor LLMs)."""
-    return [c for c in store.coders() if is_human(c)]
+    return [c for c in store.labels.coders() if is_human(c)]
 
 
 def check_coder(store: Store, codebook: str, coder: str, *, new_coder: bool = False) -> bool:
@@ -370,7 +370,7 @@ def check_coder(store: Store, codebook: str, coder: str, *, new_coder: bool = Fa
     coder's only in case.
     """
     humans = human_coders(store)
-    corpus = store.corpus_coders()
+    corpus = store.labels.corpus_coders()
     coding = [c for c in humans if c not in corpus]
     choices = "existing coders: " + (", ".join(coding) if coding else "none yet")
     if corpus:
@@ -384,7 +384,7 @@ def check_coder(store: Store, codebook: str, coder: str, *, new_coder: bool = Fa
             f"coder name '{coder}' is not allowed",
             hint="use letters, digits and . _ - @ + (no spaces); " + choices,
         )
-    new_here = coder not in store.coders(codebook)
+    new_here = coder not in store.labels.coders(codebook)
     if coder in humans:
         return new_here
     clash = [c for c in humans if c.casefold() == coder.casefold()]
@@ -406,9 +406,9 @@ def resolve_codebook(store: Store, name: str) -> LoadedCodebook:
     try:
         return find_codebook(name)
     except CodebookError as exc:
-        stored = CodingQueries(store).stored_codebook_names()
+        stored = CodingQueries(store.db).stored_codebook_names()
         if name in stored:
-            cb = store.stored_codebook(name)
+            cb = store.codebooks.stored_codebook(name)
             return LoadedCodebook(cb, "", f"{name} (stored in the project file)")
         if stored and exc.hint:
             raise CodebookError(
@@ -438,7 +438,7 @@ class CodingSession:
         if context < 0 or lookahead < 0:
             raise UsageError("--context and --lookahead must be 0 or more")
         self.store = store
-        self.queries = CodingQueries(store)
+        self.queries = CodingQueries(store.db)
         self.codebook = loaded.codebook
         self.coder = coder
         self.context = context
@@ -447,7 +447,7 @@ class CodingSession:
         self.sample = self._sample_name(sample)
         self.is_new_coder = self._check_coder(new_coder)
         if loaded.text:
-            store.register_codebook(loaded)
+            store.codebooks.register_codebook(loaded)
         self.version_warning = self._version_warning()
         self.keys = command_keys(self.codebook)
         self.question_keys, self.unbound_actions = question_keys(self.codebook)
@@ -518,7 +518,7 @@ class CodingSession:
         (:class:`ItemActions`)."""
         questions = {
             kind: tuple(self.codebook.questions_for(kind)) if self.codebook.applies(kind) else ()
-            for kind in self.store.stored_action_types()
+            for kind in self.store.actions.stored_action_types()
         }
         kept: list[tuple[str, tuple[Question, ...]]]
         uniform = {tuple(q.id for q in qs) for qs in questions.values()}
@@ -761,7 +761,7 @@ class CodingSession:
         previous = item.answers.get(q.id)
         revisited = item.coded  # a review of an item coded before: keep going in order
         seconds = self._lap()
-        self.store.save_answer(
+        self.store.labels.save_answer(
             item.action_id, self.codebook, q.id, self.coder, answer, seconds=seconds
         )
         was_skipped = item.skipped
@@ -770,7 +770,7 @@ class CodingSession:
             item.seconds += seconds
             if was_skipped:  # an answered item is no longer skipped
                 ids = [x.id for x in item.questions]
-                self.store.set_skipped(item.action_id, self.codebook, self.coder, ids, False)
+                self.store.labels.set_skipped(item.action_id, self.codebook, self.coder, ids, False)
                 item.skipped = False
         self.undo_stack.append(_Undo("answer", self.index, self.q_index, previous, was_skipped))
         if not item.coded:  # the first question still open, wherever this one was
@@ -824,7 +824,7 @@ class CodingSession:
         if spent <= 0:
             return
         item = self.item
-        self.store.add_item_seconds(
+        self.store.labels.add_item_seconds(
             item.action_id, self.codebook, self.coder, self.question.id, spent
         )
         with self._changing(item):
@@ -888,8 +888,8 @@ class CodingSession:
         if item.coded:
             return Feedback("info", "This item is coded; nothing to skip.")
         ids = [q.id for q in item.questions]
-        with self.store.transaction():  # the skip and its time: one commit
-            self.store.set_skipped(item.action_id, self.codebook, self.coder, ids, True)
+        with self.store.db.transaction():  # the skip and its time: one commit
+            self.store.labels.set_skipped(item.action_id, self.codebook, self.coder, ids, True)
             self._leave()
         was = item.skipped
         with self._changing(item):
@@ -900,7 +900,7 @@ class CodingSession:
     def toggle_flag(self) -> Feedback:
         item = self.item
         flagged = not item.flagged
-        self.store.set_flag(
+        self.store.labels.set_flag(
             item.action_id, self.codebook, self.coder, [q.id for q in item.questions], flagged
         )
         with self._changing(item):
@@ -910,7 +910,7 @@ class CodingSession:
     def set_note(self, text: str) -> Feedback:
         item = self.item
         note = text.strip() or None
-        self.store.set_note(
+        self.store.labels.set_note(
             item.action_id, self.codebook, self.coder, [q.id for q in item.questions], note
         )
         item.note = note
@@ -926,7 +926,7 @@ class CodingSession:
         item = self.items[entry.index]
         ids = [q.id for q in item.questions]
         if entry.kind == "skip":
-            self.store.set_skipped(
+            self.store.labels.set_skipped(
                 item.action_id, self.codebook, self.coder, ids, entry.was_skipped
             )
             with self._changing(item):
@@ -938,17 +938,17 @@ class CodingSession:
         q = item.questions[entry.question]
         with self._changing(item):
             if entry.previous is None:
-                self.store.clear_answer(
+                self.store.labels.clear_answer(
                     item.action_id, self.codebook.name, q.id, self.coder, keep_time=True
                 )
                 item.answers.pop(q.id, None)
             else:
-                self.store.save_answer(
+                self.store.labels.save_answer(
                     item.action_id, self.codebook, q.id, self.coder, entry.previous
                 )
                 item.answers[q.id] = entry.previous
             if entry.was_skipped:
-                self.store.set_skipped(item.action_id, self.codebook, self.coder, ids, True)
+                self.store.labels.set_skipped(item.action_id, self.codebook, self.coder, ids, True)
                 item.skipped = True
         self.undo_stack.pop()
         self._leave()
@@ -961,7 +961,9 @@ class CodingSession:
     def context_rows(self, more: int = 0) -> list[ContextRow]:
         """The item among its preceding (``context + more``) and following turns."""
         action = self.item.action
-        around = self.store.context(action, before=self.context + more, after=self.lookahead)
+        around = self.store.actions.context(
+            action, before=self.context + more, after=self.lookahead
+        )
         start = self.queries.session_start(action.session)
         t0 = _time_of(action, start)
         rows: list[ContextRow] = []

@@ -119,7 +119,7 @@ def agree_command(
 
     with open_store(db) as store:
         if runs:
-            print_runs(store.agreement_runs(), fmt)
+            print_runs(store.agreement.agreement_runs(), fmt)
             return
         if run is not None:
             stored = stored_run(store, run)

@@ -13,6 +13,7 @@ import typer
 from annotate import DEFAULT_DB
 from annotate.errors import AnnotateError
 from annotate.render.console import console, err_console
+from annotate.render.output import tell_waiting
 from annotate.render.rows import OutputFormat
 
 if TYPE_CHECKING:
@@ -68,7 +69,7 @@ def open_store(db: Path, *, create: bool = False) -> Iterator[Store]:
     """Open the project file; reading commands refuse to create an empty one by accident."""
     from annotate.store import Store  # not at import: `annotate CMD --help` needs no store
 
-    store = Store(db, create=create)
+    store = Store(db, create=create, on_wait=tell_waiting)
     try:
         yield store
     finally:

@@ -87,7 +87,7 @@ def import_command(
         results = import_files(
             store, paths, fmt=fmt, options=options, skip_invalid=skip_invalid, labels_as=labels
         )
-        total = store.count_actions()
+        total = store.actions.count_actions()
     new = sum(r.new_actions for r in results)
     for r in results:
         for line in r.skipped:

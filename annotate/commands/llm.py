@@ -98,7 +98,7 @@ def gate(job: LabelJob, results: Sequence[ItemResult]) -> bool:
     render_validation(report, o.min_kappa)
     passed = report.passes(o.min_kappa)
     verdict = "pass" if passed else ("forced" if o.force else "fail")
-    job.store.update_llm_run(run_id, gate=verdict, kappa=report.kappa, report=report.to_dict())
+    job.store.llm.update_llm_run(run_id, gate=verdict, kappa=report.kappa, report=report.to_dict())
     if o.validate_only:
         job.finish("validated")
         console.print("--validate-only: the rest is not labelled.", markup=False)

@@ -195,9 +195,9 @@ class BatchCommand:
     def _done(self) -> None:
         run = self.cycle.run
         store = self.job.store
-        items, valid = store.llm_item_counts(self.cycle.run_id)
+        items, valid = store.llm_batches.llm_item_counts(self.cycle.run_id)
         money = f", cost {format_cost(run['cost'] or 0.0)}" if run["cost"] else ""
-        batches = store.llm_batches(self.cycle.run_id)
+        batches = store.llm_batches.llm_batches(self.cycle.run_id)
         _print(
             f"Done: run {run['id']} (done), {self.job.coder} labelled {valid} items, "
             f"{items - valid} invalid, through {len(batches)} batches; "
@@ -241,7 +241,7 @@ def llm_import_command(
                 _print(f"  error: {example}")
             commands = {
                 b["command"]
-                for b in (store.llm_batch(i) for i in sorted(result.batches))
+                for b in (store.llm_batches.llm_batch(i) for i in sorted(result.batches))
                 if b["command"]
             }
             for command in sorted(commands):

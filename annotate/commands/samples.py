@@ -51,7 +51,7 @@ def sample_command(
         )
     with open_store(db) as store:
         rowids = draw_from_store(store, n, seed, columns, where)
-        store.create_drawn_sample(
+        store.samples.create_drawn_sample(
             name,
             rowids,
             seed=seed,
@@ -65,7 +65,7 @@ def sample_command(
 def samples_command(fmt: FormatOption = OutputFormat.table, db: DbOption = DEFAULT_DB_PATH) -> None:
     """List the stored samples with their sizes."""
     with open_store(db) as store:
-        rows = store.samples()
+        rows = store.samples.samples()
     print_rows(
         console,
         rows,

@@ -60,14 +60,14 @@ class ExportFormat(StrEnum):
 
 def _check_filters(store: Store, codebook: str | None, coders: list[str] | None) -> None:
     """An unknown codebook or coder would give an empty table that looks like a result."""
-    if codebook and not store.has_labels_of(codebook):
-        books = store.labelled_codebooks()
+    if codebook and not store.exports.has_labels_of(codebook):
+        books = store.labels.labelled_codebooks()
         raise NotFoundError(
             f"--codebook: no labels of codebook '{codebook}' in this file",
             hint="codebooks with labels: " + (", ".join(books) or "none yet"),
         )
     if coders:
-        known = store.coders(codebook or None)
+        known = store.labels.coders(codebook or None)
         unknown = [c for c in coders if c not in known]
         if unknown:
             raise NotFoundError(
@@ -90,15 +90,19 @@ def build(
     by session) after ``session``."""
     what = ExportWhat(what)
     if split:
-        store.session_split(split)  # NotFoundError naming the splits there are
+        store.analysis.session_split(split)  # NotFoundError naming the splits there are
     if what is ExportWhat.actions:
-        return store.export_actions_query(sample=sample, split=split)
+        return store.exports.export_actions_query(sample=sample, split=split)
     _check_filters(store, codebook, coders)
     if what is ExportWhat.llm:
-        return store.export_llm_query(codebook=codebook, coders=coders, sample=sample, split=split)
+        return store.exports.export_llm_query(
+            codebook=codebook, coders=coders, sample=sample, split=split
+        )
     if what is ExportWhat.gold:
         coders = ["gold"]
-    return store.export_labels_query(codebook=codebook, coders=coders, sample=sample, split=split)
+    return store.exports.export_labels_query(
+        codebook=codebook, coders=coders, sample=sample, split=split
+    )
 
 
 def safe_cell(value: object) -> object:
@@ -179,7 +183,7 @@ def _batches(
     store: Store, query: ExportQuery, select: str, size: int | None = None
 ) -> Generator[list[tuple[str]]]:
     """The rows of ``select`` (one text per row) in batches, as the cursor gives them."""
-    cursor = store.export_rows(query, select)
+    cursor = store.exports.export_rows(query, select)
     try:
         while rows := cursor.fetchmany(size or ROWS_PER_CHUNK):
             yield rows
@@ -290,14 +294,14 @@ def _in_ranges(
     either side stops both, and nothing is sent after it."""
     if not query.key:
         return None
-    bounds = store.export_bounds(query, size)
+    bounds = store.exports.export_bounds(query, size)
     try:
         first = next(bounds, None)
     except sqlite3.OperationalError as exc:
         if "no such index" in str(exc):  # an import that defers them is running
             return None
         raise
-    with store.snapshot_readers(READERS) as readers:
+    with store.db.snapshot_readers(READERS) as readers:
         if not readers:
             return None
         import queue
@@ -311,7 +315,7 @@ def _in_ranges(
         def read(lo: tuple[Any, ...] | None, hi: tuple[Any, ...] | None) -> tuple[int, Any]:
             conn = idle.get()
             try:
-                count, text = store.export_range(conn, query, select, lo, hi)
+                count, text = store.exports.export_range(conn, query, select, lo, hi)
             finally:
                 idle.put(conn)
             return count, make(text)

@@ -21,7 +21,7 @@ instead of inserted, renumbered after its file and again after the other partici
 Sessions with actions stored before the group are renumbered by the store as before.
 
 Into an empty ``actions`` table, the indexes the import does not read are built once at the
-end of the run, not row by row in each group (``Store.bulk_actions(defer_indexes=True)``);
+end of the run, not row by row in each group (``Actions.bulk_actions(defer_indexes=True)``);
 a run that fails on a file builds them for the files before it, and one that dies leaves
 them to the next open of the file.
 """
@@ -169,7 +169,7 @@ class _FileImport:
         self.result.skipped = [p.where(path) for p in sorted(self.problems, key=lambda p: p.line)]
 
     def begin(self, store: Store) -> None:
-        self.import_id = store.begin_import(
+        self.import_id = store.actions.begin_import(
             path=str(self.path), sha256=_sha256(self.path), fmt=self.result.format
         )
 
@@ -178,9 +178,9 @@ class _FileImport:
         if self.actions:
             self.sessions.update(map(_SESSION, self.actions))
             self.result.actions += len(self.actions)
-            new = store.insert_actions(self.actions, self.import_id)
+            new = store.actions.insert_actions(self.actions, self.import_id)
             if new < len(self.actions):  # some ids were stored before: the same actions?
-                clash = store.conflicting_actions(self.actions)
+                clash = store.actions.conflicting_actions(self.actions)
                 if clash:
                     raise ImportFormatError(
                         f"{self.path}:{self.first_line[clash[0]]}: action id '{clash[0]}' is "
@@ -195,11 +195,13 @@ class _FileImport:
             # a label whose action was skipped as invalid is skipped with it
             kept = [w for w in self.labels if w.action_id in self.first_line]
             self.result.labels += len(kept)
-            self.result.new_labels += store.save_answers(self.labels_as.codebook.codebook, kept)
+            self.result.new_labels += store.labels.save_answers(
+                self.labels_as.codebook.codebook, kept
+            )
             self.labels = []
 
     def finish(self, store: Store) -> None:
-        store.finish_import(self.import_id, self.result.actions, self.result.new_actions)
+        store.actions.finish_import(self.import_id, self.result.actions, self.result.new_actions)
 
 
 class _WriteFailed(Exception):
@@ -327,11 +329,11 @@ class _Run:
         """A large file in a transaction of its own, written in batches as it is read."""
         store = self.store
         keep_going = self.skip_invalid
-        with store.transaction():
+        with store.db.transaction():
             state.begin(store)
             if self.labels_as is not None:
-                store.register_codebook(self.labels_as.codebook)
-            with store.bulk_actions(defer_indexes=True):
+                store.codebooks.register_codebook(self.labels_as.codebook)
+            with store.actions.bulk_actions(defer_indexes=True):
                 state.write(store)
                 for line, item in items:
                     state.take(line, item, keep_going)
@@ -341,9 +343,9 @@ class _Run:
                 state.write(store)
             if state.result.new_actions:
                 if state.source.order_by_timestamp:
-                    store.resequence_by_time(state.sessions)
+                    store.actions.resequence_by_time(state.sessions)
                 if state.source.infer_roles:
-                    store.infer_roles(state.sessions)
+                    store.actions.infer_roles(state.sessions)
             state.finish(store)
         self.results.append(state.result)
 
@@ -367,15 +369,17 @@ class _Run:
 
     def _write_group(self, group: list[_FileImport]) -> None:
         store = self.store
-        with store.transaction():
+        with store.db.transaction():
             if self.labels_as is not None:
-                store.register_codebook(self.labels_as.codebook)
-            with store.bulk_actions(defer_indexes=True):
+                store.codebooks.register_codebook(self.labels_as.codebook)
+            with store.actions.bulk_actions(defer_indexes=True):
                 sessions = set().union(*(state.sessions for state in group))
-                stored = store.stored_sessions(sessions)
+                stored = store.actions.stored_sessions(sessions)
                 numbered = _number_in_time_order(group, stored)
                 # sessions that may hold an action without a role (role inference)
-                unroled = store.stored_sessions(stored, without_role=True) if stored else set()
+                unroled = (
+                    store.actions.stored_sessions(stored, without_role=True) if stored else set()
+                )
                 for position, state in enumerate(group):
                     try:
                         self._write_file(store, state, numbered, unroled)
@@ -399,11 +403,11 @@ class _Run:
             if source.order_by_timestamp:
                 left = state.sessions - numbered
                 if left:
-                    store.resequence_by_time(left)
+                    store.actions.resequence_by_time(left)
             if source.infer_roles:
                 touched = state.sessions & unroled
                 if touched:
-                    store.infer_roles(touched)
+                    store.actions.infer_roles(touched)
         state.finish(store)
 
 
@@ -428,7 +432,7 @@ def import_files(
         # the files before it are stored: their indexes too (a failure of the disk leaves
         # them listed, for the next open of the file)
         with suppress(AnnotateError, sqlite3.Error):
-            store.restore_action_indexes()
+            store.actions.restore_action_indexes()
         if len(files) > 1:
             exc.hint = "; ".join(
                 part
@@ -440,7 +444,7 @@ def import_files(
                 if part
             )
         raise
-    store.restore_action_indexes()
+    store.actions.restore_action_indexes()
     return run.results
 
 

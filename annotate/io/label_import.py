@@ -162,7 +162,7 @@ def _check_against_store(
 ) -> None:
     """Every action exists and is one the codebook (and the question) applies to."""
     cb = loaded.codebook
-    types = store.action_types_by_id(w.action_id for w in writes.values())
+    types = store.actions.action_types_by_id(w.action_id for w in writes.values())
     for lineno, w in writes.items():
         action_type = types.get(w.action_id)
         if action_type is None:
@@ -224,9 +224,9 @@ def import_labels(
     if not writes:
         raise ImportFormatError(f"{path}: no label rows")
     _check_against_store(path, store, loaded, writes)
-    with store.transaction():
+    with store.db.transaction():
         plan = plan_import(store, cb, writes)  # read and written in one transaction
         refuse_overwrites(path, plan, replace=replace, replace_gold=replace_gold)
-        store.register_codebook(loaded)
-        store.save_answers(cb, list(writes.values()))
+        store.codebooks.register_codebook(loaded)
+        store.labels.save_answers(cb, list(writes.values()))
     return LabelImportResult(path, len(writes), plan, sorted({w.coder for w in writes.values()}))

@@ -68,7 +68,7 @@ def plan_import(store: Store, codebook: Codebook, writes: Mapping[int, LabelWrit
     coder."""
     stored = {
         (r["action_id"], r["question"], r["coder"]): r
-        for r in store.label_rows(
+        for r in store.labels.label_rows(
             codebook.name,
             coders=sorted({w.coder for w in writes.values()}),
             action_ids=sorted({w.action_id for w in writes.values()}),

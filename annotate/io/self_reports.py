@@ -340,7 +340,7 @@ def _answer(
 def _resolve(path: Path, store: Store, reports: list[ProbeReply]) -> None:
     """Give every report its action id, and check the action, its session's participants
     and the codebook's reach; raises naming the line."""
-    places = store.action_ids_at(r.place for r in reports if r.place is not None)
+    places = store.self_reports.action_ids_at(r.place for r in reports if r.place is not None)
     for r in reports:
         if r.place is None:
             continue
@@ -361,8 +361,8 @@ def _resolve(path: Path, store: Store, reports: list[ProbeReply]) -> None:
 
 
 def _check_actions(path: Path, store: Store, codebook: Codebook, reports: list[ProbeReply]) -> None:
-    actions = store.action_sessions(str(r.action_id) for r in reports)
-    people = store.session_participants(s for s, _ in actions.values())
+    actions = store.self_reports.action_sessions(str(r.action_id) for r in reports)
+    people = store.self_reports.session_participants(s for s, _ in actions.values())
     for r in reports:
         found = actions.get(str(r.action_id))
         if found is None:
@@ -418,9 +418,9 @@ def import_self_reports(
             continue
         first[key] = r
         writes[r.line] = w
-    with store.transaction():
+    with store.db.transaction():
         plan = plan_import(store, cb, writes)
         refuse_overwrites(path, plan, replace=replace, replace_gold=False)
-        store.register_codebook(loaded)
-        store.save_answers(cb, list(writes.values()))
+        store.codebooks.register_codebook(loaded)
+        store.labels.save_answers(cb, list(writes.values()))
     return LabelImportResult(path, len(writes), plan, sorted({w.coder for w in writes.values()}))

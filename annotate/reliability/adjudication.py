@@ -384,21 +384,24 @@ def plan_gold(store: Store, selection: Selection, *, read_cases: bool = True) ->
     labels = LabelScope(cb.name, tuple(q.id for q in questions), coders, sample)
     scope = VoteScope(labels, _numbered_values(questions))
     patterns = _Patterns(scope)
-    with store.read_snapshot():
+    with store.db.read_snapshot():
         numbering = _ItemNumbers(store, selection)
         # a sample small beside the labels: its items' labels are looked up, else read all
         n_sample = len(selection.action_ids) if selection.action_ids is not None else None
-        through = n_sample is not None and n_sample * SAMPLE_LOOKUP < store.labels_upper_bound()
+        through = (
+            n_sample is not None
+            and n_sample * SAMPLE_LOOKUP < store.gold_votes.labels_upper_bound()
+        )
         item_parts, question_parts, pattern_parts = [], [], []
         in_sample = (lambda positions: positions) if through else numbering.merger()
-        for rows in store.vote_patterns(scope, through_sample=through):
+        for rows in store.gold_votes.vote_patterns(scope, through_sample=through):
             ids, qs, packed, rich = zip(*rows, strict=True)
             at = in_sample(ids)
             item_parts.append(np.array(at, dtype=np.int64) if sample is not None else at)
             question_parts.append(np.array(qs, dtype=np.int64))
             pattern_parts.append(np.array(patterns.numbers(packed, rich), dtype=np.int64))
-        flags = store.flagged_cells(labels, through_sample=through)
-        golds = store.gold_states(
+        flags = store.gold_votes.flagged_cells(labels, through_sample=through)
+        golds = store.gold_votes.gold_states(
             replace(labels, coders=(GOLD_CODER,)), GOLD_SOURCE, through_sample=through
         )
         numbering.add(f[0] for f in flags)
@@ -511,8 +514,8 @@ class _ItemNumbers:
         self.sample_ids = selection.action_ids
         self.positions: Any = None
         """The sample's positions in order, when they are not 0..n-1."""
-        if self.sample is not None and not store.sample_positions_dense(self.sample):
-            self.positions = store.sample_positions(self.sample)
+        if self.sample is not None and not store.label_cells.sample_positions_dense(self.sample):
+            self.positions = store.label_cells.sample_positions(self.sample)
         self.found: set[str] = set()
         self.ids: list[str] | None = None
         self.number: dict[str, int] = {}
@@ -529,7 +532,7 @@ class _ItemNumbers:
                 return ids
 
             return keep
-        rows = self.store.sample_items_by_id(self.sample)
+        rows = self.store.gold_votes.sample_items_by_id(self.sample)
         state = [next(rows, (None, -1))]
 
         def positions(ids: Sequence[str]) -> list[int]:
@@ -595,15 +598,17 @@ def _read_cases(
     by_question: dict[int, list[str]] = {}
     for q, i in zip(cells[0].tolist(), cells[1].tolist(), strict=True):
         by_question.setdefault(q, []).append(items[i])
-    with store.read_snapshot():
+    with store.db.read_snapshot():
         for q_number, ids in by_question.items():
             q = selection.questions[q_number]
             by_item: dict[str, dict[str, dict[str, Any]]] = {}
-            for r in store.label_rows_of(cb.name, q.id, coders, ids, CELL_COLUMNS):
+            for r in store.gold_votes.label_rows_of(cb.name, q.id, coders, ids, CELL_COLUMNS):
                 by_item.setdefault(r["action_id"], {})[r["coder"]] = r
             golds = {
                 r["action_id"]: r
-                for r in store.label_rows_of(cb.name, q.id, [GOLD_CODER], ids, GOLD_COLUMNS)
+                for r in store.gold_votes.label_rows_of(
+                    cb.name, q.id, [GOLD_CODER], ids, GOLD_COLUMNS
+                )
                 if _answer(r) is not None
             }
             made: dict[tuple[Any, ...], Answer] = {}
@@ -633,11 +638,11 @@ def _read_cases(
                             if gold_row
                             else {}
                         ),
-                        load_action=store.action,
+                        load_action=store.actions.action,
                     )
                 )
         if shown:  # their actions now, one query per 900
-            actions = store.actions_by_ids([c.action_id for c in out])
+            actions = store.actions.actions_by_ids([c.action_id for c in out])
             for case, action in zip(out, actions, strict=True):
                 case.loaded = action
     return out
@@ -700,11 +705,11 @@ def write_majority(store: Store, plan: GoldPlan, adjudicator: str) -> int:
     votes = plan.votes
     assert votes is not None
     n = len(votes.item)
-    with store.transaction(), store.larger_cache():
+    with store.db.transaction(), store.db.larger_cache():
         if n:
             kinds, kind = _gold_kinds(plan, adjudicator)
-            store.write_gold(plan.codebook, GOLD_SOURCE, kinds, _gold_rows(votes, kind))
-        store.clear_answers(plan.codebook.name, GOLD_CODER, plan.stale)
+            store.gold_votes.write_gold(plan.codebook, GOLD_SOURCE, kinds, _gold_rows(votes, kind))
+        store.gold_votes.clear_answers(plan.codebook.name, GOLD_CODER, plan.stale)
     retracted = set(plan.stale)
     if retracted and (not isinstance(plan.to_decide, Cases) or plan.to_decide.loaded):
         for case in plan.to_decide:
@@ -717,7 +722,7 @@ def decide(store: Store, plan: GoldPlan, case: Case, answer: Answer, adjudicator
     """Store the adjudicator's answer for one case as gold (method ``decided``)."""
     answer.check(case.question)
     meta = gold_meta(case, "decided", adjudicator, plan.coders)
-    store.save_gold(
+    store.agreement.save_gold(
         plan.codebook,
         [LabelWrite(case.action_id, case.question.id, GOLD_CODER, answer, GOLD_SOURCE, meta)],
     )

@@ -88,7 +88,7 @@ def _resolve_codebook(store: Store, name: str, counts: Mapping[str, int]) -> Cod
             name = cb.name
         from annotate.codebook import available_codebooks
 
-        known = name in available_codebooks() or name in store.codebook_names()
+        known = name in available_codebooks() or name in store.agreement.codebook_names()
         raise CodebookError(
             f"codebook '{name}' has no labels in this file"
             if known
@@ -136,7 +136,7 @@ def _candidate(
         cb = _codebook_version(store, name)
         if question not in {q.id for q in cb.questions}:
             return Candidate(name, (), 0, f"no question {question}")
-    available = store.coders_with_answers(name, None, question, sample=sample)
+    available = store.agreement.coders_with_answers(name, None, question, sample=sample)
     if coders:
         absent = [c for c in coders if c not in available]
         if absent:
@@ -146,7 +146,9 @@ def _candidate(
     else:
         chosen = tuple(c for c in available if is_human(c))
     shared = (
-        store.shared_items(name, chosen, None, question, sample=sample) if len(chosen) > 1 else 0
+        store.agreement.shared_items(name, chosen, None, question, sample=sample)
+        if len(chosen) > 1
+        else 0
     )
     return Candidate(name, chosen, shared)
 
@@ -185,7 +187,7 @@ def _choose_codebook(
     usable = [c for c in found if c.missing is None]
     if not usable:
         raise _none_fits(store, found, where, question)
-    corpus = set(store.corpus_coders())  # a codebook the team has begun comes first
+    corpus = set(store.labels.corpus_coders())  # a codebook the team has begun comes first
 
     def promise(c: Candidate) -> tuple[int, ...]:
         team = len(set(c.coders) - corpus)
@@ -233,7 +235,7 @@ def _none_fits(
 def _codebook_version(store: Store, name: str, fallback: Codebook | None = None) -> Codebook:
     """The newest version of the codebook stored with the labels (its codes are the categories)."""
     try:
-        return store.stored_codebook(name)
+        return store.codebooks.stored_codebook(name)
     except NotFoundError:
         if fallback is not None:
             return fallback
@@ -264,17 +266,17 @@ def select(
     notes: list[str] = []
     action_ids: Sequence[str] | None = None
     if sample is not None:  # NotFoundError names the samples
-        action_ids = store.sample_item_ids(sample, counted=counted_ids)
-    elif any(s["name"] == DEFAULT_SAMPLE for s in store.samples()):
+        action_ids = store.samples.sample_item_ids(sample, counted=counted_ids)
+    elif any(s["name"] == DEFAULT_SAMPLE for s in store.samples.samples()):
         sample = DEFAULT_SAMPLE
-        action_ids = store.sample_item_ids(sample, counted=counted_ids)
+        action_ids = store.samples.sample_item_ids(sample, counted=counted_ids)
         notes.append(f"sample {sample}")
     else:
         notes.append("every labelled item (there is no sample 'main')")
-    if codebook is not None and store.has_answers(codebook):  # no count over every label
+    if codebook is not None and store.agreement.has_answers(codebook):  # no count over every label
         cb = _codebook_version(store, codebook)
     else:
-        counts = store.answered_label_counts()  # once: a count over every label
+        counts = store.agreement.answered_label_counts()  # once: a count over every label
         if codebook is None:
             wanted = list(dict.fromkeys(coders)) if coders else None
             codebook, why = _choose_codebook(
@@ -283,14 +285,15 @@ def select(
             notes.insert(0, why)
         cb = _resolve_codebook(store, codebook, counts)
     where = f"codebook '{cb.name}'" + (f" in sample '{sample}'" if sample else "")
-    answering = store.answering_coders(cb.name, sample=sample)
+    answering = store.agreement.answering_coders(cb.name, sample=sample)
     if coders:
         named = list(dict.fromkeys(coders))
         unknown = [c for c in named if c not in answering]
         if unknown:
             raise UsageError(
                 f"unknown coder '{unknown[0]}': no labels on {where}",
-                hint="coders: " + _choices(store.coders_with_answers(cb.name, sample=sample)),
+                hint="coders: "
+                + _choices(store.agreement.coders_with_answers(cb.name, sample=sample)),
             )
         chosen = tuple(named)
     else:
@@ -298,7 +301,9 @@ def select(
         if len(chosen) >= min_coders:
             notes.append("coders " + ", ".join(chosen))
     if len(chosen) < min_coders:
-        available = store.coders_with_answers(cb.name, sample=sample)  # with counts, to show
+        available = store.agreement.coders_with_answers(
+            cb.name, sample=sample
+        )  # with counts, to show
         found = f" ({', '.join(chosen)})" if chosen else ""
         hint = (
             "name them with --coders A,B (gold, llm:* and self:* count only when named); coders: "
@@ -662,10 +667,10 @@ def _disagreements(
     if not differing:
         return ()
     ids = [data.items[i] for i in differing]
-    actions = {a.id: a for a in store.actions_by_ids(ids)}
+    actions = {a.id: a for a in store.actions.actions_by_ids(ids)}
     texts = {
         (r["action_id"], r["coder"]): codes_text(r["value"], r["codes"], r["other_text"])
-        for r in store.label_rows(
+        for r in store.labels.label_rows(
             codebook,
             coders=data.coders,
             action_ids=ids,
@@ -720,7 +725,7 @@ def run_agreement(
     _check_settings(ci, n_boot, ci_method)
     from agreement import agreement_report, multi_select_report
 
-    with store.read_snapshot():
+    with store.db.read_snapshot():
         datas, read = read_questions(store, selection)
     results: list[QuestionResult] = []
     for data in datas:
@@ -800,8 +805,8 @@ def run_agreement(
             annotate_version=__version__,
             aligned_digests=read.revisions.view(np.uint64),
         )
-        stored_before = store.same_agreement_run(record)
-        run_id = stored_before or store.save_agreement_run(record)
+        stored_before = store.agreement.same_agreement_run(record)
+        run_id = stored_before or store.agreement.save_agreement_run(record)
     return AgreementRun(
         selection=sel,
         settings=settings,
@@ -866,7 +871,7 @@ class DisagreementList:
 
 
 def list_disagreements(store: Store, selection: Selection) -> DisagreementList:
-    with store.read_snapshot():
+    with store.db.read_snapshot():
         datas, _ = read_questions(store, selection)
         found = tuple(
             (d.question, _disagreements(store, d, _differing(d), selection.codebook.name))
@@ -927,14 +932,16 @@ def _labels_now(store: Store, run: dict[str, Any]) -> tuple[set[int] | None, lis
     action_ids: Sequence[str] | None = None
     if run["sample"] is not None:
         try:
-            action_ids = store.sample_item_ids(run["sample"])
+            action_ids = store.samples.sample_item_ids(run["sample"])
         except NotFoundError:
             return None, [f"sample '{run['sample']}' no longer exists, so added is unknown"]
         if _sample_hash(action_ids) != run["sample_hash"]:
             notes.append(f"the items of sample '{run['sample']}' changed")
     ids: set[int] = set()
     for question in run["questions"]:
-        found = store.label_ids(run["codebook"], question, run["coders"], sample=run["sample"])
+        found = store.agreement.label_ids(
+            run["codebook"], question, run["coders"], sample=run["sample"]
+        )
         ids.update(found.values())
     return ids, notes
 
@@ -948,13 +955,13 @@ def stored_run(store: Store, run_id: int) -> StoredRun:
     Added: answered labels of the run's codebook, sample, coders and questions that the run
     did not use (a new answer, or one given again after being deleted).
     """
-    run = store.agreement_run(run_id)
+    run = store.agreement.agreement_run(run_id)
     used = run["label_ids"]
     digests = run.get("label_digests") or {}
     notes: list[str]
     if all(digests.get(i) for i in used):
-        with store.read_snapshot():
-            ids, revisions = store.label_revisions(used)
+        with store.db.read_snapshot():
+            ids, revisions = store.agreement.label_revisions(used)
             now, notes = _labels_now(store, run)
         deleted = len(used) - len(ids)
         changed: int | None = sum(
@@ -963,8 +970,8 @@ def stored_run(store: Store, run_id: int) -> StoredRun:
         )
         same = not deleted and not changed
     else:  # a run stored before annotate kept each label's digest
-        with store.read_snapshot():
-            rows = store.labels_by_id(used)
+        with store.db.read_snapshot():
+            rows = store.agreement.labels_by_id(used)
             now, notes = _labels_now(store, run)
         deleted = len(used) - sum(r["value"] is not None or bool(r["codes"]) for r in rows)
         same = not deleted and legacy_labels_hash(rows) == run["labels_hash"]

@@ -123,31 +123,32 @@ def write_majority_in_one_pass(
         return found
 
     tally = _Tally(coders)
-    with store.transaction(), store.larger_cache():
-        every_action = n_sample is not None and n_sample == store.count_actions()
+    with store.db.transaction(), store.db.larger_cache():
+        every_action = n_sample is not None and n_sample == store.actions.count_actions()
         # a sample of every action keeps nothing out (a lookup per item at 1M: 0.7 s)
         sample = selection.sample if n_sample is not None and not every_action else None
         labels = LabelScope(cb.name, tuple(q.id for q in questions), coders, sample)
         scope = VoteScope(labels, _numbered_values(questions))
         patterns = _Patterns(scope)
         lookup = adjudication.SAMPLE_LOOKUP
-        through = sample is not None and n_sample * lookup < store.labels_upper_bound()
-        store.stage_votes(scope, through_sample=through)
-        plain = store.staged_pattern_counts(scope)
-        set_aside = store.stage_set_aside(labels, GOLD_SOURCE, through_sample=through)
+        through = sample is not None and n_sample * lookup < store.gold_votes.labels_upper_bound()
+        store.majority_pass.stage_votes(scope, through_sample=through)
+        plain = store.majority_pass.staged_pattern_counts(scope)
+        set_aside = store.majority_pass.stage_set_aside(labels, GOLD_SOURCE, through_sample=through)
         majority_patterns: list[tuple[int, Any]] = []
         for q, pattern, cases in plain:
             if tally.add(votes_of(q, pattern, None), 0, cases):
                 majority_patterns.append((q, pattern))
-        store.stage_rich_majority()
-        for chunk in store.staged_rich_patterns():  # each distinct votes once, in chunks
+        store.majority_pass.stage_rich_majority()
+        # each distinct votes once, in chunks
+        for chunk in store.majority_pass.staged_rich_patterns():
             rich_kinds = []
             for q, pattern, rich, cases, not_aside in chunk:
                 votes = votes_of(q, pattern, rich)
                 if tally.add(votes, 0, cases) and not_aside:
                     kind = _gold_kind(votes, questions[q], coders, adjudicator)
                     rich_kinds.append((q, pattern, rich, kind))
-            store.add_rich_kinds(rich_kinds)
+            store.majority_pass.add_rich_kinds(rich_kinds)
         for _, q, why, pattern, rich in set_aside:  # counted again as what they are
             votes = votes_of(q, pattern, rich) if pattern is not None else None
             if votes is not None:
@@ -163,13 +164,13 @@ def write_majority_in_one_pass(
             return kind_of[q, pattern]
 
         staged = [(q, p, kind(q, p)) for q, p in majority_patterns]
-        store.stage_pattern_kinds(cb, GOLD_SOURCE, kinds, staged)
+        store.majority_pass.stage_pattern_kinds(cb, GOLD_SOURCE, kinds, staged)
         stale = tuple(  # read before the gold is written
-            store.staged_stale_gold(labels, GOLD_SOURCE, actions_only=every_action)
+            store.majority_pass.staged_stale_gold(labels, GOLD_SOURCE, actions_only=every_action)
         )
-        store.stage_rich_answers(cb, GOLD_SOURCE)
-        store.write_staged_majority(cb.name)
-        store.clear_answers(cb.name, GOLD_CODER, stale)
+        store.majority_pass.stage_rich_answers(cb, GOLD_SOURCE)
+        store.majority_pass.write_staged_majority(cb.name)
+        store.gold_votes.clear_answers(cb.name, GOLD_CODER, stale)
 
     def later(kind: str) -> Callable[[], list[Case]]:
         def read() -> list[Case]:

@@ -123,7 +123,7 @@ def _expected_values(questions: Sequence[Question]) -> list[str]:
 
 def read_questions(store: Store, selection: Selection) -> tuple[list[QuestionData], LabelsRead]:
     """Every selected question's table and what was read, in one pass (call it inside
-    ``store.read_snapshot()``)."""
+    ``store.db.read_snapshot()``)."""
     questions = selection.questions
     scope = LabelScope(
         selection.codebook.name,
@@ -133,27 +133,27 @@ def read_questions(store: Store, selection: Selection) -> tuple[list[QuestionDat
     )
     id_of: Sequence[str]
     if scope.sample is None:
-        id_of = store.number_labelled_items(scope)
+        id_of = store.label_cells.number_labelled_items(scope)
     else:
         id_of = selection.action_ids or ()
     values = _expected_values(questions)
-    versions = store.version_hashes(scope.codebook)
+    versions = store.label_cells.version_hashes(scope.codebook)
     read = _read_cells(store, scope, values, versions)
     if read is None:  # a value or version outside those expected: count them, read again
-        counted, versions = store.answer_counts(scope)
+        counted, versions = store.label_cells.answer_counts(scope)
         values = sorted(counted)
         read = _read_cells(store, scope, values, versions)
         assert read is not None
     cells, labels = read
     if any(q.kind != "single" for q in questions):
-        for item, coder, q, raw in store.coded_sets(scope):
+        for item, coder, q, raw in store.label_cells.coded_sets(scope):
             cells[q].sets.append((item, coder, raw))
-    if scope.sample is not None and not store.sample_positions_dense(scope.sample):
-        position = store.sample_positions(scope.sample)  # renumber: positions with gaps
+    if scope.sample is not None and not store.label_cells.sample_positions_dense(scope.sample):
+        position = store.label_cells.sample_positions(scope.sample)  # renumber: positions with gaps
         for c in cells:
             c.items = [np.searchsorted(position, x) for x in c.items]
             c.sets = [(int(np.searchsorted(position, p)), j, raw) for p, j, raw in c.sets]
-    skipped_rows = store.skipped_cells(scope)
+    skipped_rows = store.label_cells.skipped_cells(scope)
     names = tuple(values)
     datas = []
     for question, c in zip(questions, cells, strict=True):
@@ -174,7 +174,7 @@ def _read_cells(
     ids: list[np.ndarray] = []
     revisions: list[np.ndarray] = []
     used = np.zeros(len(versions), dtype=bool)
-    for chunk in store.label_arrays(scope, values, versions):
+    for chunk in store.label_cells.label_arrays(scope, values, versions):
         item, coder, value, q, version = unpack(chunk.keys)
         if (value == UNKNOWN_VALUE).any() or (version == UNKNOWN_VERSION).any():
             return None
@@ -260,7 +260,7 @@ def _table(
         answered = np.zeros(len(id_of), dtype=bool)
         answered[rated] = True
         missing = [id_of[p] for p in np.flatnonzero(~answered).tolist()]
-        types = store.action_types_by_id(missing)
+        types = store.actions.action_types_by_id(missing)
         cb = selection.codebook
         for i in missing:
             kind = types[i]

@@ -13,6 +13,7 @@ from __future__ import annotations
 import io
 import os
 import sys
+from contextlib import suppress
 from typing import TextIO
 
 from annotate.errors import AnnotateError
@@ -61,6 +62,13 @@ def write_out(data: str | bytes, *, err: bool = False) -> None:
         raise OutputError(
             f"{name}: cannot write ({exc.strerror or exc}); the output is incomplete"
         ) from None
+
+
+def tell_waiting(message: str) -> None:
+    """Say on stderr what a command waits for (another writer, an upgrade): the store's
+    ``on_wait``. A stderr that is gone is no reason to stop: waiting is all that is left."""
+    with suppress(OutputError):
+        write_out(message + "\n", err=True)
 
 
 def stdout_is_terminal() -> bool:

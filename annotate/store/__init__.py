@@ -1,43 +1,68 @@
 """The store: the one place that owns SQL and the schema of the project's SQLite file.
 
-Each mixin owns the tables of one area; :class:`Store` is all of them over one connection.
+:class:`Store` opens the file (:class:`Database`: the connection, transactions, upgrades)
+and holds one repository per area, each owning the tables of that area; a repository that
+needs another receives it when it is made.
 """
 
 from __future__ import annotations
 
-from annotate.store.actions import ActionsMixin
-from annotate.store.agreement_runs import AgreementRunsMixin
-from annotate.store.analysis import AnalysisMixin
-from annotate.store.base import DEFAULT_DB, StoreBase, default_db_path
-from annotate.store.codebooks import CodebooksMixin
-from annotate.store.exports import ExportMixin
-from annotate.store.gold import GoldMixin
-from annotate.store.gold_votes import GoldVotesMixin
-from annotate.store.label_cells import LabelCellsMixin
-from annotate.store.labels import CORPUS_SOURCE, LabelsMixin, LabelWrite
-from annotate.store.llm import LLMStoreMixin
-from annotate.store.llm_batches import LLMBatchesMixin
-from annotate.store.samples import SamplesMixin
-from annotate.store.self_reports import SelfReportsMixin
+from pathlib import Path
+
+from annotate.store.actions import Actions
+from annotate.store.agreement_runs import AgreementRuns
+from annotate.store.analysis import Analysis
+from annotate.store.base import DEFAULT_DB, Database, default_db_path, silent
+from annotate.store.codebooks import Codebooks
+from annotate.store.exports import Exports
+from annotate.store.gold import Gold
+from annotate.store.gold_votes import GoldVotes
+from annotate.store.label_cells import LabelCells
+from annotate.store.labels import CORPUS_SOURCE, Labels, LabelWrite
+from annotate.store.llm import LLM
+from annotate.store.llm_batches import LLMBatches
+from annotate.store.lock import Notify
+from annotate.store.majority_pass import MajorityPass
+from annotate.store.merge import Merge
+from annotate.store.samples import Samples
+from annotate.store.self_reports import SelfReports
 
 
-class Store(
-    ActionsMixin,
-    CodebooksMixin,
-    SamplesMixin,
-    LabelsMixin,
-    LabelCellsMixin,
-    GoldVotesMixin,
-    GoldMixin,
-    LLMStoreMixin,
-    LLMBatchesMixin,
-    AnalysisMixin,
-    AgreementRunsMixin,
-    ExportMixin,
-    SelfReportsMixin,
-    StoreBase,
-):
-    """An open project file. ``Store(path)`` creates or upgrades it."""
+class Store:
+    """An open project file. ``Store(path)`` creates or upgrades it; ``on_wait`` is told
+    when it waits for another writer or upgrades a large file (nothing by default)."""
+
+    def __init__(self, path: str | Path, *, create: bool = True, on_wait: Notify = silent) -> None:
+        db = Database(path, create=create, on_wait=on_wait)
+        self.db = db
+        self.path = db.path
+        self.read_only = db.read_only
+        self.actions = Actions(db)
+        self.codebooks = Codebooks(db)
+        self.samples = Samples(db)
+        self.gold = Gold(db)
+        self.labels = Labels(db, self.gold, self.samples)
+        self.label_cells = LabelCells(db)
+        self.gold_votes = GoldVotes(db, self.gold)
+        self.majority_pass = MajorityPass(db, self.gold_votes)
+        self.agreement = AgreementRuns(db, self.gold, self.labels)
+        self.llm = LLM(db, self.labels)
+        self.llm_batches = LLMBatches(db)
+        self.analysis = Analysis(db)
+        self.merge = Merge(db, self.gold)
+        self.exports = Exports(db, self.gold, self.samples)
+        self.self_reports = SelfReports(db)
+        if not db.read_only:
+            self.actions.repair()
+
+    def close(self) -> None:
+        self.db.close()
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
 
-__all__ = ["CORPUS_SOURCE", "DEFAULT_DB", "LabelWrite", "Store", "default_db_path"]
+__all__ = ["CORPUS_SOURCE", "DEFAULT_DB", "Database", "LabelWrite", "Store", "default_db_path"]

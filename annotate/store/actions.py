@@ -6,12 +6,12 @@ import json
 import os
 import sqlite3
 from collections.abc import Iterable, Iterator, Sequence
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from annotate.errors import NotFoundError, UsageError
 from annotate.models import Action
-from annotate.store.base import StoreBase, dumps, now
+from annotate.store.base import Database, dumps, now
 from annotate.store.lock import process_running
 from annotate.store.where import check_where, interruptible
 
@@ -64,10 +64,13 @@ def action_row(a: Action) -> ActionRow:
     ]
 
 
-class ActionsMixin(StoreBase):
+class Actions:
+    def __init__(self, db: Database) -> None:
+        self.db = db
+
     def begin_import(self, *, path: str, sha256: str, fmt: str) -> int:
         """Record an import; call inside a transaction, with :meth:`finish_import` at its end."""
-        cur = self.conn.execute(
+        cur = self.db.conn.execute(
             "INSERT INTO imports (path, sha256, format, n_actions, n_new, imported_at) "
             "VALUES (?, ?, ?, 0, 0, ?)",
             (path, sha256, fmt, now()),
@@ -76,13 +79,13 @@ class ActionsMixin(StoreBase):
 
     def insert_actions(self, rows: Sequence[ActionRow], import_id: int) -> int:
         """Insert the actions not stored yet (matched by id); return how many were new."""
-        before = self.conn.total_changes
-        self.conn.executemany(
+        before = self.db.conn.total_changes
+        self.db.conn.executemany(
             f"INSERT OR IGNORE INTO actions ({ACTION_COLUMNS}, import_id) "
             f"VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, {int(import_id)})",
             rows,
         )
-        return self.conn.total_changes - before
+        return self.db.conn.total_changes - before
 
     @contextmanager
     def bulk_actions(self, *, defer_indexes: bool = False) -> Iterator[None]:
@@ -98,8 +101,8 @@ class ActionsMixin(StoreBase):
         middle of an index of a few distinct keys: 3.8 s of 12 at 1M, building them 1.5 s).
         They are listed in ``deferred_indexes`` with this process, so that if it dies
         first, the next open of the file builds them."""
-        assert self._in_transaction, "bulk_actions runs inside store.transaction()"
-        conn = self.conn
+        assert self.db.in_write, "bulk_actions runs inside store.db.transaction()"
+        conn = self.db.conn
         now: list[str] = []
         if conn.execute("SELECT 1 FROM actions LIMIT 1").fetchone() is None:
             for name, sql in conn.execute(
@@ -114,7 +117,7 @@ class ActionsMixin(StoreBase):
                 else:
                     now.append(sql)
                 conn.execute(f'DROP INDEX "{name}"')
-        with self.larger_cache():
+        with self.db.larger_cache():
             yield
             for sql in now:
                 conn.execute(sql)
@@ -122,28 +125,27 @@ class ActionsMixin(StoreBase):
     def restore_action_indexes(self) -> None:
         """Build the indexes that :meth:`bulk_actions` left for the end of a run."""
         listed = "SELECT name, sql, pid FROM deferred_indexes"
-        if not self.conn.execute(listed).fetchone():
+        if not self.db.conn.execute(listed).fetchone():
             return
         # SQLite's sorter takes as much memory as the page cache: the default 2 MB builds
         # a million actions' indexes in 0.1 s more than 64 MB does, and 120 MB smaller
-        with self.transaction():
+        with self.db.transaction():
             built = {
                 r[0]
-                for r in self.conn.execute("SELECT name FROM sqlite_master WHERE type = 'index'")
+                for r in self.db.conn.execute("SELECT name FROM sqlite_master WHERE type = 'index'")
             }
-            for name, sql, _ in self.conn.execute(listed).fetchall():
+            for name, sql, _ in self.db.conn.execute(listed).fetchall():
                 if name not in built:
-                    self.conn.execute(sql)
-            self.conn.execute("DELETE FROM deferred_indexes")
+                    self.db.conn.execute(sql)
+            self.db.conn.execute("DELETE FROM deferred_indexes")
 
-    def _repair(self) -> None:
+    def repair(self) -> None:
         """The indexes an import left for its end, once the process that left them is gone
         (opening a file while another process imports into it leaves them to that one)."""
-        super()._repair()
-        left = self.conn.execute("SELECT pid FROM deferred_indexes").fetchall()
+        left = self.db.conn.execute("SELECT pid FROM deferred_indexes").fetchall()
         if left and not any(process_running(pid) for (pid,) in left):
-            self.on_wait(
-                f"{self.path}: building the indexes an interrupted import left, once "
+            self.db.on_wait(
+                f"{self.db.path}: building the indexes an interrupted import left, once "
                 "(seconds for a million actions)"
             )
             self.restore_action_indexes()
@@ -155,7 +157,7 @@ class ActionsMixin(StoreBase):
         clash = []
         for start in range(0, len(ids), 500):
             chunk = ids[start : start + 500]
-            rows = self.conn.execute(
+            rows = self.db.conn.execute(
                 "SELECT id, session, action_type, content FROM actions "
                 f"WHERE id IN ({', '.join('?' * len(chunk))})",
                 chunk,
@@ -174,30 +176,32 @@ class ActionsMixin(StoreBase):
             sql = f"SELECT DISTINCT session FROM actions WHERE session IN ({marks})"
             if without_role:
                 sql += " AND role IS NULL"
-            found.update(r[0] for r in self.conn.execute(sql, chunk))
+            found.update(r[0] for r in self.db.conn.execute(sql, chunk))
         return found
 
     def finish_import(self, import_id: int, n_actions: int, n_new: int) -> None:
         if n_new == 0:  # a re-import leaves no trace
-            self.conn.execute("DELETE FROM imports WHERE id = ?", (import_id,))
+            self.db.conn.execute("DELETE FROM imports WHERE id = ?", (import_id,))
         else:
-            self.conn.execute(
+            self.db.conn.execute(
                 "UPDATE imports SET n_actions = ?, n_new = ? WHERE id = ?",
                 (n_actions, n_new, import_id),
             )
 
     def add_actions(self, actions: Sequence[Action], *, path: str, sha256: str, fmt: str) -> int:
         """Insert a list of actions as one import, in one transaction; return how many were new."""
-        with self.transaction():
+        with self.db.transaction():
             import_id = self.begin_import(path=path, sha256=sha256, fmt=fmt)
             n_new = self.insert_actions([action_row(a) for a in actions], import_id)
             self.finish_import(import_id, len(actions), n_new)
         return n_new
 
     def _touched(self, sessions: Iterable[str]) -> None:
-        self.conn.execute("CREATE TEMP TABLE IF NOT EXISTS _touched (session TEXT PRIMARY KEY)")
-        self.conn.execute("DELETE FROM _touched")
-        self.conn.executemany("INSERT OR IGNORE INTO _touched VALUES (?)", ((s,) for s in sessions))
+        self.db.conn.execute("CREATE TEMP TABLE IF NOT EXISTS _touched (session TEXT PRIMARY KEY)")
+        self.db.conn.execute("DELETE FROM _touched")
+        self.db.conn.executemany(
+            "INSERT OR IGNORE INTO _touched VALUES (?)", ((s,) for s in sessions)
+        )
 
     def resequence_by_time(self, sessions: Iterable[str]) -> None:
         """Renumber ``seq`` in these sessions by timestamp.
@@ -206,7 +210,7 @@ class ActionsMixin(StoreBase):
         happened, whichever file came first.
         """
         self._touched(sessions)
-        self.conn.execute(
+        self.db.conn.execute(
             "UPDATE actions SET seq = r.rn FROM ("
             " SELECT id, row_number() OVER (PARTITION BY session ORDER BY timestamp, seq, id) - 1"
             " AS rn FROM actions WHERE session IN (SELECT session FROM _touched)) AS r "
@@ -220,7 +224,7 @@ class ActionsMixin(StoreBase):
         ``--role NAME=ROLE`` at import sets roles explicitly.
         """
         self._touched(sessions)
-        self.conn.execute(
+        self.db.conn.execute(
             "WITH people AS (SELECT session, participant,"
             "  max(action_type IN ('draw', 'erase')) AS drew FROM actions"
             "  WHERE session IN (SELECT session FROM _touched) GROUP BY session, participant),"
@@ -244,7 +248,7 @@ class ActionsMixin(StoreBase):
             " SELECT (SELECT min(action_type) FROM actions WHERE action_type > t.kind)"
             " FROM t WHERE t.kind IS NOT NULL) SELECT kind FROM t WHERE kind IS NOT NULL"
         )
-        return [r[0] for r in self.conn.execute(sql)]
+        return [r[0] for r in self.db.conn.execute(sql)]
 
     def action_types_by_id(self, ids: Iterable[str]) -> dict[str, str]:
         """The action type of each of ``ids`` that is stored (unknown ids are left out)."""
@@ -254,14 +258,14 @@ class ActionsMixin(StoreBase):
             chunk = wanted[start : start + 900]
             marks = ",".join("?" * len(chunk))
             found.update(
-                self.conn.execute(
+                self.db.conn.execute(
                     f"SELECT id, action_type FROM actions WHERE id IN ({marks})", chunk
                 ).fetchall()
             )
         return found
 
     def action(self, action_id: str) -> Action:
-        row = self.conn.execute(
+        row = self.db.conn.execute(
             f"SELECT {ACTION_COLUMNS} FROM actions WHERE id = ?", (action_id,)
         ).fetchone()
         if row is None:
@@ -274,7 +278,7 @@ class ActionsMixin(StoreBase):
         for start in range(0, len(ids), 900):
             chunk = list(ids[start : start + 900])
             marks = ",".join("?" * len(chunk))
-            for row in self.conn.execute(
+            for row in self.db.conn.execute(
                 f"SELECT {ACTION_COLUMNS} FROM actions WHERE id IN ({marks})", chunk
             ):
                 by_id[row["id"]] = row_to_action(row)
@@ -285,12 +289,12 @@ class ActionsMixin(StoreBase):
 
     def context(self, action: Action, *, before: int = 8, after: int = 0) -> list[Action]:
         """The ``before`` preceding and ``after`` following actions of the same session."""
-        prev = self.conn.execute(
+        prev = self.db.conn.execute(
             f"SELECT {ACTION_COLUMNS} FROM actions WHERE session = ? AND seq < ? "
             "ORDER BY seq DESC LIMIT ?",
             (action.session, action.seq, before),
         ).fetchall()
-        nxt = self.conn.execute(
+        nxt = self.db.conn.execute(
             f"SELECT {ACTION_COLUMNS} FROM actions WHERE session = ? AND seq > ? "
             "ORDER BY seq LIMIT ?",
             (action.session, action.seq, after),
@@ -300,13 +304,13 @@ class ActionsMixin(StoreBase):
     def session_actions(self, session: str) -> list[Action]:
         return [
             row_to_action(r)
-            for r in self.conn.execute(
+            for r in self.db.conn.execute(
                 f"SELECT {ACTION_COLUMNS} FROM actions WHERE session = ? ORDER BY seq", (session,)
             )
         ]
 
     def count_actions(self) -> int:
-        return self.conn.execute("SELECT count(*) FROM actions").fetchone()[0]
+        return self.db.conn.execute("SELECT count(*) FROM actions").fetchone()[0]
 
     def action_rows(self, where: str | None = None) -> list[dict[str, Any]]:
         """Every action as a dict (for sampling and export); ``where`` is one SQL condition
@@ -316,28 +320,14 @@ class ActionsMixin(StoreBase):
             sql += f" WHERE ({check_where(where)})"
         sql += " ORDER BY session, seq"
         with self._where_query():
-            return [dict(r) for r in self.conn.execute(sql)]
-
-    @contextmanager
-    def read_snapshot(self) -> Iterator[None]:
-        """Reads that see one state of the file (another process may write in between
-        otherwise); inside a write transaction, that transaction's."""
-        if self._in_transaction or self.conn.in_transaction:
-            yield
-            return
-        self.conn.execute("BEGIN")
-        try:
-            yield
-        finally:
-            with suppress(sqlite3.Error):
-                self.conn.execute("COMMIT")
+            return [dict(r) for r in self.db.conn.execute(sql)]
 
     @contextmanager
     def _where_query(self) -> Iterator[None]:
         """Run a query with the user's ``--where`` (Ctrl-C stops it); a bad one is a
         one-line error."""
         try:
-            with interruptible(self.conn, "--where"):
+            with interruptible(self.db.conn, "--where"):
                 yield
         except sqlite3.Error as exc:
             raise UsageError(
@@ -365,7 +355,7 @@ class ActionsMixin(StoreBase):
             raise UsageError(f"--stratify: unknown column '{unknown[0]}'")
         sql = self._sampling_sql(where, stratify)
         with self._where_query():
-            cursor = self.conn.cursor()
+            cursor = self.db.conn.cursor()
             cursor.row_factory = None
             yield cursor.execute(sql)
 
@@ -381,7 +371,7 @@ class ActionsMixin(StoreBase):
 
         sql = f"SELECT group_concat(rowid) FROM ({self._sampling_sql(where, ())})"
         with self._where_query():
-            joined = self.conn.execute(sql).fetchone()[0]
+            joined = self.db.conn.execute(sql).fetchone()[0]
         if joined is None:
             return np.empty(0, dtype=np.int64)
         return np.fromstring(joined, dtype=np.int64, sep=",")
@@ -389,7 +379,7 @@ class ActionsMixin(StoreBase):
     def overview_by_condition(self) -> list[dict[str, Any]]:
         return [
             dict(r)
-            for r in self.conn.execute(
+            for r in self.db.conn.execute(
                 # sessions counted per (condition, session) first: over actions_condition
                 "SELECT coalesce(condition, '-') AS condition, count(DISTINCT session) AS sessions,"
                 " sum(n) AS actions, sum(messages) AS messages FROM ("
@@ -401,4 +391,4 @@ class ActionsMixin(StoreBase):
         ]
 
     def import_history(self) -> list[dict[str, Any]]:
-        return [dict(r) for r in self.conn.execute("SELECT * FROM imports ORDER BY id")]
+        return [dict(r) for r in self.db.conn.execute("SELECT * FROM imports ORDER BY id")]

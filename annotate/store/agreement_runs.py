@@ -12,19 +12,20 @@ label, and both read back alike.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from annotate.coders import GOLD
 from annotate.errors import NotFoundError
-from annotate.store.base import StoreBase, dumps, now
+from annotate.store.base import Database, dumps, now
 from annotate.store.gold import label_sources, labels_from, union_all
 from annotate.store.labels import LabelWrite
 
 if TYPE_CHECKING:
     from annotate.codebook import Codebook
+    from annotate.store.gold import Gold
+    from annotate.store.labels import Labels
 
 GOLD_CODER = GOLD
 GOLD_SOURCE = "adjudicate"
@@ -101,22 +102,11 @@ def unpack_label_set(ids: bytes, digests: bytes | None) -> tuple[list[int], list
     return label_ids, [text[i : i + 16] for i in range(0, len(text), 16)]
 
 
-class AgreementRunsMixin(StoreBase):
-    # -- reading labels consistently ----------------------------------------------------
-
-    @contextmanager
-    def read_snapshot(self) -> Iterator[None]:
-        """Every read inside sees the same state of the file (one deferred transaction)."""
-        if self._in_transaction:
-            yield
-            return
-        self.conn.execute("BEGIN")
-        self._in_transaction = True
-        try:
-            yield
-        finally:
-            self._in_transaction = False
-            self.conn.execute("COMMIT")
+class AgreementRuns:
+    def __init__(self, db: Database, gold: Gold, labels: Labels) -> None:
+        self.db = db
+        self.gold = gold
+        self.labels = labels
 
     def _agree_items(self, action_ids: Sequence[str] | None, sample: str | None) -> str:
         """A SQL condition on ``action_id``: the named sample's items (read where they are),
@@ -125,9 +115,9 @@ class AgreementRunsMixin(StoreBase):
             return " AND action_id IN (SELECT action_id FROM sample_items WHERE sample = ?)"
         if action_ids is None:
             return ""
-        self.conn.execute("CREATE TEMP TABLE IF NOT EXISTS _agree_items (id TEXT PRIMARY KEY)")
-        self.conn.execute("DELETE FROM _agree_items")
-        self.conn.executemany(
+        self.db.conn.execute("CREATE TEMP TABLE IF NOT EXISTS _agree_items (id TEXT PRIMARY KEY)")
+        self.db.conn.execute("DELETE FROM _agree_items")
+        self.db.conn.executemany(
             "INSERT OR IGNORE INTO _agree_items VALUES (?)", ((i,) for i in action_ids)
         )
         return " AND action_id IN (SELECT id FROM _agree_items)"
@@ -136,7 +126,7 @@ class AgreementRunsMixin(StoreBase):
         """Answered labels per codebook (any coder)."""
         counts: dict[str, int] = {}
         for labels in label_sources(None, "labels_answered"):
-            for book, n in self.conn.execute(
+            for book, n in self.db.conn.execute(
                 f"SELECT l.codebook, count(*) FROM {labels} "
                 "WHERE l.value IS NOT NULL OR l.codes IS NOT NULL GROUP BY l.codebook"
             ):
@@ -146,7 +136,7 @@ class AgreementRunsMixin(StoreBase):
     def has_answers(self, codebook: str) -> bool:
         """Whether any label of ``codebook`` is answered (one index lookup)."""
         return any(
-            self.conn.execute(
+            self.db.conn.execute(
                 f"SELECT 1 FROM {labels} WHERE l.codebook = ? "
                 "AND (l.value IS NOT NULL OR l.codes IS NOT NULL) LIMIT 1",
                 (codebook,),
@@ -156,7 +146,9 @@ class AgreementRunsMixin(StoreBase):
 
     def codebook_names(self) -> list[str]:
         """Codebooks stored in this file (any version)."""
-        return [r[0] for r in self.conn.execute("SELECT DISTINCT name FROM codebooks ORDER BY 1")]
+        return [
+            r[0] for r in self.db.conn.execute("SELECT DISTINCT name FROM codebooks ORDER BY 1")
+        ]
 
     def coders_with_answers(
         self,
@@ -181,7 +173,7 @@ class AgreementRunsMixin(StoreBase):
         counts = {}
         for labels in label_sources(None, "labels_answered"):
             query = sql.format(labels=labels) + " GROUP BY l.coder"
-            counts.update(self.conn.execute(query, params).fetchall())
+            counts.update(self.db.conn.execute(query, params).fetchall())
         return dict(sorted(counts.items()))
 
     def answering_coders(self, codebook: str, *, sample: str | None = None) -> list[str]:
@@ -190,7 +182,7 @@ class AgreementRunsMixin(StoreBase):
         (what :meth:`coders_with_answers` gives, without counting every label)."""
         coders = [
             r[0]
-            for r in self.conn.execute(
+            for r in self.db.conn.execute(
                 "WITH RECURSIVE c(coder) AS ("
                 " SELECT min(coder) FROM coder_labels INDEXED BY labels_progress"
                 "  WHERE codebook = ?"
@@ -201,7 +193,7 @@ class AgreementRunsMixin(StoreBase):
                 (codebook, codebook),
             )
         ]
-        if self._gold_rows_exist(codebook):  # type: ignore[attr-defined]
+        if self.gold.rows_exist(codebook):
             coders = sorted({*coders, GOLD})
         sql = (
             "SELECT 1 FROM {labels} WHERE l.codebook = ? "
@@ -216,7 +208,7 @@ class AgreementRunsMixin(StoreBase):
         return [
             c
             for c in coders
-            if self.conn.execute(
+            if self.db.conn.execute(
                 sql.format(labels=labels_from([c], "labels_progress")) + " LIMIT 1",
                 (codebook, c, *extra),
             ).fetchone()
@@ -244,11 +236,8 @@ class AgreementRunsMixin(StoreBase):
         sql += self._agree_items(action_ids, sample)
         params += (sample,) if sample is not None else ()
         both, all_params = union_all(sql, params, label_sources(coders, "labels_answered"))
-        sql = (
-            f"SELECT action_id FROM ({both}) GROUP BY action_id "
-            "HAVING count(DISTINCT coder) >= 2"
-        )
-        return self.conn.execute(f"SELECT count(*) FROM ({sql})", all_params).fetchone()[0]
+        sql = f"SELECT action_id FROM ({both}) GROUP BY action_id HAVING count(DISTINCT coder) >= 2"
+        return self.db.conn.execute(f"SELECT count(*) FROM ({sql})", all_params).fetchone()[0]
 
     def label_ids(
         self,
@@ -269,13 +258,13 @@ class AgreementRunsMixin(StoreBase):
         sql += self._agree_items(action_ids, sample)
         params = (codebook, question, *coders) + ((sample,) if sample is not None else ())
         both, all_params = union_all(sql, params, label_sources(coders, "labels_answered"))
-        return {(r[0], r[1]): r[2] for r in self.conn.execute(both, all_params)}
+        return {(r[0], r[1]): r[2] for r in self.db.conn.execute(both, all_params)}
 
     # -- runs ---------------------------------------------------------------------------
 
     def save_agreement_run(self, run: AgreementRunRecord) -> int:
         """Store a run and the ids of its labels in one transaction; return its id."""
-        with self.transaction() as conn:
+        with self.db.transaction() as conn:
             cur = conn.execute(
                 "INSERT INTO agreement_runs (created_at, annotate_version, codebook, "
                 "codebook_hash, label_codebook_hashes, sample, sample_hash, coders, questions, "
@@ -319,7 +308,7 @@ class AgreementRunsMixin(StoreBase):
     def same_agreement_run(self, run: AgreementRunRecord) -> int | None:
         """The newest stored run with the same inputs, settings, version and labels (ids
         and content hash), so its results are this run's; None when there is none."""
-        rows = self.conn.execute(
+        rows = self.db.conn.execute(
             "SELECT id FROM agreement_runs WHERE codebook = ? AND codebook_hash = ? "
             "AND sample IS ? AND sample_hash IS ? AND coders = ? AND questions = ? "
             "AND labels_hash = ? AND settings = ? AND annotate_version = ? ORDER BY id DESC",
@@ -344,14 +333,14 @@ class AgreementRunsMixin(StoreBase):
             wanted = np.sort(wanted)
             wanted = wanted[np.r_[True, wanted[1:] != wanted[:-1]]]
         for (run_id,) in rows:
-            stored = self.conn.execute(
+            stored = self.db.conn.execute(
                 "SELECT label_ids FROM agreement_run_label_sets WHERE run_id = ?", (run_id,)
             ).fetchone()
             if stored is not None:  # compared where it lies: no copy of either side
                 if np.array_equal(np.frombuffer(stored[0], dtype=IDS_DTYPE), wanted):
                     return int(run_id)
                 continue
-            ids = self.conn.execute(
+            ids = self.db.conn.execute(
                 "SELECT label_id FROM agreement_run_labels WHERE run_id = ? ORDER BY label_id",
                 (run_id,),
             ).fetchall()
@@ -362,13 +351,15 @@ class AgreementRunsMixin(StoreBase):
     def _run_label_set(self, run_id: int) -> tuple[bytes, bytes | None] | None:
         """The run's packed label ids and digests (migration 13), None for a run stored
         before, whose labels are rows of ``agreement_run_labels``."""
-        row = self.conn.execute(
+        row = self.db.conn.execute(
             "SELECT label_ids, digests FROM agreement_run_label_sets WHERE run_id = ?", (run_id,)
         ).fetchone()
         return None if row is None else (bytes(row[0]), None if row[1] is None else bytes(row[1]))
 
     def agreement_run(self, run_id: int) -> dict[str, Any]:
-        row = self.conn.execute("SELECT * FROM agreement_runs WHERE id = ?", (run_id,)).fetchone()
+        row = self.db.conn.execute(
+            "SELECT * FROM agreement_runs WHERE id = ?", (run_id,)
+        ).fetchone()
         if row is None:
             raise NotFoundError(
                 f"no agreement run {run_id}", hint="runs are listed by `annotate agree --runs`"
@@ -382,7 +373,7 @@ class AgreementRunsMixin(StoreBase):
             out["label_ids"] = ids
             out["label_digests"] = dict(zip(ids, digests, strict=True))
             return out
-        rows = self.conn.execute(
+        rows = self.db.conn.execute(
             "SELECT label_id, digest FROM agreement_run_labels WHERE run_id = ? ORDER BY label_id",
             (run_id,),
         ).fetchall()
@@ -392,7 +383,7 @@ class AgreementRunsMixin(StoreBase):
 
     def agreement_runs(self) -> list[dict[str, Any]]:
         """Every run, newest first, without results."""
-        rows = self.conn.execute(
+        rows = self.db.conn.execute(
             "SELECT id, created_at, codebook, codebook_hash, sample, coders, questions, "
             "n_labels, labels_hash FROM agreement_runs ORDER BY id DESC"
         ).fetchall()
@@ -416,7 +407,7 @@ class AgreementRunsMixin(StoreBase):
             marks = ",".join("?" * len(chunk))
             found += map(
                 tuple,
-                self.conn.execute(
+                self.db.conn.execute(
                     f"SELECT id, revision FROM labels WHERE id IN ({marks}) "
                     "AND (value IS NOT NULL OR codes IS NOT NULL)",
                     chunk,
@@ -435,7 +426,7 @@ class AgreementRunsMixin(StoreBase):
             marks = ",".join("?" * len(chunk))
             out.extend(
                 dict(r)
-                for r in self.conn.execute(
+                for r in self.db.conn.execute(
                     "SELECT id, action_id, codebook, codebook_hash, question, coder, value, "
                     f"codes, other_text FROM labels WHERE id IN ({marks})",
                     chunk,
@@ -450,4 +441,4 @@ class AgreementRunsMixin(StoreBase):
     def save_gold(self, codebook: Codebook, writes: Sequence[LabelWrite]) -> None:
         """Store adjudicated answers as coder ``gold``, with their provenance in ``meta``
         (updated even when the answer itself is unchanged)."""
-        self.save_answers(codebook, writes, provenance=True)  # type: ignore[attr-defined]
+        self.labels.save_answers(codebook, writes, provenance=True)

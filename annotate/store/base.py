@@ -23,9 +23,11 @@ from annotate.store.lock import ATTEMPT_MS, Notify, begin_write
 from annotate.store.migrations import MIGRATIONS
 
 if TYPE_CHECKING:
-    import sqlite_utils
-
     from annotate.codebook import Answer
+
+
+def silent(message: str) -> None:
+    """The default :data:`Notify`: a library caller that passes none is told nothing."""
 
 
 def default_db_path() -> Path:
@@ -111,7 +113,7 @@ def applied_migrations(conn: sqlite3.Connection, path: Path, *, empty_ok: bool) 
     return applied
 
 
-def snapshot_project(path: Path, dest: Path) -> None:
+def snapshot_project(path: Path, dest: Path, *, on_wait: Notify = silent) -> None:
     """Copy a project file to ``dest`` without writing to it, then upgrade the copy.
 
     ``annotate merge`` reads other coders' files this way: an older file is never upgraded
@@ -132,31 +134,24 @@ def snapshot_project(path: Path, dest: Path) -> None:
         raise StoreError(f"{path}: not an annotate database ({exc})") from exc
     finally:
         source.close()
-    StoreBase(dest).close()
-
-
-def _tell(message: str) -> None:
-    from annotate.render.output import OutputError, write_out
-
-    with suppress(OutputError):  # stderr is gone: waiting is all that is left to do
-        write_out(message + "\n", err=True)
+    Database(dest, on_wait=on_wait).close()
 
 
 LARGE_FILE_BYTES = 256 * 1024 * 1024
 """A project file this large is told that it is being upgraded (it can take a while)."""
 
 
-class StoreBase:
-    """Owns the sqlite3 connection. Autocommit mode: writes go through :meth:`transaction`.
+class Database:
+    """Owns the sqlite3 connection, shared by every repository of the store. Autocommit
+    mode: writes go through :meth:`transaction`.
 
     Waiting for another writer follows :mod:`annotate.store.lock` (``on_wait`` is told
-    what is happening; stderr by default); a failure of the disk becomes a one-line
-    :class:`StoreError` with its real cause (:mod:`annotate.store.failures`)."""
+    what is happening: the CLI passes one that prints); a failure of the disk becomes a
+    one-line :class:`StoreError` with its real cause (:mod:`annotate.store.failures`)."""
 
-    on_wait: Notify = staticmethod(_tell)
-
-    def __init__(self, path: str | Path, *, create: bool = True):
+    def __init__(self, path: str | Path, *, create: bool = True, on_wait: Notify = silent):
         self.path = Path(path)
+        self.on_wait = on_wait
         if not create and not self.path.exists():
             raise StoreError(
                 f"{self.path}: no such database",
@@ -171,14 +166,9 @@ class StoreBase:
             conn, applied = self._open(create=False, immutable=True)
             self.read_only = True
         self.conn = conn
-        self._in_transaction = False
+        self.in_write = False
+        """Whether a write transaction (:meth:`transaction`) is open."""
         self._migrate(applied)
-        if not self.read_only:
-            self._repair()
-
-    def _repair(self) -> None:
-        """Finish what a process that died left undone (each area that can leave something
-        overrides this and calls it)."""
 
     def _open(
         self, *, create: bool, immutable: bool = False
@@ -218,25 +208,8 @@ class StoreBase:
             return False
         return read_only_reason(self.path) is not None or full_reason(self.path) is not None
 
-    @property
-    def db(self) -> sqlite_utils.Database:
-        """sqlite-utils' view of the same connection (introspection, ad-hoc tables).
-
-        Imported on first use: sqlite-utils imports pandas, which costs every command
-        about 0.4 s of start-up.
-        """
-        import sqlite_utils
-
-        return sqlite_utils.Database(self.conn)
-
     def close(self) -> None:
         self.conn.close()
-
-    def __enter__(self) -> StoreBase:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     @contextmanager
     def transaction(self, *, patient: bool = False) -> Iterator[sqlite3.Connection]:
@@ -245,14 +218,14 @@ class StoreBase:
         Another process writing is waited for (``patient``: without a time limit). A
         failure of the disk (full, read-only) rolls back and raises a :class:`StoreError`
         that names it."""
-        if self._in_transaction:
+        if self.in_write:
             yield self.conn
             return
         try:
             begin_write(self.conn, self.path, self.on_wait, patient=patient)
         except sqlite3.Error as exc:
             raise storage_error(exc, self.path) from exc
-        self._in_transaction = True
+        self.in_write = True
         try:
             yield self.conn
             self.conn.execute("COMMIT")
@@ -262,7 +235,29 @@ class StoreBase:
                 raise storage_error(exc, self.path) from exc
             raise
         finally:
-            self._in_transaction = False
+            self.in_write = False
+
+    @contextmanager
+    def read_snapshot(self) -> Iterator[None]:
+        """Reads that see one state of the file (another process may write in between
+        otherwise); inside a write transaction, that transaction's."""
+        if self.in_write or self.conn.in_transaction:
+            yield
+            return
+        self.conn.execute("BEGIN")
+        try:
+            yield
+        finally:
+            with suppress(sqlite3.Error):
+                self.conn.execute("COMMIT")
+
+    def has_table(self, name: str, schema: str = "main") -> bool:
+        return (
+            self.conn.execute(
+                f"SELECT 1 FROM {schema}.sqlite_master WHERE type = 'table' AND name = ?", (name,)
+            ).fetchone()
+            is not None
+        )
 
     def _rollback(self) -> None:
         """Roll back what is left: SQLite may have rolled back already (a full disk does),

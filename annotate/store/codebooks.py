@@ -9,17 +9,20 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from annotate.errors import NotFoundError
-from annotate.store.base import StoreBase, now
+from annotate.store.base import Database, now
 
 if TYPE_CHECKING:  # the codebook model (pydantic) loads when a codebook is first read
     from annotate.codebook import Codebook, LoadedCodebook
 
 
-class CodebooksMixin(StoreBase):
+class Codebooks:
+    def __init__(self, db: Database) -> None:
+        self.db = db
+
     def register_codebook(self, loaded: LoadedCodebook) -> str:
         """Store this version of the codebook (once) and return its version hash."""
         cb = loaded.codebook
-        with self.transaction() as conn:
+        with self.db.transaction() as conn:
             conn.execute(
                 "INSERT OR IGNORE INTO codebooks "
                 "(name, version_hash, title, version, text, source, added_at, other_by_default) "
@@ -31,12 +34,12 @@ class CodebooksMixin(StoreBase):
     def stored_codebook(self, name: str, version_hash: str | None = None) -> Codebook:
         """A stored version (the newest when ``version_hash`` is None)."""
         if version_hash:
-            row = self.conn.execute(
+            row = self.db.conn.execute(
                 "SELECT text, other_by_default FROM codebooks WHERE name = ? AND version_hash = ?",
                 (name, version_hash),
             ).fetchone()
         else:
-            row = self.conn.execute(
+            row = self.db.conn.execute(
                 "SELECT text, other_by_default FROM codebooks WHERE name = ? "
                 "ORDER BY added_at DESC, rowid DESC",
                 (name,),
@@ -52,7 +55,7 @@ class CodebooksMixin(StoreBase):
     def codebook_versions(self) -> list[dict[str, Any]]:
         return [
             dict(r)
-            for r in self.conn.execute(
+            for r in self.db.conn.execute(
                 "SELECT c.name, c.version_hash, c.title, c.version, c.added_at, "
                 "(SELECT count(*) FROM coder_labels l INDEXED BY labels_progress "
                 "WHERE l.codebook = c.name AND l.codebook_hash = c.version_hash "

@@ -1,8 +1,7 @@
-"""Queries the coding screen needs beyond the shared mixins.
+"""Queries the coding screen needs beyond the store's repositories.
 
-Kept as a small helper over an open :class:`~annotate.store.Store` (composition, not a
-mixin) so that adding it changes nothing for the other parts of the store. All SQL of the
-coding session lives here or in the mixins it calls.
+A small helper over the store's :class:`~annotate.store.base.Database`. All SQL of the
+coding session lives here or in the repositories it calls.
 """
 
 from __future__ import annotations
@@ -12,7 +11,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from annotate.store.base import StoreBase
+from annotate.store.base import Database
 from annotate.store.migrations import SCREENSHOT_WORD
 
 
@@ -27,14 +26,14 @@ class CoderVersion:
 
 
 class CodingQueries:
-    def __init__(self, store: StoreBase):
-        self.store = store
+    def __init__(self, db: Database):
+        self.db = db
         self._session_start: dict[str, datetime | None] = {}
 
     def coder_versions(self, codebook: str, coder: str) -> list[CoderVersion]:
         """The codebook versions this coder's answers were made under, oldest first (a
         coder who codes, never ``gold``: it reads the coders' table)."""
-        rows = self.store.conn.execute(
+        rows = self.db.conn.execute(
             "SELECT l.codebook_hash AS h, c.version AS version, "
             "sum(l.value IS NOT NULL OR l.codes IS NOT NULL) AS n, min(l.created_at) AS first_at "
             "FROM coder_labels l LEFT JOIN codebooks c "
@@ -48,7 +47,7 @@ class CodingQueries:
         """Whether this coder answered under another version of the codebook: read from the
         index ``labels_progress`` alone (:meth:`coder_versions` reads every label's row)."""
         return (
-            self.store.conn.execute(
+            self.db.conn.execute(
                 "SELECT 1 FROM coder_labels WHERE codebook = ? AND coder = ? "
                 "AND codebook_hash != ? AND (value IS NOT NULL OR codes IS NOT NULL) LIMIT 1",
                 (codebook, coder, version_hash),
@@ -59,7 +58,7 @@ class CodingQueries:
     def session_start(self, session: str) -> datetime | None:
         """When the session's first action happened (None if it has no timestamps)."""
         if session not in self._session_start:
-            row = self.store.conn.execute(
+            row = self.db.conn.execute(
                 "SELECT timestamp FROM actions WHERE session = ? AND timestamp IS NOT NULL "
                 "ORDER BY seq LIMIT 1",
                 (session,),
@@ -70,7 +69,7 @@ class CodingQueries:
     def sample_item_ids(self, sample: str) -> list[str]:
         return [
             r[0]
-            for r in self.store.conn.execute(
+            for r in self.db.conn.execute(
                 "SELECT action_id FROM sample_items WHERE sample = ? ORDER BY position", (sample,)
             )
         ]
@@ -79,7 +78,7 @@ class CodingQueries:
         """(action id, action type) of every item of the sample, in the sample's order: all
         a coding session holds for its items (the actions themselves are read a page at a
         time, see :class:`~annotate.coding.session.ItemActions`)."""
-        return self.store.conn.execute(
+        return self.db.conn.execute(
             "SELECT s.action_id, a.action_type FROM sample_items s "
             "JOIN actions a ON a.id = s.action_id WHERE s.sample = ? ORDER BY s.position",
             (sample,),
@@ -90,7 +89,7 @@ class CodingQueries:
         question, value, codes (JSON), other text, flagged, skipped, note, seconds. The
         caller keeps the rows of its sample's items (a join on the sample costs a lookup
         per row; the coder's rows are read in one index range)."""
-        return self.store.conn.execute(
+        return self.db.conn.execute(
             "SELECT action_id, question, value, codes, other_text, flagged, skipped, note, "
             "seconds FROM coder_labels WHERE coder = ? AND codebook = ?",
             (coder, codebook),
@@ -102,7 +101,7 @@ class CodingQueries:
         lookup per item in an index that holds only such actions, never the actions."""
         yield from (
             r[0]
-            for r in self.store.conn.execute(
+            for r in self.db.conn.execute(
                 "SELECT a.meta FROM sample_items s "
                 "JOIN actions a INDEXED BY actions_screenshot ON a.id = s.action_id "
                 f"WHERE s.sample = ? AND instr(a.meta, '{SCREENSHOT_WORD}') > 0",
@@ -112,16 +111,16 @@ class CodingQueries:
 
     def sample_exists(self, name: str) -> bool:
         return (
-            self.store.conn.execute("SELECT 1 FROM samples WHERE name = ?", (name,)).fetchone()
+            self.db.conn.execute("SELECT 1 FROM samples WHERE name = ?", (name,)).fetchone()
             is not None
         )
 
     def sample_names(self) -> list[str]:
-        return [r[0] for r in self.store.conn.execute("SELECT name FROM samples ORDER BY name")]
+        return [r[0] for r in self.db.conn.execute("SELECT name FROM samples ORDER BY name")]
 
     def stored_codebook_names(self) -> list[str]:
         return [
-            r[0] for r in self.store.conn.execute("SELECT DISTINCT name FROM codebooks ORDER BY 1")
+            r[0] for r in self.db.conn.execute("SELECT DISTINCT name FROM codebooks ORDER BY 1")
         ]
 
 

@@ -11,11 +11,15 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from annotate.coders import GOLD
-from annotate.store.base import StoreBase
+from annotate.store.base import Database
 from annotate.store.gold import GOLD_AS_LABELS, VIEW_COLUMNS, has_gold
+
+if TYPE_CHECKING:
+    from annotate.store.gold import Gold
+    from annotate.store.samples import Samples
 
 Kind = Literal["text", "int", "real"]
 NOT_A_NUMBER = "!"
@@ -190,7 +194,12 @@ def _marks(values: Sequence[Any]) -> str:
     return ", ".join("?" * len(values))
 
 
-class ExportMixin(StoreBase):
+class Exports:
+    def __init__(self, db: Database, gold: Gold, samples: Samples) -> None:
+        self.db = db
+        self.gold = gold
+        self.samples = samples
+
     def export_actions_query(
         self, *, sample: str | None = None, split: str | None = None
     ) -> ExportQuery:
@@ -198,7 +207,7 @@ class ExportMixin(StoreBase):
         join, params = _split_join(split, "a.session")
         columns = tuple(_with_split(_action_columns("a", with_id=True, joined=False), split))
         if sample:
-            self.sample_exists_or_fail(sample)  # type: ignore[attr-defined]
+            self.samples.sample_exists_or_fail(sample)
             return ExportQuery(
                 columns,
                 f"FROM sample_items s JOIN actions a ON a.id = s.action_id{join}",
@@ -237,7 +246,7 @@ class ExportMixin(StoreBase):
             coders = None
             labels, keys = f"({GOLD_AS_LABELS}) l", "gold l INDEXED BY gold_item"
             key_columns: tuple[str, ...] = ("l.codebook", "l.action_id", "l.question")
-        elif has_gold(coders) and self._gold_rows_exist(codebook):  # type: ignore[attr-defined]
+        elif has_gold(coders) and self.gold.rows_exist(codebook):
             # the coders' and the gold together, each through its own index, in one cursor
             # that SQLite sorts (spilling to a file beyond its cache): ranges cut in one
             # index would hold every gold row of a codebook without coders' labels
@@ -273,8 +282,8 @@ class ExportMixin(StoreBase):
         """One index lookup (the export's check of --codebook, which needs no list of every
         codebook unless it fails)."""
         sql = "SELECT EXISTS (SELECT 1 FROM coder_labels WHERE codebook = ?)"
-        found = self.conn.execute(sql, (codebook,)).fetchone()[0]
-        return bool(found) or self._gold_rows_exist(codebook)  # type: ignore[attr-defined]
+        found = self.db.conn.execute(sql, (codebook,)).fetchone()[0]
+        return bool(found) or self.gold.rows_exist(codebook)
 
     def _filters(
         self,
@@ -296,7 +305,7 @@ class ExportMixin(StoreBase):
             where.append(f"{coded}.coder IN ({_marks(coders)})")
             params += tuple(coders)
         if sample:
-            self.sample_exists_or_fail(sample)  # type: ignore[attr-defined]
+            self.samples.sample_exists_or_fail(sample)
             # a lookup a row, not a list: a range of the key's index drives the reading
             where.append(
                 "EXISTS (SELECT 1 FROM sample_items si WHERE si.sample = ? "
@@ -340,7 +349,7 @@ class ExportMixin(StoreBase):
 
     def export_rows(self, query: ExportQuery, select: str) -> sqlite3.Cursor:
         """A cursor over ``select`` (one expression per row) of ``query``, rows as tuples."""
-        cursor = self.conn.cursor()
+        cursor = self.db.conn.cursor()
         cursor.row_factory = None
         return cursor.execute(query.sql(select), query.params)
 
@@ -351,7 +360,7 @@ class ExportMixin(StoreBase):
         missing (an import that defers the indexes of actions is running)."""
         if not query.key:
             raise ValueError("this table has no key to read in ranges")
-        cursor = self.conn.cursor()
+        cursor = self.db.conn.cursor()
         cursor.row_factory = None
         after: tuple[Any, ...] | None = None
         while True:

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from annotate.coders import GOLD
-from annotate.store.base import StoreBase, codes_json, dumps, now
+from annotate.store.base import Database, codes_json, dumps, now
 from annotate.store.revisions import content_revision
 
 if TYPE_CHECKING:
@@ -62,7 +62,10 @@ def labels_from(coders: Sequence[str] | None, index: str | None = None, alias: s
     return f"coder_labels {alias}{hint}"
 
 
-class GoldMixin(StoreBase):
+class Gold:
+    def __init__(self, db: Database) -> None:
+        self.db = db
+
     def gold_answer_id(
         self,
         codebook: str,
@@ -76,8 +79,8 @@ class GoldMixin(StoreBase):
     ) -> int:
         """The id of this answer and provenance in ``gold_answers`` (added if new)."""
         content = (codebook, codebook_hash, question, value, codes, other_text, source, meta)
-        self.conn.execute(ADD_ANSWER, (*content, *content))
-        return self.conn.execute(
+        self.db.conn.execute(ADD_ANSWER, (*content, *content))
+        return self.db.conn.execute(
             f"SELECT id FROM gold_answers WHERE content = {ANSWER_CONTENT}", content
         ).fetchone()[0]
 
@@ -86,24 +89,24 @@ class GoldMixin(StoreBase):
         not two per answer (an "Other" majority with its text is one per item)."""
         if len(answers) < 8:
             return [self.gold_answer_id(*a) for a in answers]
-        self.conn.executemany(ADD_ANSWER, ((*a, *a) for a in answers))
-        self.conn.execute("DROP TABLE IF EXISTS temp._answers_wanted")
-        self.conn.execute(
+        self.db.conn.executemany(ADD_ANSWER, ((*a, *a) for a in answers))
+        self.db.conn.execute("DROP TABLE IF EXISTS temp._answers_wanted")
+        self.db.conn.execute(
             "CREATE TEMP TABLE _answers_wanted (i INTEGER PRIMARY KEY, content TEXT NOT NULL)"
         )
-        self.conn.executemany(
+        self.db.conn.executemany(
             f"INSERT INTO temp._answers_wanted VALUES (?, {ANSWER_CONTENT})",
             ((i, *a) for i, a in enumerate(answers)),
         )
         return [
             r[0]
-            for r in self.conn.execute(
+            for r in self.db.conn.execute(
                 "SELECT a.id FROM temp._answers_wanted w JOIN gold_answers a "
                 "ON a.content = w.content ORDER BY w.i"
             )
         ]
 
-    def _save_gold_writes(
+    def save_writes(
         self, codebook: Codebook, writes: Sequence[LabelWrite], provenance: bool, stamp: str
     ) -> int:
         """:meth:`save_answers` for gold (inside its transaction): the same upsert as the
@@ -120,14 +123,14 @@ class GoldMixin(StoreBase):
             revision = content_revision(
                 w.action_id, w.question, GOLD, a.value, sorted(a.codes), a.other_text, version
             )
-            row = self.conn.execute(
+            row = self.db.conn.execute(
                 "SELECT g.id, g.answer, g.note, a.value, a.codes, a.other_text, a.codebook_hash "
                 "FROM gold g JOIN gold_answers a ON a.id = g.answer "
                 "WHERE g.codebook = ? AND g.action_id = ? AND g.question = ?",
                 (codebook.name, w.action_id, w.question),
             ).fetchone()
             if row is None:
-                self.conn.execute(
+                self.db.conn.execute(
                     "INSERT INTO gold (codebook, action_id, question, answer, revision, note, "
                     "created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                     (codebook.name, w.action_id, w.question, kind, revision, w.note, stamp, stamp),
@@ -143,7 +146,7 @@ class GoldMixin(StoreBase):
             if not (differs or new_note or refresh):
                 continue
             unanswered = value is None and stored_codes is None
-            self.conn.execute(  # the same answer keeps its revision (what a run compares)
+            self.db.conn.execute(  # the same answer keeps its revision (what a run compares)
                 "UPDATE gold SET answer = ?, revision = CASE WHEN ? THEN ? ELSE revision END, "
                 "note = coalesce(?, note), created_at = CASE WHEN ? THEN ? ELSE created_at END, "
                 "updated_at = ? WHERE id = ?",
@@ -152,12 +155,12 @@ class GoldMixin(StoreBase):
             changed += 1
         return changed
 
-    def _clear_gold(self, codebook: str, cells: Sequence[tuple[str, str]]) -> None:
+    def clear_cells(self, codebook: str, cells: Sequence[tuple[str, str]]) -> None:
         """Undo the gold of these (action id, question): the row goes, or keeps its note
         with no answer (inside the caller's transaction)."""
         stamp = now()
         for action_id, question in cells:
-            row = self.conn.execute(
+            row = self.db.conn.execute(
                 "SELECT g.id, g.note, a.codebook_hash, a.source, a.meta FROM gold g "
                 "JOIN gold_answers a ON a.id = g.answer "
                 "WHERE g.codebook = ? AND g.action_id = ? AND g.question = ?",
@@ -167,11 +170,11 @@ class GoldMixin(StoreBase):
                 continue
             gold_id, note, version, source, meta = row
             if note is None:
-                self.conn.execute("DELETE FROM gold WHERE id = ?", (gold_id,))
+                self.db.conn.execute("DELETE FROM gold WHERE id = ?", (gold_id,))
                 continue
             empty = self.gold_answer_id(codebook, version, question, None, None, None, source, meta)
             revision = content_revision(action_id, question, GOLD, None, (), None, version)
-            self.conn.execute(
+            self.db.conn.execute(
                 "UPDATE gold SET answer = ?, revision = ?, updated_at = ? WHERE id = ?",
                 (empty, revision, stamp, gold_id),
             )
@@ -180,14 +183,14 @@ class GoldMixin(StoreBase):
         """The codebooks with a gold row."""
         return [
             r[0]
-            for r in self.conn.execute(
+            for r in self.db.conn.execute(
                 "WITH RECURSIVE c(codebook) AS (SELECT min(codebook) FROM gold UNION ALL "
                 "SELECT (SELECT min(codebook) FROM gold WHERE codebook > c.codebook) FROM c "
                 "WHERE c.codebook IS NOT NULL) SELECT codebook FROM c WHERE codebook IS NOT NULL"
             )
         ]
 
-    def _gold_rows_exist(self, codebook: str | None, answered: bool = False) -> bool:
+    def rows_exist(self, codebook: str | None, answered: bool = False) -> bool:
         """Whether there is a gold row (of ``codebook``; ``answered``: with an answer)."""
         sql = "SELECT 1 FROM gold g"
         if answered:
@@ -199,7 +202,7 @@ class GoldMixin(StoreBase):
             params.append(codebook)
         if answered:
             sql += " AND (a.value IS NOT NULL OR a.codes IS NOT NULL)"
-        return self.conn.execute(sql + " LIMIT 1", params).fetchone() is not None
+        return self.db.conn.execute(sql + " LIMIT 1", params).fetchone() is not None
 
 
 def label_sources(

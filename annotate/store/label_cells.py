@@ -19,7 +19,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from annotate.store.base import StoreBase
+from annotate.store.base import Database
 from annotate.store.gold import label_sources, union_all
 
 ITEMS_PER_CHUNK = 20_000
@@ -87,14 +87,16 @@ def sql_case(
     return f"CASE {column} {whens} ELSE {default} END", list(names)
 
 
-class LabelCellsMixin(StoreBase):
+class LabelCells:
+    def __init__(self, db: Database) -> None:
+        self.db = db
+
     def answer_counts(self, scope: LabelScope) -> tuple[dict[str, int], list[str]]:
         """Value -> how many answered labels of the scope give it, and the codebook versions
         those labels were made under (counted in SQL, from the index alone)."""
         cond, params = scope.where()
         sql = (
-            f"SELECT l.value, l.codebook_hash, count(*) FROM {{labels}} "
-            f"WHERE {cond} AND {ANSWERED}"
+            f"SELECT l.value, l.codebook_hash, count(*) FROM {{labels}} WHERE {cond} AND {ANSWERED}"
         )
         if scope.sample is not None:
             sql += " AND l.action_id IN (SELECT action_id FROM sample_items WHERE sample = ?)"
@@ -103,7 +105,7 @@ class LabelCellsMixin(StoreBase):
         hashes: set[str] = set()
         for labels in label_sources(scope.coders, "labels_answered"):
             query = sql.format(labels=labels) + " GROUP BY 1, 2"
-            for value, version, n in self.conn.execute(query, params):
+            for value, version, n in self.db.conn.execute(query, params):
                 hashes.add(version)
                 if value is not None:
                     values[value] = values.get(value, 0) + n
@@ -113,7 +115,7 @@ class LabelCellsMixin(StoreBase):
         """The version hashes of ``codebook`` stored in this file."""
         return [
             r[0]
-            for r in self.conn.execute(
+            for r in self.db.conn.execute(
                 "SELECT version_hash FROM codebooks WHERE name = ? ORDER BY 1", (codebook,)
             )
         ]
@@ -132,12 +134,12 @@ class LabelCellsMixin(StoreBase):
                 "WHERE s.sample = ? AND s.action_id = l.action_id)"
             )
             params.append(scope.sample)
-        return [tuple(r) for r in self.conn.execute(sql + " ORDER BY 1, 3, 2", params)]
+        return [tuple(r) for r in self.db.conn.execute(sql + " ORDER BY 1, 3, 2", params)]
 
     def sample_positions_dense(self, sample: str) -> bool:
         """Whether the sample's positions are 0..n-1 (as :meth:`create_sample` numbers them)."""
         # min and max apart: each one index lookup (together, one pass over every row)
-        n, low, high = self.conn.execute(
+        n, low, high = self.db.conn.execute(
             "SELECT (SELECT count(*) FROM sample_items WHERE sample = ?1), "
             "(SELECT min(position) FROM sample_items WHERE sample = ?1), "
             "(SELECT max(position) FROM sample_items WHERE sample = ?1)",
@@ -150,7 +152,7 @@ class LabelCellsMixin(StoreBase):
         import numpy as np
 
         return np.array(
-            [r[0] for r in self.conn.execute(
+            [r[0] for r in self.db.conn.execute(
                 "SELECT position FROM sample_items WHERE sample = ? ORDER BY position", (sample,)
             )],
             dtype=np.int64,
@@ -169,12 +171,12 @@ class LabelCellsMixin(StoreBase):
         )
         if distinct.count(" UNION ALL "):  # an item both coders and gold answered: once
             distinct = distinct.replace(" UNION ALL ", " UNION ")
-        self.conn.execute(
+        self.db.conn.execute(
             f"CREATE TEMP TABLE IF NOT EXISTS {ALL_ITEMS.split('.')[1]} "
             "(position INTEGER PRIMARY KEY, action_id TEXT NOT NULL UNIQUE)"
         )
-        self.conn.execute(f"DELETE FROM {ALL_ITEMS}")
-        self.conn.execute(
+        self.db.conn.execute(f"DELETE FROM {ALL_ITEMS}")
+        self.db.conn.execute(
             f"INSERT INTO {ALL_ITEMS} (position, action_id) "
             "SELECT row_number() OVER (ORDER BY action_id) - 1, action_id FROM "
             f"({distinct})",
@@ -182,14 +184,14 @@ class LabelCellsMixin(StoreBase):
         )
         from annotate.store.item_ids import ItemIds
 
-        n, text = self.conn.execute(
+        n, text = self.db.conn.execute(
             f"SELECT count(*), group_concat(action_id, char(10)) FROM "
             f"(SELECT action_id FROM {ALL_ITEMS} ORDER BY position)"
         ).fetchone()
         found = ItemIds.joined(text, n)
         if found is not None:
             return found
-        return [r[0] for r in self.conn.execute(f"SELECT action_id FROM {ALL_ITEMS} ORDER BY 1")]
+        return [r[0] for r in self.db.conn.execute(f"SELECT action_id FROM {ALL_ITEMS} ORDER BY 1")]
 
     def coded_sets(self, scope: LabelScope) -> Iterator[tuple[int, int, int, str]]:
         """(item position, coder index, question index, codes JSON) of the scope's labels
@@ -199,7 +201,7 @@ class LabelCellsMixin(StoreBase):
         ccase, cparams = sql_case("l.coder", scope.coders, -1)
         cond, params = scope.where()
         for labels in label_sources(scope.coders, "labels_answered"):
-            yield from self.conn.execute(
+            yield from self.db.conn.execute(
                 f"SELECT s.position, {ccase}, {qcase}, l.codes FROM ({items}) s "
                 f"CROSS JOIN {labels} ON l.action_id = s.action_id "
                 f"WHERE {cond} AND l.codes IS NOT NULL",
@@ -227,7 +229,7 @@ class LabelCellsMixin(StoreBase):
         items, params = self._items(scope, "action_id > ?")
         after = ""
         while True:
-            row = self.conn.execute(
+            row = self.db.conn.execute(
                 f"{items} ORDER BY action_id LIMIT 1 OFFSET {ITEMS_PER_CHUNK - 1}",
                 [*params, after],
             ).fetchone()
@@ -274,10 +276,7 @@ class LabelCellsMixin(StoreBase):
         )
         sources = label_sources(scope.coders, "labels_answered")
         inner = " UNION ALL ".join(half.format(labels=labels) for labels in sources)
-        sql = (
-            "SELECT group_concat(k), group_concat(id), group_concat(revision) FROM "
-            f"({inner})"
-        )
+        sql = f"SELECT group_concat(k), group_concat(id), group_concat(revision) FROM ({inner})"
         return sql, [*cparams, *vparams, *qparams, *hparams, *iparams], params
 
     def label_arrays(
@@ -302,7 +301,7 @@ class LabelCellsMixin(StoreBase):
             sql, before, rest = queries[upto is None]
             bounds = [after] if upto is None else [after, upto]
             params = [*before, *bounds, *rest] * halves
-            keys, ids, revisions = self.conn.execute(sql, params).fetchone()
+            keys, ids, revisions = self.db.conn.execute(sql, params).fetchone()
             if keys is not None:
                 yield CellChunk(
                     np.fromstring(keys, dtype=np.int64, sep=","),

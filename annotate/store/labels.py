@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from annotate.coders import GOLD
-from annotate.store.base import StoreBase, codes_json, dumps, now
+from annotate.store.base import Database, codes_json, dumps, now
 from annotate.store.gold import label_sources, union_all
 from annotate.store.revisions import content_revision
 
@@ -16,6 +16,8 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from annotate.codebook import Answer, Codebook
+    from annotate.store.gold import Gold
+    from annotate.store.samples import Samples
 
 CORPUS_SOURCE = "corpus"
 """The source of labels that came with a corpus (``annotate import --labels-as``)."""
@@ -124,7 +126,12 @@ def _upsert_params(
     )
 
 
-class LabelsMixin(StoreBase):
+class Labels:
+    def __init__(self, db: Database, gold: Gold, samples: Samples) -> None:
+        self.db = db
+        self.gold = gold
+        self.samples = samples
+
     def save_answer(
         self,
         action_id: str,
@@ -144,9 +151,9 @@ class LabelsMixin(StoreBase):
         """
         answer.check(codebook.question(question_id))
         write = LabelWrite(action_id, question_id, coder, answer, source, meta)
-        with self.transaction():
+        with self.db.transaction():
             if coder == GOLD:
-                self._save_gold_writes(codebook, [write], False, now())  # type: ignore[attr-defined]
+                self.gold.save_writes(codebook, [write], False, now())
             else:
                 self._upsert(codebook, write, seconds)
 
@@ -169,7 +176,7 @@ class LabelsMixin(StoreBase):
             if w.coder == GOLD:
                 gold.append(w)
         stamp = now()
-        with self.transaction() as conn:
+        with self.db.transaction() as conn:
             before = conn.total_changes
             conn.executemany(
                 _upsert_sql(provenance),
@@ -177,13 +184,13 @@ class LabelsMixin(StoreBase):
             )
             changed = conn.total_changes - before
             if gold:
-                changed += self._save_gold_writes(codebook, gold, provenance, stamp)  # type: ignore[attr-defined]
+                changed += self.gold.save_writes(codebook, gold, provenance, stamp)
             return changed
 
     def _upsert(
         self, codebook: Codebook, w: LabelWrite, seconds: float | None, *, provenance: bool = False
     ) -> None:
-        self.conn.execute(_upsert_sql(provenance), _upsert_params(codebook, w, seconds, now()))
+        self.db.conn.execute(_upsert_sql(provenance), _upsert_params(codebook, w, seconds, now()))
 
     def clear_answer(
         self,
@@ -200,9 +207,9 @@ class LabelsMixin(StoreBase):
         coder's time is not lost with the answer.
         """
         keep = " AND coalesce(seconds, 0) = 0" if keep_time else ""
-        with self.transaction() as conn:
+        with self.db.transaction() as conn:
             if coder == GOLD:
-                self._clear_gold(codebook, [(action_id, question_id)])  # type: ignore[attr-defined]
+                self.gold.clear_cells(codebook, [(action_id, question_id)])
                 return
             conn.execute(
                 "UPDATE coder_labels SET value = NULL, codes = NULL, other_text = NULL, "
@@ -239,7 +246,7 @@ class LabelsMixin(StoreBase):
             else f"{column} = excluded.{column}, updated_at = excluded.updated_at"
         )
         stamp = now()
-        with self.transaction() as conn:
+        with self.db.transaction() as conn:
             for q in questions:
                 conn.execute(
                     "INSERT INTO coder_labels AS labels (action_id, codebook, codebook_hash, "
@@ -329,9 +336,9 @@ class LabelsMixin(StoreBase):
         if answered_only:
             sql += " AND (l.value IS NOT NULL OR l.codes IS NOT NULL)"
         if action_ids is not None:
-            self.conn.execute("CREATE TEMP TABLE IF NOT EXISTS _wanted (id TEXT PRIMARY KEY)")
-            self.conn.execute("DELETE FROM _wanted")
-            self.conn.executemany(
+            self.db.conn.execute("CREATE TEMP TABLE IF NOT EXISTS _wanted (id TEXT PRIMARY KEY)")
+            self.db.conn.execute("DELETE FROM _wanted")
+            self.db.conn.executemany(
                 "INSERT OR IGNORE INTO _wanted VALUES (?)", ((i,) for i in action_ids)
             )
             sql += " AND l.action_id IN (SELECT id FROM _wanted)"
@@ -339,7 +346,7 @@ class LabelsMixin(StoreBase):
             sql += " AND l.action_id IN (SELECT action_id FROM sample_items WHERE sample = ?)"
             params.append(sample)
         both, all_params = union_all(sql, params, label_sources(coders or None))
-        rows = self.conn.execute(f"{both} ORDER BY {', '.join(order)}", all_params)
+        rows = self.db.conn.execute(f"{both} ORDER BY {', '.join(order)}", all_params)
         extra = [c for c in read if c not in columns]
         out = [decoded_label(r) for r in rows]
         for d in out if extra else ():
@@ -361,7 +368,7 @@ class LabelsMixin(StoreBase):
             c
             for c in self._distinct_coders(codebook)
             if c == GOLD
-            or self.conn.execute(
+            or self.db.conn.execute(
                 "SELECT 1 FROM coder_labels l WHERE l.coder = ?" + in_book + " AND (l.value "
                 "IS NOT NULL OR l.codes IS NOT NULL OR l.skipped OR l.flagged OR l.note IS NOT "
                 "NULL) LIMIT 1",
@@ -381,8 +388,8 @@ class LabelsMixin(StoreBase):
             " FROM c WHERE c.coder IS NOT NULL"
             ") SELECT coder FROM c WHERE coder IS NOT NULL"
         )
-        found = [r[0] for r in self.conn.execute(sql, {"book": codebook})]
-        if self._gold_rows_exist(codebook):  # type: ignore[attr-defined]
+        found = [r[0] for r in self.db.conn.execute(sql, {"book": codebook})]
+        if self.gold.rows_exist(codebook):
             found = sorted({*found, GOLD})
         return found
 
@@ -392,7 +399,7 @@ class LabelsMixin(StoreBase):
             c
             for c in self._distinct_coders()
             if c != GOLD  # gold is made here (adjudicate, import-labels), never a corpus's
-            and not self.conn.execute(
+            and not self.db.conn.execute(
                 "SELECT 1 FROM coder_labels WHERE coder = ? AND source IS NOT ? LIMIT 1",
                 (c, CORPUS_SOURCE),
             ).fetchone()
@@ -400,20 +407,20 @@ class LabelsMixin(StoreBase):
 
     def labelled_codebooks(self) -> list[str]:
         found = {
-            r[0] for r in self.conn.execute("SELECT DISTINCT codebook FROM coder_labels")
-        } | set(self.gold_codebooks())  # type: ignore[attr-defined]
+            r[0] for r in self.db.conn.execute("SELECT DISTINCT codebook FROM coder_labels")
+        } | set(self.gold.gold_codebooks())
         return sorted(found)
 
     def coder_progress(self, sample: str, codebook: Codebook) -> list[dict[str, Any]]:
         """Per coder: items fully coded, skipped, flagged, of the sample's N (applicable).
 
         Counted in SQL, over the index ``labels_progress`` (one row per coder comes back)."""
-        self.sample_exists_or_fail(sample)  # type: ignore[attr-defined]
-        n = self.conn.execute(
+        self.samples.sample_exists_or_fail(sample)
+        n = self.db.conn.execute(
             "SELECT count(*) FROM sample_items WHERE sample = ?", (sample,)
         ).fetchone()[0]
         n_questions = len(codebook.questions)
-        rows = self.conn.execute(
+        rows = self.db.conn.execute(
             "SELECT coder, sum(answered >= :q) AS coded, "
             "sum(answered < :q AND skipped) AS skipped, sum(flagged) AS flagged, "
             "total(seconds) AS seconds FROM ("

@@ -15,12 +15,13 @@ from typing import TYPE_CHECKING, Any
 
 from annotate.errors import NotFoundError, StoreError, UsageError
 from annotate.store import unsaved
-from annotate.store.base import StoreBase, dumps, now
+from annotate.store.base import Database, dumps, now
 from annotate.store.labels import LabelWrite
 from annotate.store.llm_records import CallRecord, ItemResult, Reply
 
 if TYPE_CHECKING:
     from annotate.codebook import Answer, Codebook
+    from annotate.store.labels import Labels
 
 LLM_SOURCE = "llm"
 
@@ -56,24 +57,28 @@ _NOT_STORED_BY_RUN = (
 class StoreCache:
     """The :class:`llm_coder.calls.Cache` of one run, backed by ``llm_requests``."""
 
-    def __init__(self, store: LLMStoreMixin, run_id: int | None):
-        self.store = store
+    def __init__(self, llm: LLM, run_id: int | None):
+        self.llm = llm
         self.run_id = run_id
         self._prompts: set[str] = set()
-        unsaved.restore(store)  # replies a full disk kept out of the file last time
+        unsaved.restore(llm)  # replies a full disk kept out of the file last time
 
     def get(self, request_hash: str) -> Reply | None:
-        return self.store.cached_reply(request_hash)
+        return self.llm.cached_reply(request_hash)
 
     def put(self, record: CallRecord) -> None:
         """Store a paid reply; if the file cannot take it, keep it beside and stop."""
         try:
-            self.store.save_call(record, self.run_id, known_prompts=self._prompts)
+            self.llm.save_call(record, self.run_id, known_prompts=self._prompts)
         except StoreError as exc:
-            raise unsaved.keep(self.store.path, record, self.run_id, exc) from exc
+            raise unsaved.keep(self.llm.db.path, record, self.run_id, exc) from exc
 
 
-class LLMStoreMixin(StoreBase):
+class LLM:
+    def __init__(self, db: Database, labels: Labels) -> None:
+        self.db = db
+        self.labels = labels
+
     # -- splits -------------------------------------------------------------------------
 
     def create_split(
@@ -89,7 +94,7 @@ class LLMStoreMixin(StoreBase):
         labels: Mapping[str, str],
         replace: bool = False,
     ) -> None:
-        with self.transaction() as conn:
+        with self.db.transaction() as conn:
             exists = conn.execute("SELECT 1 FROM llm_splits WHERE name = ?", (name,)).fetchone()
             if exists and not replace:
                 raise UsageError(
@@ -122,9 +127,9 @@ class LLMStoreMixin(StoreBase):
             )
 
     def split_info(self, name: str) -> SplitInfo:
-        row = self.conn.execute("SELECT * FROM llm_splits WHERE name = ?", (name,)).fetchone()
+        row = self.db.conn.execute("SELECT * FROM llm_splits WHERE name = ?", (name,)).fetchone()
         if row is None:
-            names = [r[0] for r in self.conn.execute("SELECT name FROM llm_splits ORDER BY 1")]
+            names = [r[0] for r in self.db.conn.execute("SELECT name FROM llm_splits ORDER BY 1")]
             raise NotFoundError(
                 f"no split named '{name}'",
                 hint=(
@@ -134,7 +139,7 @@ class LLMStoreMixin(StoreBase):
                 ),
             )
         items: dict[str, list[str]] = {"shot": [], "heldout": []}
-        for r in self.conn.execute(
+        for r in self.db.conn.execute(
             "SELECT action_id, role FROM llm_split_items WHERE split = ? ORDER BY role, position",
             (name,),
         ):
@@ -195,7 +200,7 @@ class LLMStoreMixin(StoreBase):
         left_of_run: int | None = None,
     ) -> int:
         sql, params = self._target_sql(split, sample, types, keys=False, left_of_run=left_of_run)
-        return self.conn.execute(f"SELECT count(*) FROM ({sql})", params).fetchone()[0]
+        return self.db.conn.execute(f"SELECT count(*) FROM ({sql})", params).fetchone()[0]
 
     def target_page(
         self,
@@ -214,7 +219,7 @@ class LLMStoreMixin(StoreBase):
             sql += " AND (a.session, a.seq) > (?, ?)" if sample is None else " AND s.position > ?"
             params += list(after)
         sql += " ORDER BY a.session, a.seq" if sample is None else " ORDER BY s.position"
-        return self.conn.execute(f"{sql} LIMIT ?", [*params, limit]).fetchall()
+        return self.db.conn.execute(f"{sql} LIMIT ?", [*params, limit]).fetchall()
 
     def target_ids_unordered(
         self, split: str, sample: str | None, types: Sequence[str] | None
@@ -222,7 +227,7 @@ class LLMStoreMixin(StoreBase):
         """Every target id in whatever order reads fastest (a covering index of ids, not
         the table): for a sample of the targets (``llm-label --dry-run``), not for coding."""
         sql, params = self._target_sql(split, sample, types, keys=False)
-        for row in self.conn.execute(sql + " ORDER BY a.id", params):
+        for row in self.db.conn.execute(sql + " ORDER BY a.id", params):
             yield row[0]
 
     def heldout_targets(
@@ -241,12 +246,12 @@ class LLMStoreMixin(StoreBase):
         if left_of_run is not None:
             sql += _NOT_STORED_BY_RUN
             params.append(left_of_run)
-        return [r[0] for r in self.conn.execute(sql + " ORDER BY i.position", params)]
+        return [r[0] for r in self.db.conn.execute(sql + " ORDER BY i.position", params)]
 
     def split_items(self, name: str) -> list[dict[str, Any]]:
         return [
             dict(r)
-            for r in self.conn.execute(
+            for r in self.db.conn.execute(
                 "SELECT action_id, role, position, label FROM llm_split_items WHERE split = ? "
                 "ORDER BY role DESC, position",
                 (name,),
@@ -254,13 +259,15 @@ class LLMStoreMixin(StoreBase):
         ]
 
     def splits(self) -> list[dict[str, Any]]:
-        return [dict(r) for r in self.conn.execute("SELECT * FROM llm_splits ORDER BY created_at")]
+        return [
+            dict(r) for r in self.db.conn.execute("SELECT * FROM llm_splits ORDER BY created_at")
+        ]
 
     def coder_answers(
         self, codebook: Codebook, coder: str, action_ids: Sequence[str] | None = None
     ) -> dict[str, dict[str, Answer]]:
         """``{action_id: {question: Answer}}`` of one coder's answered labels."""
-        rows = self.label_rows(  # type: ignore[attr-defined]
+        rows = self.labels.label_rows(
             codebook.name, coders=[coder], action_ids=action_ids, answered_only=True
         )
         from annotate.codebook import Answer
@@ -281,7 +288,7 @@ class LLMStoreMixin(StoreBase):
                 fields[key] = dumps(fields[key])
         columns = ", ".join(fields)
         marks = ", ".join("?" * len(fields))
-        with self.transaction() as conn:
+        with self.db.transaction() as conn:
             cur = conn.execute(
                 f"INSERT INTO llm_runs ({columns}) VALUES ({marks})", tuple(fields.values())
             )
@@ -294,7 +301,7 @@ class LLMStoreMixin(StoreBase):
             if key in same and not isinstance(same[key], str):
                 same[key] = dumps(same[key])
         where = " AND ".join(f"{column} IS ?" for column in same)
-        row = self.conn.execute(
+        row = self.db.conn.execute(
             f"SELECT id FROM llm_runs WHERE status IN ('running', 'interrupted') AND {where} "
             "ORDER BY id DESC LIMIT 1",
             tuple(same.values()),
@@ -310,7 +317,7 @@ class LLMStoreMixin(StoreBase):
     ) -> Iterator[tuple[str, dict[str, Answer] | None, str | None, float | None]]:
         """(action id, answers, error, confidence) of a phase's stored items, in the order
         they were stored."""
-        for row in self.conn.execute(
+        for row in self.db.conn.execute(
             "SELECT action_id, answer, error, confidence FROM llm_items WHERE run_id = ? "
             "AND phase = ? ORDER BY rowid",
             (run_id, phase),
@@ -322,7 +329,7 @@ class LLMStoreMixin(StoreBase):
             yield row[0], answers, row[2], row[3]
 
     def mark_llm_runs_interrupted(self, coder: str, codebook: str) -> int:
-        with self.transaction() as conn:
+        with self.db.transaction() as conn:
             cur = conn.execute(
                 "UPDATE llm_runs SET status = 'interrupted', finished_at = ? "
                 "WHERE status = 'running' AND coder = ? AND codebook = ?",
@@ -334,11 +341,11 @@ class LLMStoreMixin(StoreBase):
         if "report" in fields and fields["report"] is not None:
             fields["report"] = dumps(fields["report"])
         sets = ", ".join(f"{k} = ?" for k in fields)
-        with self.transaction() as conn:
+        with self.db.transaction() as conn:
             conn.execute(f"UPDATE llm_runs SET {sets} WHERE id = ?", (*fields.values(), run_id))
 
     def llm_run(self, run_id: int) -> dict[str, Any]:
-        row = self.conn.execute("SELECT * FROM llm_runs WHERE id = ?", (run_id,)).fetchone()
+        row = self.db.conn.execute("SELECT * FROM llm_runs WHERE id = ?", (run_id,)).fetchone()
         if row is None:
             raise NotFoundError(f"no LLM run with id {run_id}")
         out = dict(row)
@@ -349,7 +356,7 @@ class LLMStoreMixin(StoreBase):
     def llm_runs(self) -> list[dict[str, Any]]:
         return [
             dict(r)
-            for r in self.conn.execute(
+            for r in self.db.conn.execute(
                 "SELECT id, started_at, status, coder, endpoint_host, codebook, split, gate, "
                 "kappa, forced, response_format, sent, cached, tokens_in, tokens_out, cost "
                 "FROM llm_runs "
@@ -360,7 +367,7 @@ class LLMStoreMixin(StoreBase):
     # -- response format per endpoint ---------------------------------------------------
 
     def endpoint_format(self, endpoint_host: str, model: str) -> str | None:
-        row = self.conn.execute(
+        row = self.db.conn.execute(
             "SELECT response_format FROM llm_endpoint_formats "
             "WHERE endpoint_host = ? AND model = ?",
             (endpoint_host, model),
@@ -370,7 +377,7 @@ class LLMStoreMixin(StoreBase):
     def save_endpoint_format(
         self, endpoint_host: str, model: str, response_format: str, reason: str | None
     ) -> None:
-        with self.transaction() as conn:
+        with self.db.transaction() as conn:
             conn.execute(
                 "INSERT INTO llm_endpoint_formats "
                 "(endpoint_host, model, response_format, reason, updated_at) "
@@ -389,7 +396,7 @@ class LLMStoreMixin(StoreBase):
         """Whether any reply to a request with this prompt prefix is stored for this model
         and endpoint (by index on ``llm_requests(prompt_hash)``)."""
         return (
-            self.conn.execute(
+            self.db.conn.execute(
                 "SELECT 1 FROM llm_requests WHERE prompt_hash = ? AND model = ? "
                 "AND endpoint_host = ? LIMIT 1",
                 (prompt_hash, model, endpoint_host),
@@ -398,7 +405,7 @@ class LLMStoreMixin(StoreBase):
         )
 
     def cached_reply(self, request_hash: str) -> Reply | None:
-        row = self.conn.execute(
+        row = self.db.conn.execute(
             "SELECT reply, tokens_in, tokens_out, latency_s, response_format, attempts "
             "FROM llm_requests WHERE request_hash = ?",
             (request_hash,),
@@ -423,7 +430,7 @@ class LLMStoreMixin(StoreBase):
         A reply is paid for: another process writing is waited for without a time limit."""
         req, reply = record.request, record.reply
         prompt = req.prompt_hash
-        with self.transaction(patient=True) as conn:
+        with self.db.transaction(patient=True) as conn:
             if known_prompts is None or prompt not in known_prompts:
                 conn.execute(
                     "INSERT OR IGNORE INTO llm_prompts (prompt_hash, messages, created_at) "
@@ -459,7 +466,7 @@ class LLMStoreMixin(StoreBase):
 
     def llm_request(self, request_hash: str) -> dict[str, Any]:
         """A stored request with its full messages (prefix + tail) and reply."""
-        row = self.conn.execute(
+        row = self.db.conn.execute(
             "SELECT r.*, p.messages AS prefix FROM llm_requests r "
             "JOIN llm_prompts p USING (prompt_hash) WHERE r.request_hash = ?",
             (request_hash,),
@@ -472,7 +479,7 @@ class LLMStoreMixin(StoreBase):
         return out
 
     def count_llm_requests(self) -> int:
-        return self.conn.execute("SELECT count(*) FROM llm_requests").fetchone()[0]
+        return self.db.conn.execute("SELECT count(*) FROM llm_requests").fetchone()[0]
 
     # -- results ------------------------------------------------------------------------
 
@@ -507,7 +514,7 @@ class LLMStoreMixin(StoreBase):
                 LabelWrite(r.action_id, qid, coder, answer, LLM_SOURCE, meta)
                 for qid, answer in r.answers.items()
             )
-        with self.transaction() as conn:
+        with self.db.transaction() as conn:
             conn.executemany(
                 "INSERT OR REPLACE INTO llm_items (run_id, action_id, phase, valid, answer, "
                 "error, confidence, request_hashes, raw_replies, tokens_in, tokens_out, "
@@ -535,7 +542,7 @@ class LLMStoreMixin(StoreBase):
                 ],
             )
             if writes:
-                self.save_answers(codebook, writes, provenance=True)  # type: ignore[attr-defined]
+                self.labels.save_answers(codebook, writes, provenance=True)
 
     def llm_items(self, run_id: int, phase: str | None = None) -> list[dict[str, Any]]:
         sql = "SELECT * FROM llm_items WHERE run_id = ?"
@@ -544,7 +551,7 @@ class LLMStoreMixin(StoreBase):
             sql += " AND phase = ?"
             params += (phase,)
         out = []
-        for r in self.conn.execute(sql + " ORDER BY created_at, action_id", params):
+        for r in self.db.conn.execute(sql + " ORDER BY created_at, action_id", params):
             d = dict(r)
             d["answer"] = (
                 {q: answer_from_json(a) for q, a in json.loads(d["answer"]).items()}
@@ -577,5 +584,5 @@ class LLMStoreMixin(StoreBase):
         if codebook:
             sql += " AND r.codebook = ?"
             params = (codebook,)
-        rows = self.conn.execute(sql + " ORDER BY i.run_id, i.phase, i.action_id", params)
+        rows = self.db.conn.execute(sql + " ORDER BY i.run_id, i.phase, i.action_id", params)
         return [dict(r) for r in rows]

@@ -14,7 +14,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 from annotate.errors import NotFoundError
-from annotate.store.base import StoreBase, dumps, now
+from annotate.store.base import Database, dumps, now
 from annotate.store.llm_records import Reply
 
 OPEN_STATES = ("writing", "written", "uploaded", "creating", "validating", "in_progress",
@@ -28,7 +28,10 @@ def _chunks(values: Sequence[str], size: int = IN) -> Iterator[Sequence[str]]:
         yield values[start : start + size]
 
 
-class LLMBatchesMixin(StoreBase):
+class LLMBatches:
+    def __init__(self, db: Database) -> None:
+        self.db = db
+
     # -- batches ------------------------------------------------------------------------
 
     def create_llm_batch(self, **fields: Any) -> int:
@@ -36,7 +39,7 @@ class LLMBatchesMixin(StoreBase):
         fields = {"created_at": stamp, "updated_at": stamp, **fields}
         columns = ", ".join(fields)
         marks = ", ".join("?" * len(fields))
-        with self.transaction() as conn:
+        with self.db.transaction() as conn:
             cur = conn.execute(
                 f"INSERT INTO llm_batches ({columns}) VALUES ({marks})", tuple(fields.values())
             )
@@ -45,7 +48,7 @@ class LLMBatchesMixin(StoreBase):
     def update_llm_batch(self, batch_id: int, **fields: Any) -> None:
         fields = {**fields, "updated_at": now()}
         sets = ", ".join(f"{k} = ?" for k in fields)
-        with self.transaction() as conn:
+        with self.db.transaction() as conn:
             conn.execute(
                 f"UPDATE llm_batches SET {sets} WHERE id = ?", (*fields.values(), batch_id)
             )
@@ -53,7 +56,7 @@ class LLMBatchesMixin(StoreBase):
     def add_llm_batch_counts(
         self, batch_id: int, *, done: int, errors: int, tokens_in: int, tokens_out: int
     ) -> None:
-        with self.transaction() as conn:
+        with self.db.transaction() as conn:
             conn.execute(
                 "UPDATE llm_batches SET n_done = n_done + ?, n_errors = n_errors + ?, "
                 "tokens_in = tokens_in + ?, tokens_out = tokens_out + ?, updated_at = ? "
@@ -62,11 +65,11 @@ class LLMBatchesMixin(StoreBase):
             )
 
     def delete_llm_batch(self, batch_id: int) -> None:
-        with self.transaction() as conn:
+        with self.db.transaction() as conn:
             conn.execute("DELETE FROM llm_batches WHERE id = ?", (batch_id,))
 
     def llm_batch(self, batch_id: int) -> dict[str, Any]:
-        row = self.conn.execute("SELECT * FROM llm_batches WHERE id = ?", (batch_id,)).fetchone()
+        row = self.db.conn.execute("SELECT * FROM llm_batches WHERE id = ?", (batch_id,)).fetchone()
         if row is None:
             raise NotFoundError(f"no LLM batch {batch_id}")
         return dict(row)
@@ -80,7 +83,7 @@ class LLMBatchesMixin(StoreBase):
         if open_only:
             sql += f" AND status IN ({', '.join('?' * len(OPEN_STATES))})"
             params += OPEN_STATES
-        return [dict(r) for r in self.conn.execute(sql + " ORDER BY id", params)]
+        return [dict(r) for r in self.db.conn.execute(sql + " ORDER BY id", params)]
 
     def open_batch_run(
         self, *, coder: str, codebook: str, prompt_hash: str, **same: Any
@@ -94,13 +97,13 @@ class LLMBatchesMixin(StoreBase):
         for key, value in same.items():
             sql += f" AND {key} IS ?"
             params.append(value)
-        row = self.conn.execute(sql + " ORDER BY id DESC LIMIT 1", params).fetchone()
+        row = self.db.conn.execute(sql + " ORDER BY id DESC LIMIT 1", params).fetchone()
         return int(row[0]) if row else None
 
     # -- lines and items ----------------------------------------------------------------
 
     def save_llm_prompt(self, prompt_hash: str, messages: Sequence[Any]) -> None:
-        with self.transaction() as conn:
+        with self.db.transaction() as conn:
             conn.execute(
                 "INSERT OR IGNORE INTO llm_prompts (prompt_hash, messages, created_at) "
                 "VALUES (?, ?, ?)",
@@ -108,7 +111,7 @@ class LLMBatchesMixin(StoreBase):
             )
 
     def llm_prompt_messages(self, prompt_hash: str) -> list[Any]:
-        row = self.conn.execute(
+        row = self.db.conn.execute(
             "SELECT messages FROM llm_prompts WHERE prompt_hash = ?", (prompt_hash,)
         ).fetchone()
         if row is None:
@@ -123,7 +126,7 @@ class LLMBatchesMixin(StoreBase):
     ) -> None:
         """``items``: (action_id, request hashes of every vote); ``requests``: (custom_id,
         action_id, vote, tail JSON, schema JSON, response_format) of each line."""
-        with self.transaction() as conn:
+        with self.db.transaction() as conn:
             conn.executemany(
                 "INSERT OR REPLACE INTO llm_batch_items (batch_id, action_id, request_hashes) "
                 "VALUES (?, ?, ?)",
@@ -139,7 +142,7 @@ class LLMBatchesMixin(StoreBase):
         """The request behind each custom_id (of its newest batch), with the batch's run."""
         out: dict[str, dict[str, Any]] = {}
         for part in _chunks(custom_ids):
-            rows = self.conn.execute(
+            rows = self.db.conn.execute(
                 "SELECT r.*, b.run_id, b.phase FROM llm_batch_requests r "
                 "JOIN llm_batches b ON b.id = r.batch_id "
                 f"WHERE r.custom_id IN ({', '.join('?' * len(part))}) ORDER BY r.batch_id",
@@ -151,7 +154,7 @@ class LLMBatchesMixin(StoreBase):
 
     def set_llm_batch_line_errors(self, errors: Sequence[tuple[int, str, str]]) -> None:
         """(batch_id, custom_id, error) of lines that came back without a reply."""
-        with self.transaction() as conn:
+        with self.db.transaction() as conn:
             conn.executemany(
                 "UPDATE llm_batch_requests SET error = ? WHERE batch_id = ? AND custom_id = ?",
                 ((e, b, c) for b, c, e in errors),
@@ -164,7 +167,7 @@ class LLMBatchesMixin(StoreBase):
         for part in _chunks(action_ids):
             out += [
                 (r[0], r[1], json.loads(r[2]))
-                for r in self.conn.execute(
+                for r in self.db.conn.execute(
                     "SELECT batch_id, action_id, request_hashes FROM llm_batch_items "
                     f"WHERE batch_id IN ({marks}) AND action_id IN ({', '.join('?' * len(part))})",
                     (*batch_ids, *part),
@@ -173,18 +176,18 @@ class LLMBatchesMixin(StoreBase):
         return out
 
     def llm_batch_line_ids(self, batch_id: int) -> Iterator[str]:
-        cur = self.conn.execute(
+        cur = self.db.conn.execute(
             "SELECT custom_id FROM llm_batch_requests WHERE batch_id = ?", (batch_id,)
         )
         while rows := cur.fetchmany(1000):
             yield from (r[0] for r in rows)
 
     def llm_batch_line_errors(self, batch_id: int, limit: int = 5) -> tuple[int, list[str]]:
-        n = self.conn.execute(
+        n = self.db.conn.execute(
             "SELECT count(*) FROM llm_batch_requests WHERE batch_id = ? AND error IS NOT NULL",
             (batch_id,),
         ).fetchone()[0]
-        rows = self.conn.execute(
+        rows = self.db.conn.execute(
             "SELECT error FROM llm_batch_requests WHERE batch_id = ? AND error IS NOT NULL LIMIT ?",
             (batch_id, limit),
         )
@@ -194,7 +197,7 @@ class LLMBatchesMixin(StoreBase):
         """The items a run has stored results for in a phase (ids only: runs are large)."""
         return {
             r[0]
-            for r in self.conn.execute(
+            for r in self.db.conn.execute(
                 "SELECT action_id FROM llm_items WHERE run_id = ? AND phase = ?", (run_id, phase)
             )
         }
@@ -206,7 +209,7 @@ class LLMBatchesMixin(StoreBase):
         if phase is not None:
             sql += " AND phase = ?"
             params = (run_id, phase)
-        row = self.conn.execute(sql, params).fetchone()
+        row = self.db.conn.execute(sql, params).fetchone()
         return int(row[0]), int(row[1])
 
     # -- the request cache, in bulk -----------------------------------------------------
@@ -219,7 +222,7 @@ class LLMBatchesMixin(StoreBase):
         tail, model, endpoint_host, temperature, vote, schema, response_format, reply,
         tokens_in, tokens_out, run_id). Latency 0 (unknown in a batch), 1 attempt."""
         stamp = now()
-        with self.transaction() as conn:
+        with self.db.transaction() as conn:
             conn.executemany(
                 "INSERT OR IGNORE INTO llm_requests (request_hash, prompt_hash, tail, model, "
                 "endpoint_host, temperature, vote, schema, response_format, reply, tokens_in, "
@@ -233,7 +236,7 @@ class LLMBatchesMixin(StoreBase):
         for part in _chunks(hashes):
             found.update(
                 r[0]
-                for r in self.conn.execute(
+                for r in self.db.conn.execute(
                     "SELECT request_hash FROM llm_requests "
                     f"WHERE request_hash IN ({', '.join('?' * len(part))})",
                     tuple(part),
@@ -244,7 +247,7 @@ class LLMBatchesMixin(StoreBase):
     def cached_replies(self, hashes: Sequence[str]) -> dict[str, Reply]:
         out: dict[str, Reply] = {}
         for part in _chunks(hashes):
-            for r in self.conn.execute(
+            for r in self.db.conn.execute(
                 "SELECT request_hash, reply, tokens_in, tokens_out, latency_s, response_format, "
                 f"attempts FROM llm_requests WHERE request_hash IN ({', '.join('?' * len(part))})",
                 tuple(part),
@@ -257,7 +260,7 @@ class LLMBatchesMixin(StoreBase):
         for part in _chunks(action_ids):
             out.update(
                 (r[0], r[1])
-                for r in self.conn.execute(
+                for r in self.db.conn.execute(
                     "SELECT id, action_type FROM actions "
                     f"WHERE id IN ({', '.join('?' * len(part))})",
                     tuple(part),

@@ -482,9 +482,9 @@ def m016_actions_naming_screenshots(conn: sqlite3.Connection) -> None:
 
 def m017_deferred_indexes(conn: sqlite3.Connection) -> None:
     """The indexes of ``actions`` that an import into an empty table dropped, to build them
-    once at its end instead of row by row (``ActionsMixin.bulk_actions``), with the process
+    once at its end instead of row by row (``Actions.bulk_actions``), with the process
     that did it: if that process dies before its end, the next open of the file builds them
-    (``ActionsMixin.restore_action_indexes``)."""
+    (``Actions.restore_action_indexes``)."""
     conn.execute(
         "CREATE TABLE deferred_indexes (name TEXT PRIMARY KEY, sql TEXT NOT NULL,"
         " pid INTEGER NOT NULL)"

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 from annotate.models import Action
 from annotate.store.actions import ACTION_COLUMNS, row_to_action
-from annotate.store.base import StoreBase
+from annotate.store.base import Database
 
 CHECKPOINT = "checkpoint"
 IS_CHECKPOINT = (
@@ -26,8 +26,8 @@ def is_checkpoint(action: Action) -> bool:
 
 
 class SelfQueries:
-    def __init__(self, store: StoreBase):
-        self.store = store
+    def __init__(self, db: Database):
+        self.db = db
 
     def participants_named(self, who: str, session: str | None = None) -> list[str]:
         """The stored participants ``who`` names: a participant name or id, or (with
@@ -40,7 +40,7 @@ class SelfQueries:
         ):
             # no ORDER BY: it would walk the participant index row by row on a full scan
             one = not where.startswith("role")  # a name or an id is one participant
-            rows = self.store.conn.execute(
+            rows = self.db.conn.execute(
                 f"SELECT {'' if one else 'DISTINCT '}participant FROM actions "
                 f"WHERE {scope}{where} AND participant IS NOT NULL" + (" LIMIT 1" if one else ""),
                 [*params, who],
@@ -50,7 +50,7 @@ class SelfQueries:
         return []
 
     def some_participants(self, limit: int = 12) -> list[str]:
-        rows = self.store.conn.execute(
+        rows = self.db.conn.execute(
             "SELECT DISTINCT participant FROM actions WHERE participant IS NOT NULL "
             "ORDER BY participant LIMIT ?",
             (limit,),
@@ -66,7 +66,7 @@ class SelfQueries:
             sql += " AND session = ?"
             params.append(session)
         sql += " ORDER BY timestamp IS NULL, timestamp, session, seq"
-        return [row_to_action(r) for r in self.store.conn.execute(sql, params)]
+        return [row_to_action(r) for r in self.db.conn.execute(sql, params)]
 
     def checkpoints(self, sessions: Sequence[str]) -> list[Action]:
         """The checkpoint actions of these sessions, in session order."""
@@ -77,7 +77,7 @@ class SelfQueries:
             marks = ",".join("?" * len(chunk))
             out += [
                 row_to_action(r)
-                for r in self.store.conn.execute(
+                for r in self.db.conn.execute(
                     f"SELECT {ACTION_COLUMNS} FROM actions WHERE session IN ({marks}) "
                     f"AND {IS_CHECKPOINT} ORDER BY session, seq",
                     chunk,

@@ -14,7 +14,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from annotate.store.base import StoreBase
+from annotate.store.base import Database
 
 _KEY = "coalesce(l.value, l.codes)"
 _FILL = (
@@ -72,8 +72,10 @@ class AlignmentCounts:
     by_code: list[dict[str, Any]]
 
 
+class SelfReports:
+    def __init__(self, db: Database) -> None:
+        self.db = db
 
-class SelfReportsMixin(StoreBase):
     # -- what an import checks ----------------------------------------------------------
 
     def action_sessions(self, ids: Iterable[str]) -> dict[str, tuple[str, str]]:
@@ -83,7 +85,7 @@ class SelfReportsMixin(StoreBase):
             "SELECT id, session, action_type FROM actions "
             "WHERE id IN (SELECT value FROM json_each(?))"
         )
-        for r in self.conn.execute(sql, (json.dumps(list(dict.fromkeys(ids))),)):
+        for r in self.db.conn.execute(sql, (json.dumps(list(dict.fromkeys(ids))),)):
             found[r[0]] = (r[1], r[2])
         return found
 
@@ -95,7 +97,7 @@ class SelfReportsMixin(StoreBase):
             "JOIN actions a ON a.session = json_extract(w.value, '$[0]') "
             "AND a.seq = json_extract(w.value, '$[1]')"
         )
-        return {(r[0], r[1]): r[2] for r in self.conn.execute(sql, (wanted,))}
+        return {(r[0], r[1]): r[2] for r in self.db.conn.execute(sql, (wanted,))}
 
     def session_participants(self, sessions: Iterable[str]) -> dict[str, list[str]]:
         """The participants with an action in each of ``sessions``."""
@@ -105,7 +107,7 @@ class SelfReportsMixin(StoreBase):
             "WHERE session IN (SELECT value FROM json_each(?)) AND participant IS NOT NULL "
             "ORDER BY session, participant"
         )
-        for session, participant in self.conn.execute(sql, (json.dumps(sorted(set(sessions))),)):
+        for session, participant in self.db.conn.execute(sql, (json.dumps(sorted(set(sessions))),)):
             out.setdefault(session, []).append(participant)
         return out
 
@@ -118,7 +120,7 @@ class SelfReportsMixin(StoreBase):
             "AND (value IS NOT NULL OR codes IS NOT NULL) "
             "GROUP BY codebook HAVING count(DISTINCT coder) >= 2 ORDER BY codebook"
         )
-        return [r[0] for r in self.conn.execute(sql)]
+        return [r[0] for r in self.db.conn.execute(sql)]
 
     def partner_alignment_counts(
         self,
@@ -137,7 +139,7 @@ class SelfReportsMixin(StoreBase):
 
         The per-action comparison is done once, into a temporary table the three
         groupings read by primary key."""
-        conn = self.conn
+        conn = self.db.conn
         conn.execute(
             "CREATE TEMP TABLE IF NOT EXISTS _alignment (action_id TEXT, question TEXT, "
             "aligned INTEGER, PRIMARY KEY (action_id, question)) WITHOUT ROWID"

@@ -20,7 +20,7 @@ from annotate.errors import StoreError
 from annotate.store.llm_records import CallRecord, ChatRequest, Reply
 
 if TYPE_CHECKING:
-    from annotate.store.llm import LLMStoreMixin
+    from annotate.store.llm import LLM
 
 SUFFIX = ".unsaved-replies.jsonl"
 
@@ -74,10 +74,10 @@ def keep(db: Path, record: CallRecord, run_id: int | None, cause: StoreError) ->
     )
 
 
-def restore(store: LLMStoreMixin) -> int:
-    """Store the replies kept for ``store``'s file; remove the side files. How many."""
+def restore(llm: LLM) -> int:
+    """Store the replies kept for the file of ``llm``; remove the side files. How many."""
     n = 0
-    for place in places(store.path):
+    for place in places(llm.db.path):
         if not place.exists():
             continue
         for raw in place.read_text(encoding="utf-8").splitlines():
@@ -89,7 +89,7 @@ def restore(store: LLMStoreMixin) -> int:
             request = ChatRequest(**{**req, "messages": tuple(req["messages"])})
             if request.hash != data["hash"]:
                 continue  # not what was sent: never store a reply under another request
-            store.save_call(CallRecord(request, Reply(**data["reply"])), data["run_id"])
+            llm.save_call(CallRecord(request, Reply(**data["reply"])), data["run_id"])
             n += 1
         place.unlink()
     return n

@@ -41,7 +41,7 @@ CONTEXT_AFTER = 2
 def context_tables(store: Store, action: Action) -> tuple[Table, Table]:
     """The turns before the item and the item (bold), then the turns after it (dim), with
     times relative to the item when the log has them: two tables with the same columns."""
-    around = store.context(action, before=CONTEXT_BEFORE, after=CONTEXT_AFTER)
+    around = store.actions.context(action, before=CONTEXT_BEFORE, after=CONTEXT_AFTER)
     t0 = action.elapsed_s
 
     def table(rows: list[Action]) -> Table:

@@ -20,6 +20,7 @@ from textual.app import App
 from annotate.coding.session import COMMANDS, CodingSession, resolve_codebook
 from annotate.errors import UsageError
 from annotate.media import MediaLocator
+from annotate.render.output import tell_waiting
 from annotate.store import Store
 from annotate.tui.screens.coding import BINDING_PREFIX, CodingScreen
 from annotate.tui.screens.screenshots import session_media
@@ -79,7 +80,7 @@ def make_app(
     media: MediaLocator | None = None,
 ) -> CodingApp:
     """Open ``db`` and a coding session; raise a domain error if it cannot start."""
-    store = Store(db, create=False)
+    store = Store(db, create=False, on_wait=tell_waiting)
     try:
         loaded = resolve_codebook(store, codebook)
         kwargs = {"clock": clock} if clock is not None else {}

@@ -14,6 +14,7 @@ from textual.widgets import Static
 from annotate.coding.self_mode import SelfCodingSession
 from annotate.coding.session import resolve_codebook
 from annotate.media import MediaLocator
+from annotate.render.output import tell_waiting
 from annotate.render.terminal import shown_line
 from annotate.store import Store
 from annotate.tui.app import CodingApp, attach_media
@@ -61,7 +62,7 @@ def make_self_app(
 ) -> SelfCodingApp:
     """Open ``db`` and ``who``'s self-annotation session; raise a domain error if it
     cannot start (an unknown participant, a bad checkpoints file)."""
-    store = Store(db, create=False)
+    store = Store(db, create=False, on_wait=tell_waiting)
     try:
         loaded = resolve_codebook(store, codebook)
         kwargs = {"clock": clock} if clock is not None else {}
