@@ -15,6 +15,7 @@ import pytest
 from annotate.codebook import find_codebook
 from annotate.store import Store
 from tests.conftest import DEMO, REPO
+from tests.test_llm_real_server import real_server  # noqa: F401  (a fixture)
 
 KAPPA_LINE = re.compile(r"Fleiss' kappa\s+(-?\d\.\d{3})\s+(-?\d\.\d{3}) to (-?\d\.\d{3})")
 MOVES = [o.code for o in find_codebook("hcrc_moves").codebook.questions[0].options]
@@ -305,3 +306,49 @@ def test_disagreements_show_context_notes_flags_and_why_an_answer_is_missing(
     assert "could be a repair" in table and "ben flagged" in table
     assert "> " in table  # the item under the turn before it
 
+
+# -- the LLM's validation, `agree` and `report`: one figure (the real llama.cpp server) ---------
+
+VALIDATION_ROW = re.compile(
+    r"Fleiss' kappa, (LLM \+ gold|valid replies only \(as agree\))\s+(-?\d\.\d{3})\s+"
+    r"(-?\d\.\d{3}) to (-?\d\.\d{3})\s+(\d+)"
+)
+
+
+@pytest.mark.real_llm
+def test_llm_validation_agree_and_report_print_one_kappa_and_interval(
+    real_server,  # noqa: F811  (the fixture imported above)
+    tmp_path,
+) -> None:
+    from tests.test_llm_real_server import MODEL, annotate
+
+    db = tmp_path / "project.db"
+    dialogue = REPO.parent / "shared" / "maptask" / "dialogues" / "q8nc2.txt"
+    for args in (
+        ["import", str(dialogue), "--labels-as", "hcrc", "--codebook", "hcrc_moves"],
+        ["sample", "--n", "16", "--seed", "1", "--name", "main"],
+        ["split", "--codebook", "hcrc_moves", "--shots", "4", "--seed", "3", "--gold", "hcrc",
+         "--sample", "main"],
+    ):  # fmt: skip
+        annotate(db, real_server, *args)
+    validated = annotate(
+        db, real_server, "llm-label", "--codebook", "hcrc_moves", "--shots", "4", "--model",
+        MODEL, "--context", "2", "--validate-only", "--concurrency", "1",
+        "--base-url", real_server.base_url,
+    ).stdout  # fmt: skip
+    rows = {m[1]: m.groups()[1:] for m in VALIDATION_ROW.finditer(validated)}
+    assert "LLM + gold" in rows, validated
+    # with invalid replies the stored labels hold only the valid ones: the row "as agree"
+    kappa, low, high, n = rows.get("valid replies only (as agree)", rows["LLM + gold"])
+    agreed = annotate(db, real_server, "agree", "--codebook", "hcrc_moves", "--coders",
+                      f"hcrc,llm:{MODEL}").stdout  # fmt: skip
+    assert (kappa, low, high) == agree_kappa(agreed)
+    assert int(n) == items_of(agreed)
+    out = tmp_path / "report"
+    annotate(db, real_server, "report", "--codebook", "hcrc_moves", "--out", str(out))
+    stored = pd.read_csv(out / "llm_validation.csv").iloc[0]
+    gate = rows["LLM + gold"]  # the report quotes the gate figure as llm-label printed it
+    assert (f"{stored['kappa']:.3f}", f"{stored['ci_low']:.3f}", f"{stored['ci_high']:.3f}") == (
+        gate[:3]
+    )
+    assert int(stored["items"]) == int(gate[3])
