@@ -5,6 +5,7 @@ the real Map Task corpus, read from what each command prints or writes."""
 from __future__ import annotations
 
 import csv
+import io
 import random
 import re
 from pathlib import Path
@@ -320,20 +321,34 @@ def test_llm_validation_agree_and_report_print_one_kappa_and_interval(
     real_server,  # noqa: F811  (the fixture imported above)
     tmp_path,
 ) -> None:
-    from tests.test_llm_real_server import MODEL, annotate
+    import os
+    import subprocess
+    import sys
+
+    from tests.test_llm_real_server import MODEL
+
+    def annotate(db: Path, server: object, *args: str) -> subprocess.CompletedProcess[str]:
+        """As a user runs it; a one-request server shared by others can take minutes each."""
+        env = {**os.environ, "ANNOTATE_DB": str(db), "OPENAI_API_KEY": "sk-local",
+               "COLUMNS": "120"}  # fmt: skip
+        out = subprocess.run([sys.executable, "-m", "annotate", *args], capture_output=True,
+                             text=True, env=env, timeout=3600, check=False)  # fmt: skip
+        assert out.returncode == 0, f"annotate {' '.join(args)}:\n{out.stdout}\n{out.stderr}"
+        return out
 
     db = tmp_path / "project.db"
     dialogue = REPO.parent / "shared" / "maptask" / "dialogues" / "q8nc2.txt"
     for args in (
         ["import", str(dialogue), "--labels-as", "hcrc", "--codebook", "hcrc_moves"],
-        ["sample", "--n", "16", "--seed", "1", "--name", "main"],
+        ["sample", "--n", "10", "--seed", "1", "--name", "main"],  # 6 held out: a busy
+        # one-request server takes minutes per request
         ["split", "--codebook", "hcrc_moves", "--shots", "4", "--seed", "3", "--gold", "hcrc",
          "--sample", "main"],
     ):  # fmt: skip
         annotate(db, real_server, *args)
     validated = annotate(
         db, real_server, "llm-label", "--codebook", "hcrc_moves", "--shots", "4", "--model",
-        MODEL, "--context", "2", "--validate-only", "--concurrency", "1",
+        MODEL, "--context", "0", "--validate-only", "--concurrency", "1", "--timeout", "600",
         "--base-url", real_server.base_url,
     ).stdout  # fmt: skip
     rows = {m[1]: m.groups()[1:] for m in VALIDATION_ROW.finditer(validated)}
@@ -352,3 +367,27 @@ def test_llm_validation_agree_and_report_print_one_kappa_and_interval(
         gate[:3]
     )
     assert int(stored["items"]) == int(gate[3])
+
+
+def test_export_takes_sample_all(cli, db_path) -> None:
+    assert cli("import", str(DEMO)).exit_code == 0
+    assert cli("sample", "--n", "5", "--seed", "1", "--name", "main").exit_code == 0
+    every = cli("export", "--what", "actions", "--sample", "all")
+    assert every.exit_code == 0, every.output
+    assert len(pd.read_csv(io.StringIO(every.stdout))) == 343
+
+
+def test_verify_an_ordinal_question_checks_weighted_kappas_and_both_alphas(
+    cli, db_path, tmp_path
+) -> None:
+    import json
+
+    from tests.test_agree_review import _ordinal_project
+
+    _ordinal_project(cli, db_path, tmp_path)
+    out = json.loads(cli("agree", "--verify", "-f", "json").stdout)
+    names = [c["statistic"] for c in out["verified"]["checks"]]
+    assert "Krippendorff's alpha (ordinal)" in names and "Krippendorff's alpha (nominal)" in names
+    assert sum(n.startswith("Cohen's kappa (linear weights)") for n in names) == 3
+    assert out["verified"]["ok"], out["verified"]["checks"]
+    assert out["verified"]["max_difference"] < 1e-9
