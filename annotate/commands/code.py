@@ -139,11 +139,16 @@ def code_command(
             new_coder=new_coder,
             extra=media.options(),
         )
+        from annotate.tui.web_server import new_token, web_url
+
+        token = new_token()
         console.print(
-            f"Serving the coding app for {coder} on http://127.0.0.1:{port} (Ctrl+C to stop).",
+            f"Serving the coding app for {coder} on {web_url(port, token)} (Ctrl+C to stop).",
             markup=False,
         )
-        serve_web(command, port=port, title=f"annotate: {session.codebook.name} · {coder}")
+        serve_web(
+            command, port=port, title=f"annotate: {session.codebook.name} · {coder}", token=token
+        )
         return
     app.run()
     if os.environ.get("TEXTUAL_DRIVER"):

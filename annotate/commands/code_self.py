@@ -89,12 +89,20 @@ def code_self(
             lookahead=lookahead,
             extra=media.options(),
         )
+        from annotate.tui.web_server import new_token, web_url
+
+        token = new_token()
         console.print(
-            f"Serving self-annotation for {coding.coder} on http://127.0.0.1:{port} "
+            f"Serving self-annotation for {coding.coder} on {web_url(port, token)} "
             "(Ctrl+C to stop).",
             markup=False,
         )
-        serve_web(command, port=port, title=f"annotate: {coding.codebook.name} · {coding.coder}")
+        serve_web(
+            command,
+            port=port,
+            title=f"annotate: {coding.codebook.name} · {coding.coder}",
+            token=token,
+        )
         return
     app.run()
     if os.environ.get("TEXTUAL_DRIVER"):

@@ -11,6 +11,7 @@ from typing import Any
 
 from rich.console import Console
 
+from annotate.render.cells import safe_cell
 from annotate.render.tables import Col, as_cols, cell, fit_rows
 
 __all__ = ["Col", "OutputFormat", "cell", "csv_text", "markdown_table", "print_rows", "to_json"]
@@ -43,8 +44,15 @@ def csv_text(rows: Sequence[dict[str, Any]], columns: Sequence[str | Col]) -> st
     )
     writer.writeheader()
     for row in rows:
-        writer.writerow({c: cell(row.get(c), 6) if row.get(c) is not None else "" for c in columns})
+        writer.writerow({c: _csv_cell(row.get(c)) for c in columns})
     return buf.getvalue()
+
+
+def _csv_cell(value: Any) -> object:
+    """Numbers to 6 places; text through the formula guard (a number is never a formula)."""
+    if value is None:
+        return ""
+    return safe_cell(value) if isinstance(value, str) else cell(value, 6)
 
 
 def to_json(data: Any) -> str:

@@ -170,12 +170,12 @@ def check_port(port: int) -> None:
             raise _port_error(port, exc) from None
 
 
-def serve_web(command: str, *, port: int, title: str) -> None:
-    """Serve ``command`` to browsers on 127.0.0.1:``port`` until Ctrl+C."""
-    from textual_serve.server import Server
+def serve_web(command: str, *, port: int, title: str, token: str) -> None:
+    """Serve ``command`` on 127.0.0.1:``port`` to the holder of ``token`` until Ctrl+C."""
+    from annotate.tui.web_server import GuardedServer
 
     try:
-        Server(command, host="127.0.0.1", port=port, title=title).serve()
+        GuardedServer(command, port=port, title=title, token=token).serve()
     except OSError as exc:  # taken between check_port() and now
         if exc.errno in (errno.EADDRINUSE, errno.EACCES):
             raise _port_error(port, exc) from None
