@@ -12,9 +12,11 @@ from annotate.render.rows import csv_text
 
 
 def test_csv_text_guards_text_and_keeps_numbers() -> None:
-    rows = [{"name": "=1+1", "at": "@A1", "kappa": -0.25, "n": 3, "none": None}]
+    rows = [{"name": "=1+1", "at": "@A1", "kappa": -0.25, "low": "-1.0", "dash": "-1-1",
+             "n": 3, "none": None}]  # fmt: skip
     got = next(csv.DictReader(io.StringIO(csv_text(rows, list(rows[0])))))
-    assert got == {"name": "'=1+1", "at": "'@A1", "kappa": "-0.250000", "n": "3", "none": ""}
+    assert got == {"name": "'=1+1", "at": "'@A1", "kappa": "-0.250000", "low": "-1.0",
+                   "dash": "'-1-1", "n": "3", "none": ""}  # fmt: skip
     assert safe_cell("-x") == "'-x" and safe_cell(-1) == -1
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 from collections.abc import Sequence
 from enum import StrEnum
 from typing import Any
@@ -13,6 +14,8 @@ from rich.console import Console
 
 from annotate.render.cells import safe_cell
 from annotate.render.tables import Col, as_cols, cell, fit_rows
+
+NUMBER = re.compile(r"-?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")
 
 __all__ = ["Col", "OutputFormat", "cell", "csv_text", "markdown_table", "print_rows", "to_json"]
 
@@ -49,10 +52,13 @@ def csv_text(rows: Sequence[dict[str, Any]], columns: Sequence[str | Col]) -> st
 
 
 def _csv_cell(value: Any) -> object:
-    """Numbers to 6 places; text through the formula guard (a number is never a formula)."""
+    """Numbers to 6 places; text through the formula guard, but for a number already
+    written as text (``-0.5``: a spreadsheet reads it as the number it is)."""
     if value is None:
         return ""
-    return safe_cell(value) if isinstance(value, str) else cell(value, 6)
+    if not isinstance(value, str):
+        return cell(value, 6)
+    return value if NUMBER.fullmatch(value) else safe_cell(value)
 
 
 def to_json(data: Any) -> str:
