@@ -196,8 +196,25 @@ def read_completion(data: dict[str, Any]) -> tuple[str, int, int]:
     content = data["choices"][0]["message"].get("content") or ""
     if not isinstance(content, str):
         raise TypeError("content is not text")
-    usage = data.get("usage") or {}
-    return content, int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0)
+    usage = data.get("usage")
+    usage = usage if isinstance(usage, dict) else {}
+    return content, token_count(usage.get("prompt_tokens")), token_count(
+        usage.get("completion_tokens")
+    )
+
+
+MAX_COUNT = 2**63 - 1
+"""SQLite's largest integer."""
+
+
+def token_count(value: Any) -> int:
+    """A provider's token count, or 0 when it gives none that can be one (absent, negative,
+    not a whole number, beyond what SQLite holds): a bad count never costs the reply."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return 0
+    if isinstance(value, float) and not value.is_integer():
+        return 0
+    return int(value) if 0 <= value <= MAX_COUNT else 0
 
 
 def _scrub(text: str, secrets: tuple[str, ...]) -> str:
