@@ -134,3 +134,43 @@ async def _until_async(predicate, timeout: float = 30) -> None:
     while not predicate():
         assert loop.time() < deadline, "timed out"
         await asyncio.sleep(0.1)
+
+
+def _children(pid: int) -> list[int]:
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid:
+            found.append(int(stat.parent.name))
+    return found
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+async def test_the_apps_end_when_the_server_is_killed(tmp_path: Path) -> None:
+    import os
+    import signal
+
+    from tests.web_browser import server_process
+
+    db = project(tmp_path)
+    with server_process(db, "dora") as (proc, url):
+        base, token, origin = _parts(url)
+        http, ws = await _ws(base, cookie=token, origin=origin)
+        try:
+            await _first_bytes(ws)
+            apps = _children(proc.pid)
+            assert apps, "the app runs as a child of the server"
+            os.kill(proc.pid, signal.SIGKILL)
+            await _until_async(lambda: not any(map(_alive, apps)), timeout=20)
+        finally:
+            await http.close()

@@ -90,35 +90,32 @@ def free_port() -> int:
 @contextlib.contextmanager
 def serve(db: Path, coder: str, *extra: str, codebook: str = "traum") -> Iterator[str]:
     """`annotate code --web` on a free port until the block ends; yields the page's URL."""
+    with server_process(db, coder, *extra, codebook=codebook) as (_, url):
+        yield url
+
+
+@contextlib.contextmanager
+def server_process(
+    db: Path, coder: str, *extra: str, codebook: str = "traum"
+) -> Iterator[tuple[subprocess.Popen[bytes], str]]:
+    """The server's process and the address it printed, until the block ends."""
     port = free_port()
     proc = subprocess.Popen(
         [
-            sys.executable,
-            "-m",
-            "annotate",
-            "code",
-            "--codebook",
-            codebook,
-            "--coder",
-            coder,
-            "--db",
-            str(db),
-            "--web",
-            "--port",
-            str(port),
-            *extra,
+            sys.executable, "-m", "annotate", "code", "--codebook", codebook, "--coder", coder,
+            "--db", str(db), "--web", "--port", str(port), *extra,
         ],
         cwd=db.parent,
         env={**os.environ, "NO_COLOR": "1"},
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         start_new_session=True,
-    )
+    )  # fmt: skip
     try:
-        url = wait_for_address(proc)
-        yield url
+        yield proc, wait_for_address(proc)
     finally:
-        os.killpg(proc.pid, signal.SIGTERM)
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGTERM)
         try:
             proc.wait(10)
         except subprocess.TimeoutExpired:

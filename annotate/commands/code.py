@@ -105,6 +105,7 @@ def code_command(
     try:
         from annotate.tui.app import (  # keeps textual off start-up
             check_port,
+            end_with_the_server,
             make_app,
             serve_web,
             web_command,
@@ -150,6 +151,7 @@ def code_command(
             command, port=port, title=f"annotate: {session.codebook.name} · {coder}", token=token
         )
         return
+    end_with_the_server()
     app.run()
     if os.environ.get("TEXTUAL_DRIVER"):
         return  # served by --web: stdout belongs to textual-serve's protocol

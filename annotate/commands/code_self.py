@@ -62,7 +62,11 @@ def code_self(
     web: bool,
     port: int,
 ) -> None:
-    from annotate.tui.app import check_port, serve_web  # keeps textual off start-up
+    from annotate.tui.app import (  # keeps textual off start-up
+        check_port,
+        end_with_the_server,
+        serve_web,
+    )
     from annotate.tui.self_app import make_self_app, self_web_command
 
     app = make_self_app(
@@ -104,6 +108,7 @@ def code_self(
             token=token,
         )
         return
+    end_with_the_server()
     app.run()
     if os.environ.get("TEXTUAL_DRIVER"):
         return  # served by --web: stdout belongs to textual-serve's protocol
