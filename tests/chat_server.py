@@ -82,6 +82,11 @@ class ServerState:
     label_for: Callable[[str, dict[str, Any]], str] = lambda text, body: "acknowledge"
     answer_for: Callable[[str, dict[str, Any]], dict[str, Any]] | None = None
     latency: float = 0.0
+    serial: bool = False
+    """Answer one request at a time (as llama-cpp-python's server does): the others wait."""
+    slots: int | None = None
+    """Say this many parallel slots at ``GET /props`` (``total_slots``), as llama.cpp's
+    llama-server does; None: 404, as llama-cpp-python's server answers."""
     hang_s: float = 5.0
     accept: Accept = "json_schema"
     faults: list[Fault] = field(default_factory=list)
@@ -92,6 +97,7 @@ class ServerState:
     auth_headers: list[str] = field(default_factory=list)
     keep_bodies: bool = True
     lock: threading.Lock = field(default_factory=threading.Lock)
+    one_at_a_time: threading.Lock = field(default_factory=threading.Lock)
     batches: BatchService = field(init=False)
 
     def __post_init__(self) -> None:
@@ -440,9 +446,10 @@ class _Handler(BaseHTTPRequestHandler):
             if state.keep_bodies:
                 state.bodies.append(body)
             state.auth_headers.append(self.headers.get("Authorization", ""))
-        if state.latency:
-            time.sleep(state.latency)
-        status, payload, headers = chat_reply(state, body)
+        with state.one_at_a_time if state.serial else contextlib.nullcontext():
+            if state.latency:
+                time.sleep(state.latency)
+            status, payload, headers = chat_reply(state, body)
         try:
             self._send(status, payload, headers)
         except (BrokenPipeError, ConnectionResetError):
@@ -453,6 +460,9 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_GET(self) -> None:
         path = self.path.split("?", 1)[0].rstrip("/")
+        if path == "/props" and self.server.state.slots is not None:
+            self._send(200, {"total_slots": self.server.state.slots})
+            return
         status, payload = self.server.state.batches.get(path)
         self._send(status, payload)
 

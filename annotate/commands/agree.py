@@ -21,11 +21,14 @@ from annotate.commands.common import (
     split_list,
 )
 from annotate.errors import UsageError
+from annotate.reliability.settings import DEFAULT_CI, DEFAULT_N_BOOT
+from annotate.reliability.settings import DEFAULT_CI_METHOD as DEFAULT_METHOD
 from annotate.render.agree import (
     print_defaults,
     print_runs,
     render_disagreements,
     render_results,
+    render_verification,
     run_line,
 )
 from annotate.render.rows import OutputFormat
@@ -40,14 +43,14 @@ CodebookOption = Annotated[
 ]
 SampleOption = Annotated[
     str | None,
-    typer.Option(help="Sample name (default: 'main' if it exists, else every labelled item)."),
+    typer.Option(
+        help="Sample name, or 'all' for every labelled item (default: 'main' if it exists "
+        "and two or more coders answered in it, else every labelled item, with a note)."
+    ),
 ]
 QuestionOption = Annotated[
     str | None, typer.Option(help="Only this question (default: every question).")
 ]
-
-DEFAULT_CI = 0.95
-DEFAULT_N_BOOT = 1000
 
 
 class CiMethod(StrEnum):
@@ -57,7 +60,7 @@ class CiMethod(StrEnum):
     percentile = "percentile"
 
 
-DEFAULT_CI_METHOD = CiMethod.bca
+DEFAULT_CI_METHOD = CiMethod(DEFAULT_METHOD)
 
 
 # -- the commands -----------------------------------------------------------------------------
@@ -86,10 +89,29 @@ def agree_command(
         bool,
         typer.Option(
             "--disagreements",
-            help="Instead of the figures, list every item where the coders differ, with its "
-            "text and each coder's label (no run is stored).",
+            help="Instead of the figures, list every item where the coders differ, with the "
+            "turns before it (--context), its text, each coder's label ('(skipped)' or '(not "
+            "coded)' where none), and the coders' notes and flags (no run is stored).",
         ),
     ] = False,
+    verify_figures: Annotated[
+        bool,
+        typer.Option(
+            "--verify",
+            help="Recompute every figure a reference library computes from the same matrix "
+            "(statsmodels: Fleiss' and Cohen's kappa, weighted at ordered levels; krippendorff: "
+            "alpha at each level), print each library's version and the largest difference "
+            "(exit 1 when they differ); the Markdown methods text then says so.",
+        ),
+    ] = False,
+    context: Annotated[
+        int,
+        typer.Option(
+            "--context",
+            min=0,
+            help="With --disagreements: the turns before each item shown with it.",
+        ),
+    ] = 2,
     run: Annotated[
         int | None,
         typer.Option(
@@ -143,6 +165,8 @@ def agree_command(
             seed=seed or None,
             ci_method=ci_method.value if ci_method is not DEFAULT_CI_METHOD else None,
             disagreements=disagreements,
+            context=context if context != 2 else None,
+            verify=verify_figures,
         )
         if disagreements:
             selection = select(
@@ -150,7 +174,7 @@ def agree_command(
                 question=question, command=command,
             )  # fmt: skip
             print_defaults(selection.defaults, fmt)
-            render_disagreements(list_disagreements(store, selection), fmt)
+            render_disagreements(list_disagreements(store, selection, context), fmt)
             return
         result = agree(
             store,
@@ -166,13 +190,22 @@ def agree_command(
             ci_method=ci_method.value,
         )
         print_defaults(result.selection.defaults, fmt)
-        render_results(result.to_dict(), fmt)
+        results = result.to_dict()
+        if verify_figures:
+            from annotate.reliability.verify import verify
+
+            results["verified"] = verify(result).to_dict()
+        render_results(results, fmt)
+        if verify_figures:
+            render_verification(results["verified"], fmt)
     if result.run_id is None:
         run_line(
             f"run not stored ({db} can only be read here): {result.n_labels} labels, sha256 "
             f"{result.labels_hash[:12]}.",
             fmt,
         )
+        if verify_figures and not results["verified"]["ok"]:
+            raise typer.Exit(1)
         return
     done = (
         f"same as run {result.run_id}, nothing new stored"
@@ -184,6 +217,8 @@ def agree_command(
         f"(`annotate agree --run {result.run_id}` shows it).",
         fmt,
     )
+    if verify_figures and not results["verified"]["ok"]:
+        raise typer.Exit(1)
 
 
 def adjudicate_command(
