@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from annotate.reliability.adjudication import plan_gold, write_majority
 from annotate.reliability.agreement_data import select
+from annotate.reliability.majority_pass import adjudicate_majority
 from annotate.store import Store
 from annotate.tui.adjudicate import AdjudicationScreen, make_app
 from tests.conftest import DEMO, REPO
@@ -45,8 +45,7 @@ def q4(demo, tmp_path: Path, cli) -> Path:
 
 def _app(db: Path, codebook: str):
     store = Store(db)
-    plan = plan_gold(store, select(store, codebook=codebook))
-    write_majority(store, plan, "zoe")
+    plan, _ = adjudicate_majority(store, select(store, codebook=codebook), "zoe", read_cases=True)
     return make_app(store, plan, "zoe")
 
 

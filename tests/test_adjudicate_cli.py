@@ -9,8 +9,9 @@ import pandas as pd
 import pytest
 
 from annotate.codebook import Answer, find_codebook
-from annotate.reliability.adjudication import majority_answer, plan_gold
+from annotate.reliability.adjudication import majority_answer
 from annotate.reliability.agreement_data import select
+from annotate.reliability.majority_pass import adjudicate_majority
 from annotate.store import Store
 from tests.conftest import DEMO, REPO
 
@@ -72,7 +73,7 @@ def test_flagged_items_go_to_the_adjudicator_even_with_a_majority(cli, demo) -> 
         for action_id in flagged:
             s.set_flag(action_id, TRAUM, "ben", ["act"])
             s.set_note(action_id, TRAUM, "ben", ["act"], "not sure: ask the group")
-        plan = plan_gold(s, select(s, codebook="traum"))
+        plan, _ = adjudicate_majority(s, select(s, codebook="traum"), "zoe", read_cases=True)
     assert len(plan.majority) == len(majority) - 3
     cases = {c.action.id: c for c in plan.to_decide}
     assert set(cases) == ties | set(flagged)
@@ -120,7 +121,7 @@ def test_decided_gold_is_never_overwritten_by_a_majority(cli, demo) -> None:
     majority, _ = _expected_majority()
     item = sorted(majority)[0]
     with Store(demo) as s:
-        plan = plan_gold(s, select(s, codebook="traum"))
+        plan, _ = adjudicate_majority(s, select(s, codebook="traum"), "zoe", read_cases=True)
         case = next(c for c in plan.majority if c.action.id == item)
         from annotate.reliability.adjudication import decide
 
@@ -128,7 +129,7 @@ def test_decided_gold_is_never_overwritten_by_a_majority(cli, demo) -> None:
     cli("adjudicate", "--majority-only", "--adjudicator", "max")
     with Store(demo) as s:
         gold = {g["action_id"]: g for g in s.label_rows("traum", coders=["gold"])}
-        again = plan_gold(s, select(s, codebook="traum"))
+        again, _ = adjudicate_majority(s, select(s, codebook="traum"), "max", read_cases=True)
     assert gold[item]["value"] == "Cancel"
     assert gold[item]["meta"]["method"] == "decided" and gold[item]["meta"]["adjudicator"] == "zoe"
     assert item in {c.action.id for c in again.kept}
@@ -202,7 +203,7 @@ def test_adjudicate_says_who_counts_and_names_a_coder_with_a_trial_label(
 
 def test_a_majority_case_reads_its_action_only_when_asked(demo) -> None:
     with Store(demo) as s:
-        plan = plan_gold(s, select(s, codebook="traum"))
+        plan, _ = adjudicate_majority(s, select(s, codebook="traum"), "zoe", read_cases=True)
         assert plan.majority and plan.to_decide
         assert all(c.loaded is None for c in plan.majority)  # --majority-only needs none
         assert all(c.loaded is not None for c in plan.to_decide)  # the screen shows these

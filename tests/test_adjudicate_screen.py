@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from annotate.codebook import find_codebook
-from annotate.reliability.adjudication import plan_gold, write_majority
 from annotate.reliability.agreement_data import select
+from annotate.reliability.majority_pass import adjudicate_majority
 from annotate.store import Store
 from annotate.tui.adjudicate import AdjudicationScreen, OtherPrompt, make_app
 from tests.conftest import DEMO, REPO
@@ -24,8 +24,7 @@ def demo(cli, db_path):
 
 
 def _plan(store: Store, codebook: str = "traum"):
-    plan = plan_gold(store, select(store, codebook=codebook))
-    write_majority(store, plan, "zoe")
+    plan, _ = adjudicate_majority(store, select(store, codebook=codebook), "zoe", read_cases=True)
     return plan
 
 
@@ -116,7 +115,12 @@ async def test_last_decision_closes_the_screen_with_the_count(demo) -> None:
         gold = _gold(store)
         assert sum(g["meta"]["method"] == "decided" for g in gold.values()) == n
         assert len(gold) == 343
-        assert plan_gold(store, select(store, codebook="traum")).undecided == []
+        assert (
+            adjudicate_majority(store, select(store, codebook="traum"), "zoe", read_cases=True)[
+                0
+            ].undecided
+            == []
+        )
 
 
 async def test_flagged_item_shows_notes_and_quit_keeps_decisions(demo) -> None:

@@ -215,9 +215,8 @@ def adjudicate_command(
     Gold is stored as coder 'gold', with who adjudicated and how (majority or decided).
     """
     from annotate.memory import fixed_mmap_threshold
-    from annotate.reliability.adjudication import plan_gold, write_majority
     from annotate.reliability.agreement_data import select
-    from annotate.reliability.majority_pass import write_majority_in_one_pass
+    from annotate.reliability.majority_pass import adjudicate_majority
     from annotate.reliability.majority_rule import majority_rule
 
     fixed_mmap_threshold()  # the labels are read in chunks: give each back when done
@@ -230,7 +229,7 @@ def adjudicate_command(
             coders=split_list(coders) or None,
             question=question,
             purpose="adjudication",
-            counted_ids=majority_only,  # its SQL reads the sample where it lies
+            counted_ids=True,  # the pass's SQL reads the sample where it lies
             command=rerun(
                 "annotate adjudicate",
                 db,
@@ -241,16 +240,12 @@ def adjudicate_command(
                 majority_only=majority_only,
             ),
         )
-        if majority_only:  # planned and written in one pass in SQL: no object per item
-            plan, written = write_majority_in_one_pass(store, selection, name)
-        else:
-            plan = plan_gold(store, selection)
+        # one pass decides and writes the majority gold; the screen reads what is left
+        plan, written = adjudicate_majority(store, selection, name, read_cases=not majority_only)
         rule = majority_rule(plan)
         console.print(rule.line(), markup=False, soft_wrap=True)
         if warning := rule.warning():
             err_console.print(warning, markup=False, soft_wrap=True)
-        if not majority_only:
-            written = write_majority(store, plan, name)
         undecided = plan.n_undecided
         where = f"{plan.codebook.name}" + (f", sample '{plan.sample}'" if plan.sample else "")
         console.print(

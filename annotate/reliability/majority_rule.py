@@ -64,10 +64,8 @@ def majority_rule(plan: GoldPlan) -> MajorityRule:
     blocked = 0
     if sparse:
         n_rest = len(plan.coders) - len(sparse)
-        for case in plan.to_decide:
-            if case.majority is not None or case.flagged_by:
-                continue
-            rest = [a.answer for a in case.answers if a.coder not in sparse]
+        for answers, cases in plan.undecided_votes:
+            rest = [a for c, a in zip(plan.coders, answers, strict=True) if c not in sparse]
             best, _ = majority_answer(rest, n_rest)
-            blocked += best is not None
+            blocked += cases * (best is not None)
     return MajorityRule(plan.coders, dict(answered), sparse, blocked)
