@@ -244,7 +244,9 @@ def _both(path: Path, tmp_path: Path, adjudicator: str, stamp: list[str]) -> tup
     for copy in (one_pass, old):
         shutil.copy(path, copy)
     with Store(old) as s:
-        reference = _reference_plan(s, select(s, codebook="mixed"))
+        selection = select(s, codebook="mixed")
+        reference = _reference_plan(s, selection)
+        answered, by_answering = _coverage(s, selection)
         written = _reference_write(s, reference, adjudicator)
         after = _reference_plan(s, select(s, codebook="mixed"))  # the cases as they now stand
     with Store(one_pass) as s:
@@ -252,13 +254,8 @@ def _both(path: Path, tmp_path: Path, adjudicator: str, stamp: list[str]) -> tup
         plan, written_fast = adjudicate_majority(s, counted, adjudicator)
         assert written_fast == written == len(plan.majority)
         assert plan.too_few == reference.too_few and plan.stale == reference.stale
-        answered = Counter(
-            a.coder
-            for c in (*reference.majority, *reference.to_decide, *reference.kept)
-            for a in c.answers
-            if a.answer is not None
-        )
-        assert majority_rule(plan).answered == dict(answered)
+        assert majority_rule(plan).answered == answered
+        assert plan.by_answering == by_answering
         undecided = Counter(
             tuple(a.answer for a in c.answers)
             for c in reference.to_decide
@@ -272,6 +269,27 @@ def _both(path: Path, tmp_path: Path, adjudicator: str, stamp: list[str]) -> tup
     assert _rows(one_pass) == _rows(old)
     stamp[0] = f"2026-01-01T00:00:{run + 1:02d}.000Z"  # the next write's time
     return one_pass, old
+
+
+def _coverage(store: Store, selection: Any) -> tuple[dict[str, int], dict[int, int]]:
+    """Every (item, question) each coder answered, and (item, question) by how many coders
+    answered them (0: flagged, nobody answered), from the labels one by one."""
+    sample = selection.sample if selection.action_ids is not None else None
+    answered: Counter[str] = Counter()
+    by_item: dict[tuple[str, str], list[dict]] = {}
+    for q in selection.questions:
+        for r in store.label_rows(
+            "mixed", coders=selection.coders, sample=sample, question=q.id,
+            columns=adj.CELL_COLUMNS,
+        ):  # fmt: skip
+            by_item.setdefault((r["action_id"], q.id), []).append(r)
+    counts: Counter[int] = Counter()
+    for rows in by_item.values():
+        who = [r["coder"] for r in rows if adj._answer(r) is not None]
+        answered.update(who)
+        if who or any(r["flagged"] for r in rows):
+            counts[len(who)] += 1
+    return dict(answered), dict(sorted(counts.items(), reverse=True))
 
 
 def _plan(s: Store, adjudicator: str = "zoe") -> adj.GoldPlan:

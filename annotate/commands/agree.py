@@ -207,10 +207,12 @@ def adjudicate_command(
     """Make gold labels: majority vote, then a screen for ties and flagged items.
 
     A strict majority of the selected coders decides (more than half of them on every item,
-    whoever answered it; the first line says how many votes that is, and a warning names a
-    coder with far fewer labels than the others). Ties and flagged items go to a screen that shows
-    the item in its context, every coder's answer and note, and takes one key (the codebook's
-    shortcuts) for the final label.
+    whoever answered it; the first line says how many votes that is, the next how many coders
+    answered each item, then the cases short of votes with the --coders that would decide
+    them, and a warning names a coder with far fewer labels than the others). Ties, cases
+    short of votes and flagged items go to a screen that shows the item in its context,
+    every coder's answer and note, and takes one key (the codebook's shortcuts) for the
+    final label.
 
     Gold is stored as coder 'gold', with who adjudicated and how (majority or decided).
     """
@@ -244,6 +246,9 @@ def adjudicate_command(
         plan, written = adjudicate_majority(store, selection, name, read_cases=not majority_only)
         rule = majority_rule(plan)
         console.print(rule.line(), markup=False, soft_wrap=True)
+        console.print(rule.coverage(), markup=False, soft_wrap=True)
+        if short := rule.short_line():
+            console.print(short, markup=False, soft_wrap=True)
         if warning := rule.warning():
             err_console.print(warning, markup=False, soft_wrap=True)
         undecided = plan.n_undecided

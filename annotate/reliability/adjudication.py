@@ -152,10 +152,13 @@ class Case:
             return "majority", f"majority {self.votes} of {len(self.answers)}"
         counts = Counter(_key(a.answer) for a in self.answers if a.answer is not None)
         top = max(counts.values())
-        if top * 2 > self.n_answers and self.n_answers < len(self.answers):
-            return "no strict majority", (
-                f"{top} of {self.n_answers} answers agree, but {len(self.answers)} coders "
-                "were selected (no strict majority)"
+        n, selected = self.n_answers, len(self.answers)
+        if short_of_votes([a.answer for a in self.answers], selected):
+            who = [a.coder for a in self.answers if a.answer is not None]
+            return f"short of votes: {n} of {selected} coders answered", (
+                f"short of votes: {top} of the {n} coders who answered agree, but a majority "
+                f"needs {selected // 2 + 1} of the {selected} selected; "
+                f"--coders {','.join(who)} would decide it"
             )
         return "tie", "tie: " + " vs ".join(
             f"{answer_text(Answer(v, tuple(sorted(c))))} ({n})" for (v, c), n in counts.items()
@@ -182,6 +185,14 @@ def majority_answer(answers: Sequence[Answer | None], n_coders: int) -> tuple[An
     other_text = texts.most_common(1)[0][0] if texts else None
     uses_other = value == OTHER or OTHER in codes
     return Answer(value, tuple(sorted(codes)), other_text if uses_other else None), votes
+
+
+def short_of_votes(answers: Sequence[Answer | None], n_coders: int) -> bool:
+    """Whether votes without a majority lack one only for want of votes: fewer coders
+    answered than selected, and more than half of those who did agree (the coders who
+    answered, selected alone, would decide it)."""
+    given = [a for a in answers if a is not None]
+    return 0 < len(given) < n_coders and majority_answer(given, len(given))[0] is not None
 
 
 class Cases(Later[Case]):
@@ -215,7 +226,10 @@ class GoldPlan:
     stale: tuple[tuple[str, str], ...] = ()
     """(action id, question) of majority gold that no majority backs any more."""
     answered: dict[str, int] = field(default_factory=dict)
-    """Cases (item and question) each coder answered, among the plan's cases."""
+    """Cases (item and question) each coder answered, those left for later included."""
+    by_answering: dict[int, int] = field(default_factory=dict)
+    """Cases (item and question) by how many of the selected coders answered them (0: a
+    flagged case nobody answered), the most first."""
     undecided_votes: tuple[tuple[tuple[Answer | None, ...], int], ...] = ()
     """The distinct votes (each selected coder's answer, None: none) of the cases without
     a majority that no coder flagged, each with how many cases: what the majority rule

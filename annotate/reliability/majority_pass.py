@@ -114,6 +114,7 @@ class _Tally:
 
     def __post_init__(self) -> None:
         self.answered = dict.fromkeys(self.coders, 0)
+        self.by_answering: Counter[int] = Counter()
         self.undecided: Counter[tuple[Answer | None, ...]] = Counter()
 
     def add(self, votes: _Votes | None, why: int, cases: int, sign: int = 1) -> str | None:
@@ -122,13 +123,14 @@ class _Tally:
         ``kept``, or None (answered by one coder: left for later)."""
         n = votes.n if votes else 0
         flagged, kept = bool(why & FLAGGED), bool(why & KEPT)
+        self.by_answering[n] += sign * cases * (n > 0 or flagged)
+        if votes:
+            for coder, answer in zip(self.coders, votes.answers, strict=True):
+                self.answered[coder] += sign * cases * (answer is not None)
         wanted = n >= 2 or flagged
         self.too_few += sign * cases * (n == 1 and not flagged)
         if not wanted:
             return None
-        if votes:
-            for coder, answer in zip(self.coders, votes.answers, strict=True):
-                self.answered[coder] += sign * cases * (answer is not None)
         if kept:
             self.kept += sign * cases
             return "kept"
@@ -247,6 +249,7 @@ def adjudicate_majority(
         too_few=tally.too_few,
         stale=stale,
         answered=tally.answered,
+        by_answering={n: c for n, c in sorted(tally.by_answering.items(), reverse=True) if c},
         undecided_votes=tuple((v, n) for v, n in tally.undecided.items() if n > 0),
     )
     if read_cases:
