@@ -9,7 +9,7 @@ from annotate.codebook import find_codebook
 from annotate.reliability.agreement_data import select
 from annotate.reliability.majority_pass import adjudicate_majority
 from annotate.store import Store
-from annotate.tui.adjudicate import AdjudicationScreen, OtherPrompt, make_app
+from annotate.tui.screens.adjudicate import AdjudicationScreen, OtherPrompt, make_app
 from tests.conftest import DEMO, REPO
 
 TRAUM = find_codebook("traum").codebook
@@ -185,4 +185,5 @@ def test_nothing_to_decide_opens_no_screen(cli, demo) -> None:
     r = cli("adjudicate", "--adjudicator", "zoe")
     assert r.exit_code == 0, r.output
     assert "0 to decide (ties and flagged); " in r.stdout
-    assert r.stdout.count("\n") == 2 and r.stdout.startswith("majority: ")  # rule, summary
+    # the rule, the coders answering each item, the summary
+    assert r.stdout.count("\n") == 3 and r.stdout.startswith("majority: ")

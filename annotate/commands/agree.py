@@ -279,7 +279,7 @@ def adjudicate_command(
                     markup=False,
                 )
             return
-        from annotate.tui.adjudicate import run_adjudication
+        from annotate.tui.screens.adjudicate import run_adjudication
 
         decided = run_adjudication(store, plan, name)
         left = len(plan.undecided)
