@@ -225,7 +225,7 @@ async def test_pgdn_brings_the_turns_after_the_item_and_keeps_it_in_view(maptask
         case = app.session.case
         item = " ".join(describe(case.action).split())
         after = app.session.store.context(case.action, before=0, after=1)
-        following = " ".join(describe([a for a in after if a.seq > case.action.seq][0]).split())
+        following = " ".join(describe(next(a for a in after if a.seq > case.action.seq)).split())
         assert following[:20] not in " ".join(_context_box(app)).split(item)[-1]
         await pilot.press("pagedown")
         await pilot.pause()

@@ -257,7 +257,7 @@ def _both(path: Path, tmp_path: Path, adjudicator: str, stamp: list[str]) -> tup
         assert majority_rule(plan).answered == answered
         assert plan.by_answering == by_answering
         undecided = Counter(
-            tuple(a.answer for a in c.answers)
+            tuple(a.answer and Answer(a.answer.value, a.answer.codes) for a in c.answers)
             for c in reference.to_decide
             if c.majority is None and not c.flagged_by
         )

@@ -231,9 +231,10 @@ class GoldPlan:
     """Cases (item and question) by how many of the selected coders answered them (0: a
     flagged case nobody answered), the most first."""
     undecided_votes: tuple[tuple[tuple[Answer | None, ...], int], ...] = ()
-    """The distinct votes (each selected coder's answer, None: none) of the cases without
-    a majority that no coder flagged, each with how many cases: what the majority rule
-    and the coverage of the coders say (:mod:`annotate.reliability.majority_rule`)."""
+    """The distinct votes (each selected coder's answer without its "Other" text, None:
+    none) of the cases without a majority that no coder flagged, each with how many cases:
+    what the majority rule and the coverage of the coders say
+    (:mod:`annotate.reliability.majority_rule`)."""
 
     @property
     def undecided(self) -> list[Case]:

@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from annotate.codebook import OTHER
+from annotate.codebook import OTHER, Answer
 from annotate.coding.answers import answer_text
 from annotate.reliability.adjudication import (
     GOLD_CODER,
@@ -39,7 +39,7 @@ from annotate.store.gold_votes import GoldKind, VoteScope
 from annotate.store.label_cells import LabelScope
 
 if TYPE_CHECKING:
-    from annotate.codebook import Answer, Question
+    from annotate.codebook import Question
     from annotate.reliability.agreement_data import Selection
     from annotate.store import Store
 
@@ -139,8 +139,16 @@ class _Tally:
             return "majority"
         self.to_decide += sign * cases
         if not flagged and votes is not None and votes.best is None:
-            self.undecided[votes.answers] += sign * cases
+            self.undecided[_without_texts(votes.answers)] += sign * cases
         return "to_decide"
+
+
+def _without_texts(answers: tuple[Answer | None, ...]) -> tuple[Answer | None, ...]:
+    """The answers as a vote counts them (an "Other" text does not split a majority): the
+    undecided votes stay as few as their patterns, whatever texts the coders wrote."""
+    return tuple(
+        a if a is None or a.other_text is None else Answer(a.value, a.codes) for a in answers
+    )
 
 
 def adjudicate_majority(
