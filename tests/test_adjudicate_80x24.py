@@ -178,23 +178,27 @@ def maptask4(cli, shared, db_path, tmp_path, monkeypatch) -> Path:
 
 
 def _context_box(app) -> list[str]:
-    """The context box's rows as drawn, each with its words joined by one space."""
+    """The context box's rows as drawn, each with its words joined by one space (without
+    the scrollbar and the item's left border)."""
     rows = screen_lines(app)
     top = next(i for i, r in enumerate(rows) if r.startswith("─"))
     end = next(i for i in range(top + 1, len(rows)) if rows[i].startswith("───"))
-    return [" ".join(r.replace("█", " ").split()) for r in rows[top + 1 : end]]
+    blocks = str.maketrans({chr(c): " " for c in range(0x2580, 0x25A0)})  # bars, the item's
+    return [" ".join(r.translate(blocks).split()) for r in rows[top + 1 : end]]
 
 
 async def test_the_item_and_the_turn_before_it_stay_in_view_on_every_case(maptask4) -> None:
-    """Deciding case after case at 80x24 (the status line flashes each time, the answers
-    table grows and shrinks): the context box shows the item being decided whole, with the
-    turn before it above, and its title names the session, on every case."""
+    """Going through the cases, then deciding case after case at 80x24 (the status line
+    flashes each time, the answers table grows and shrinks): the context box shows the item
+    being decided whole, with the turn before it above, and its title names the session,
+    on every case; a case short of votes says so, with the --coders that would decide it."""
     from annotate.models import describe
 
     app = _app(maptask4, "hcrc_moves")
     hidden = []
+    short = 0
     async with app.run_test(size=SIZE) as pilot:
-        for _ in range(20):
+        for key in ["right"] * 10 + ["1"] * 20:  # look, then decide: on to the next case
             await pilot.pause()
             case = app.session.case
             box = _context_box(app)
@@ -208,10 +212,13 @@ async def test_the_item_and_the_turn_before_it_stay_in_view_on_every_case(maptas
             above = " ".join(describe(before[-1]).split())[-12:] if before else ""
             if at < 0 or (above and not 0 <= seen.rfind(above, 0, at) < at):
                 hidden.append((app.session.index + 1, item[:30], box[-1]))
-            title = screen_lines(app)[2]
+            status, title = screen_lines(app)[1:3]
             assert "session q1ec1" in title, title
-            await pilot.press("1")  # decided: on to the next case
-    assert hidden == []
+            if key == "right" and "short of votes" in case.short_reason:  # no message shown
+                assert "short of votes, 3 of 4 answered: --coders ann,bob,hcrc decides it" in status
+                short += 1
+            await pilot.press(key)
+    assert hidden == [] and short
     app.session.store.close()
 
 

@@ -252,7 +252,7 @@ def test_partial_coverage_is_stated_and_a_case_short_of_votes_explained(
         )
         case = next(c for c in plan.to_decide if c.action_id == ids[4])
         tie = next(c for c in plan.to_decide if c.action_id == ids[7])
-    assert case.short_reason == "short of votes: 2 of 4 coders answered"
+    assert case.short_reason == "short of votes, 2 of 4 answered: --coders a,b decides it"
     assert case.reason == (
         "short of votes: 2 of the 2 coders who answered agree, but a majority needs 3 of the "
         "4 selected; --coders a,b would decide it"

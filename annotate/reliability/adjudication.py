@@ -154,11 +154,10 @@ class Case:
         top = max(counts.values())
         n, selected = self.n_answers, len(self.answers)
         if short_of_votes([a.answer for a in self.answers], selected):
-            who = [a.coder for a in self.answers if a.answer is not None]
-            return f"short of votes: {n} of {selected} coders answered", (
+            coders = "--coders " + ",".join(a.coder for a in self.answers if a.answer is not None)
+            return f"short of votes, {n} of {selected} answered: {coders} decides it", (
                 f"short of votes: {top} of the {n} coders who answered agree, but a majority "
-                f"needs {selected // 2 + 1} of the {selected} selected; "
-                f"--coders {','.join(who)} would decide it"
+                f"needs {selected // 2 + 1} of the {selected} selected; {coders} would decide it"
             )
         return "tie", "tie: " + " vs ".join(
             f"{answer_text(Answer(v, tuple(sorted(c))))} ({n})" for (v, c), n in counts.items()

@@ -197,8 +197,8 @@ class AdjudicationScreen(Screen[None]):
         )
         state = "decided" if case.decided else "to decide"
         why = case.short_reason  # the votes, by code, are in the table below
-        second = self.message or Text(f"{why} ({state})", style="italic")
-        grid.add_row(second, Text(""))
+        second = self.message or Text(shown_line(why), style="italic")
+        grid.add_row(second, Text(state, style="italic"))
         return grid
 
     def _answers(self) -> RenderableType:
