@@ -245,7 +245,7 @@ def test_partial_coverage_is_stated_and_a_case_short_of_votes_explained(
         "them agree, but fewer answered than the 3 of 4 a majority needs; --coders a,b (the "
         "coders who answered) would decide 3 of them by majority."
     ) in out
-    assert "majority gold for 4 (item, question) cases; 4 to decide" in out
+    assert "gold for 4 (item, question) cases; 4 to decide (ties and flagged, 3 short of" in out
     with Store(demo) as s:
         plan, _ = adjudicate_majority(
             s, select(s, codebook="mental_model"), "z", read_cases=True

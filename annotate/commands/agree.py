@@ -255,7 +255,9 @@ def adjudicate_command(
         where = f"{plan.codebook.name}" + (f", sample '{plan.sample}'" if plan.sample else "")
         console.print(
             f"{where}, coders {', '.join(plan.coders)}: majority gold for {written} "
-            f"(item, question) cases; {undecided} to decide (ties and flagged)"
+            f"(item, question) cases; {undecided} to decide (ties and flagged"
+            + (f", {rule.short_of_votes} short of votes" if rule.short_of_votes else "")
+            + ")"
             + (f"; {len(plan.kept)} already decided, kept" if plan.kept else "")
             + (
                 f"; {len(plan.stale)} majority gold retracted (no majority any more)"
