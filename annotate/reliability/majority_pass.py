@@ -212,14 +212,12 @@ def adjudicate_majority(
                 elif kind == "to_decide":
                     undecided.append((q, pattern, rich))
             store.add_rich_kinds(rich_kinds)
-        store.stage_undecided(undecided)
-        classified = []
+        classified: list[tuple[str | None, str, int]] = []
         for action_id, q, why, pattern, rich in set_aside:  # counted again as what they are
             votes = votes_of(q, pattern, rich) if pattern is not None else None
             if votes is not None:
                 tally.add(votes, 0, 1, sign=-1)
             classified.append((tally.add(votes, why, 1), action_id, q))
-        store.classify_set_aside(classified)
         kinds: list[GoldKind] = []
         kind_of: dict[tuple[int, Any], int] = {}
 
@@ -239,9 +237,14 @@ def adjudicate_majority(
         store.clear_answers(cb.name, GOLD_CODER, stale)
 
     order = selection.sample if selection.action_ids is not None else None
+    unstaged = [True]
 
     def cases(kind: str, n: int, shown: bool) -> Cases:
         def read() -> list[Case]:
+            if unstaged and staged == store.staged_pass:  # the kinds, for the first read
+                store.stage_undecided(undecided)
+                store.classify_set_aside(classified)
+                unstaged.clear()
             cells = store.staged_cases(kind, order, staged)
             return read_cases_of(store, selection, cells, shown)
 
