@@ -242,17 +242,18 @@ def adjudicate_command(
     """Make gold labels: majority vote, then a screen for ties and flagged items.
 
     A strict majority of the selected coders decides (more than half of them on every item,
-    whoever answered it; the first line says how many votes that is, and a warning names a
-    coder with far fewer labels than the others). Ties and flagged items go to a screen that shows
-    the item in its context, every coder's answer and note, and takes one key (the codebook's
-    shortcuts) for the final label.
+    whoever answered it; the first line says how many votes that is, the next how many coders
+    answered each item, then the cases short of votes with the --coders that would decide
+    them, and a warning names a coder with far fewer labels than the others). Ties, cases
+    short of votes and flagged items go to a screen that shows the item in its context,
+    every coder's answer and note, and takes one key (the codebook's shortcuts) for the
+    final label.
 
     Gold is stored as coder 'gold', with who adjudicated and how (majority or decided).
     """
     from annotate.memory import fixed_mmap_threshold
-    from annotate.reliability.adjudication import plan_gold, write_majority
     from annotate.reliability.agreement_data import select
-    from annotate.reliability.majority_pass import write_majority_in_one_pass
+    from annotate.reliability.majority_pass import adjudicate_majority
     from annotate.reliability.majority_rule import majority_rule
 
     fixed_mmap_threshold()  # the labels are read in chunks: give each back when done
@@ -265,7 +266,7 @@ def adjudicate_command(
             coders=split_list(coders) or None,
             question=question,
             purpose="adjudication",
-            counted_ids=majority_only,  # its SQL reads the sample where it lies
+            counted_ids=True,  # the pass's SQL reads the sample where it lies
             command=rerun(
                 "annotate adjudicate",
                 db,
@@ -276,21 +277,22 @@ def adjudicate_command(
                 majority_only=majority_only,
             ),
         )
-        if majority_only:  # planned and written in one pass in SQL: no object per item
-            plan, written = write_majority_in_one_pass(store, selection, name)
-        else:
-            plan = plan_gold(store, selection)
+        # one pass decides and writes the majority gold; the screen reads what is left
+        plan, written = adjudicate_majority(store, selection, name, read_cases=not majority_only)
         rule = majority_rule(plan)
         console.print(rule.line(), markup=False, soft_wrap=True)
+        console.print(rule.coverage(), markup=False, soft_wrap=True)
+        if short := rule.short_line():
+            console.print(short, markup=False, soft_wrap=True)
         if warning := rule.warning():
             err_console.print(warning, markup=False, soft_wrap=True)
-        if not majority_only:
-            written = write_majority(store, plan, name)
         undecided = plan.n_undecided
         where = f"{plan.codebook.name}" + (f", sample '{plan.sample}'" if plan.sample else "")
         console.print(
             f"{where}, coders {', '.join(plan.coders)}: majority gold for {written} "
-            f"(item, question) cases; {undecided} to decide (ties and flagged)"
+            f"(item, question) cases; {undecided} to decide (ties and flagged"
+            + (f", {rule.short_of_votes} short of votes" if rule.short_of_votes else "")
+            + ")"
             + (f"; {len(plan.kept)} already decided, kept" if plan.kept else "")
             + (
                 f"; {len(plan.stale)} majority gold retracted (no majority any more)"
@@ -314,7 +316,7 @@ def adjudicate_command(
                     markup=False,
                 )
             return
-        from annotate.tui.adjudicate import run_adjudication
+        from annotate.tui.screens.adjudicate import run_adjudication
 
         decided = run_adjudication(store, plan, name)
         left = len(plan.undecided)
