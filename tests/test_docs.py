@@ -491,3 +491,18 @@ def test_readme_is_a_short_front_door():
     links = re.findall(r"\]\(((?:docs|benchmarks)/[^)#]+)", text)
     assert len(links) >= 10
     assert [link for link in links if not (REPO / link).is_file()] == []
+
+
+def test_help_lists_the_commands_in_the_workflows_order():
+    """`annotate --help` lists the commands in the order of the workflow table of
+    docs/index.md: import first, then sample, code, agree, gold, the LLM, report, export."""
+    out = subprocess.run(
+        [sys.executable, "-m", "annotate", "--help"],
+        capture_output=True,
+        text=True,
+        env=os.environ | {"COLUMNS": "100", "NO_COLOR": "1"},
+    )
+    listed = re.findall(r"^│ ([a-z][a-z-]+) ", out.stdout.split("Commands", 1)[1], re.M)
+    table = [row for row in (DOCS / "index.md").read_text().splitlines() if row.startswith("| ")]
+    workflow = [name for row in table for name in re.findall(r"`annotate ([a-z-]+)`", row)]
+    assert listed == workflow

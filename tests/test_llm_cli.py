@@ -276,7 +276,7 @@ def test_full_flow_then_a_rerun_sends_nothing(cli, maptask, llm_env, db_path):
     status = json.loads(cli("status", "--format", "json").stdout)
     assert [run["id"] for run in status["llm_runs"]] == [1, 2]  # the re-run is a run too
     assert status["llm_coders"]["hcrc_moves"] == [CODER]
-    assert status["next"] == "annotate report --codebook hcrc_moves"
+    assert status["next"] == f"annotate report --codebook hcrc_moves --db {db_path}"
 
 
 def test_target_sample_labels_only_that_sample(cli, maptask, llm_env, db_path):

@@ -33,6 +33,8 @@ class LabelSource:
     per_action: bool = False
 
     def describe(self) -> str:
+        if not self.priority:  # nobody's labels count by default: say so, name no one
+            return f"{self.codebook}: no gold or LLM labels (--coders names the coders to use)"
         parts = [f"{c} ({self.used.get(c, 0)} actions)" for c in self.priority]
         how = "gold where present, else the LLM coder(s)" if self.default else "--coders"
         if self.per_action:
