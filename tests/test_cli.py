@@ -131,6 +131,37 @@ def test_export_labels_joined_with_actions(cli, coded_db, tmp_path) -> None:
     assert r.exit_code == 1 and "--format parquet needs --out FILE" in r.stderr
 
 
+def test_export_keeps_each_actions_meta_and_nests_json_in_json_lines(cli, tmp_path) -> None:
+    """`--what actions` gives each action's meta (a generic import's extra columns, the
+    screenshot reference); JSON lines nest every JSON cell (meta, gold's provenance) as
+    JSON, not as a string holding JSON; CSV keeps it as the text stored."""
+    log = tmp_path / "log.csv"
+    log.write_text("dialogue,text,screenshot,mood\nd1,go left,shots/1.png,calm\nd1,ok,,tense\n")
+    assert cli("import", str(log), "--map", "session=dialogue,content=text").exit_code == 0
+    lines = cli("export", "--what", "actions", "--format", "jsonl").stdout.splitlines()
+    metas = [json.loads(line)["meta"] for line in lines]
+    assert [m["mood"] for m in metas] == ["calm", "tense"]
+    assert metas[0]["screenshot"] == "shots/1.png"
+    frame = pd.read_csv(io.StringIO(cli("export", "--what", "actions").stdout))
+    assert [json.loads(m)["mood"] for m in frame["meta"]] == ["calm", "tense"]
+    out = tmp_path / "actions.parquet"
+    parquet = cli("export", "--what", "actions", "--format", "parquet", "--out", str(out))
+    assert parquet.exit_code == 0
+    assert json.loads(pd.read_parquet(out)["meta"][1])["mood"] == "tense"
+
+    labels = tmp_path / "gold.csv"
+    ids = [json.loads(line)["id"] for line in lines]
+    labels.write_text("action_id,coder,value\n" + "".join(f"{i},{c},Initiate\n" for i in ids
+                                                         for c in ("ana", "ben")))  # fmt: skip
+    assert cli("import-labels", str(labels), "--codebook", "traum").exit_code == 0
+    assert cli("adjudicate", "--codebook", "traum", "--majority-only",
+               "--adjudicator", "zoe").exit_code == 0  # fmt: skip
+    gold = [json.loads(line) for line in cli("export", "--what", "gold", "--format", "jsonl")
+            .stdout.splitlines()]  # fmt: skip
+    assert [g["meta"]["adjudicator"] for g in gold] == ["zoe", "zoe"]
+    assert gold[0]["meta"]["votes"] == {"ana": "Initiate", "ben": "Initiate"}
+
+
 def test_export_refuses_what_would_give_an_empty_or_lost_table(cli, coded_db, tmp_path) -> None:
     r = cli("export", "--codebook", "traun")
     assert r.exit_code == 1

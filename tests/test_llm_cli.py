@@ -485,11 +485,11 @@ def test_unusable_reply_is_retried_once_then_stored_invalid(
     exported = [json.loads(line) for line in out.stdout.splitlines()]
     assert len(exported) == 72 and {e["coder"] for e in exported} == {CODER}
     [bad] = [e for e in exported if not e["valid"]]
-    assert bad["action_id"] == target.id and json.loads(bad["raw_replies"]) == raw
+    assert bad["action_id"] == target.id and bad["raw_replies"] == raw  # JSON, not a string
     assert bad["error"] == err and bad["content"] == target.content
     with Store(db_path) as s:
         info = s.split_info("hcrc_moves")
-    assert json.loads(bad["shot_ids"]) == list(info.shots) and bad["temperature"] == 0
+    assert bad["shot_ids"] == list(info.shots) and bad["temperature"] == 0
     assert all(e["prompt_hash"] and e["codebook_hash"] and e["model"] == MODEL for e in exported)
     assert not db_rows(
         db_path, "SELECT 1 FROM labels WHERE coder = ? AND action_id = ?", (CODER, target.id)
