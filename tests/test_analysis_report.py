@@ -178,6 +178,24 @@ def test_report_needs_gold_or_llm_or_coders(cli, tmp_path) -> None:
     assert r.exit_code == 1 and "--by: unknown column 'colour'" in r.stderr
 
 
+def test_a_codebook_without_gold_or_llm_labels_is_named_as_such(cli, tmp_path) -> None:
+    """As after `make demo`: traum has gold, mental_model only participants' self-reports;
+    the report's line for mental_model names no coder instead of an empty list."""
+    data = Path(__file__).resolve().parents[1] / "data"
+    import_demo(cli)  # and the three coders' traum labels
+    assert cli("adjudicate", "--codebook", "traum", "--majority-only").exit_code == 0
+    reports = cli(
+        "import-labels", str(data / "demo_self_reports.jsonl"), "--codebook", "mental_model",
+        "--mapping", str(data / "demo_self_report_mapping.yaml"),
+    )  # fmt: skip
+    assert reports.exit_code == 0, reports.output
+    r = cli("report", "--codebook", "traum", "--out", str(tmp_path / "report"))
+    assert r.exit_code == 0, r.output
+    assert "traum: labels by gold (" in r.stdout
+    assert "mental_model: no gold or LLM labels (--coders names the coders to use)" in r.stdout
+    assert "labels by  [" not in r.stdout
+
+
 def test_report_on_a_split_part(cli, gold_db, tmp_path) -> None:
     assert cli("split-sessions", "--test", "1", "--per", "condition").exit_code == 0
     out = tmp_path / "r"

@@ -278,7 +278,7 @@ def test_full_flow_then_a_rerun_sends_nothing(cli, maptask, llm_env, db_path):
     status = json.loads(cli("status", "--format", "json").stdout)
     assert [run["id"] for run in status["llm_runs"]] == [1]  # an identical re-run adds none
     assert status["llm_coders"]["hcrc_moves"] == [CODER]
-    assert status["next"] == "annotate report --codebook hcrc_moves"
+    assert status["next"] == f"annotate report --codebook hcrc_moves --db {db_path}"
 
 
 def test_target_sample_labels_only_that_sample(cli, maptask, llm_env, db_path):
@@ -494,11 +494,11 @@ def test_unusable_reply_is_retried_once_then_stored_invalid(
     exported = [json.loads(line) for line in out.stdout.splitlines()]
     assert len(exported) == 72 and {e["coder"] for e in exported} == {CODER}
     [bad] = [e for e in exported if not e["valid"]]
-    assert bad["action_id"] == target.id and json.loads(bad["raw_replies"]) == raw
+    assert bad["action_id"] == target.id and bad["raw_replies"] == raw  # JSON, not a string
     assert bad["error"] == err and bad["content"] == target.content
     with Store(db_path) as s:
         info = s.split_info("hcrc_moves")
-    assert json.loads(bad["shot_ids"]) == list(info.shots) and bad["temperature"] == 0
+    assert bad["shot_ids"] == list(info.shots) and bad["temperature"] == 0
     assert all(e["prompt_hash"] and e["codebook_hash"] and e["model"] == MODEL for e in exported)
     assert not db_rows(
         db_path, "SELECT 1 FROM labels WHERE coder = ? AND action_id = ?", (CODER, target.id)

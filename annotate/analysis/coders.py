@@ -42,6 +42,8 @@ class LabelSource:
     """LLM coders with labels that the default leaves out (gate not passed)."""
 
     def describe(self) -> str:
+        if not self.priority:  # nobody's labels count by default: say so, name no one
+            return f"{self.codebook}: no gold or LLM labels (--coders names the coders to use)"
         parts = [f"{c} ({self.used.get(c, 0)} actions)" for c in self.priority]
         how = DEFAULT_ORDER if self.default else "--coders"
         if self.per_action:
