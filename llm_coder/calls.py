@@ -21,6 +21,7 @@ import email.utils
 import json
 import random
 import time
+import urllib.parse
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
@@ -28,6 +29,7 @@ from typing import Any, Protocol
 from annotate.errors import AnnotateError
 from annotate.store.llm_records import CallRecord, ChatRequest, Reply
 from llm_coder.client import LazyClient
+from llm_coder.concurrency import AdaptiveLimit
 from llm_coder.prompt import Message
 from llm_coder.schema import FORMAT_MODES, FormatMode, response_format
 
@@ -195,12 +197,42 @@ def read_completion(data: dict[str, Any]) -> tuple[str, int, int]:
     content = data["choices"][0]["message"].get("content") or ""
     if not isinstance(content, str):
         raise TypeError("content is not text")
-    usage = data.get("usage") or {}
-    return content, int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0)
+    usage = data.get("usage")
+    usage = usage if isinstance(usage, dict) else {}
+    return content, token_count(usage.get("prompt_tokens")), token_count(
+        usage.get("completion_tokens")
+    )
 
 
-def _scrub(text: str, secret: str | None) -> str:
-    return text.replace(secret, "***") if secret else text
+MAX_COUNT = 2**63 - 1
+"""SQLite's largest integer."""
+
+
+def token_count(value: Any) -> int:
+    """A provider's token count, or 0 when it gives none that can be one (absent, negative,
+    not a whole number, beyond what SQLite holds): a bad count never costs the reply."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return 0
+    if isinstance(value, float) and not value.is_integer():
+        return 0
+    return int(value) if 0 <= value <= MAX_COUNT else 0
+
+
+def _scrub(text: str, secrets: tuple[str, ...]) -> str:
+    for secret in secrets:
+        text = text.replace(secret, "***")
+    return text
+
+
+def client_secrets(client: Any) -> tuple[str, ...]:
+    """What must never be printed: the key, and a password or query values in the base URL
+    (``...?key=``: a server that echoes the path in a 404 would print it)."""
+    found = [getattr(client, "api_key", None) or ""]
+    url = urllib.parse.urlsplit(str(getattr(client, "base_url", "") or ""))
+    found.append(urllib.parse.unquote(url.password or ""))
+    for _, value in urllib.parse.parse_qsl(url.query, keep_blank_values=False):
+        found += [value, urllib.parse.quote(value, safe="")]
+    return tuple(sorted({s for s in found if len(s) >= 4}, key=len, reverse=True))
 
 
 class Caller:
@@ -212,10 +244,13 @@ class Caller:
         cache: Cache,
         *,
         concurrency: int = 8,
+        adapt: bool = False,
         policy: RetryPolicy | None = None,
         fallback: FormatFallback | None = None,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
     ):
+        """``adapt``: step the concurrency down while the server answers one request at a
+        time or times out (:class:`~llm_coder.concurrency.AdaptiveLimit`)."""
         if concurrency < 1:
             raise ValueError("concurrency must be at least 1")
         self.client = client
@@ -223,7 +258,7 @@ class Caller:
         self.policy = policy or RetryPolicy()
         self.fallback = fallback or FormatFallback()
         self.stats = CallStats()
-        self._sem = asyncio.Semaphore(concurrency)
+        self.limit = AdaptiveLimit(concurrency, adapt=adapt)
         self._sleep = sleep
         self._inflight: dict[str, asyncio.Future[Reply]] = {}
         self._probe = asyncio.Lock()
@@ -240,7 +275,7 @@ class Caller:
         future: asyncio.Future[Reply] = asyncio.get_running_loop().create_future()
         self._inflight[key] = future
         try:
-            async with self._sem:
+            async with self.limit:
                 reply = await self._send_when_settled(request)
             self.cache.put(CallRecord(request, reply))
             future.set_result(reply)
@@ -281,14 +316,17 @@ class Caller:
     async def _send(self, request: ChatRequest) -> Reply:
         import openai
 
-        secret = getattr(self.client, "api_key", None)
+        secret = client_secrets(self.client)
         attempt = 0
         while True:
             mode = self.fallback.mode
             started = time.perf_counter()
+            self.limit.sending += 1
+            crowd = self.limit.sending
             try:
                 completion = await self._post(self._body(request, mode))
             except openai.APIStatusError as exc:
+                self.limit.sending -= 1
                 status = exc.status_code
                 message = _scrub(_status_message(exc), secret)
                 if mode != "none" and _is_format_error(status, message, exc.param):
@@ -316,10 +354,19 @@ class Caller:
                     f"the endpoint refused the request (HTTP {status}: {message})", hint=hint
                 ) from None
             except (openai.APITimeoutError, openai.APIConnectionError) as exc:
-                self.stats.timeouts += isinstance(exc, openai.APITimeoutError)
+                self.limit.sending -= 1
+                if isinstance(exc, openai.APITimeoutError):
+                    self.stats.timeouts += 1
+                    self.limit.timed_out()
                 attempt = await self._backoff(attempt, None, _scrub(str(exc), secret))
                 continue
+            except BaseException:
+                self.limit.sending -= 1
+                raise
+            else:
+                self.limit.sending -= 1
             latency = time.perf_counter() - started
+            self.limit.record(latency, crowd)
             try:
                 text, tokens_in, tokens_out = _read_completion(completion)
             except (ValueError, LookupError, TypeError):

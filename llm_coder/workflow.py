@@ -28,6 +28,7 @@ from annotate.models import Action
 from annotate.store.base import now
 from llm_coder.calls import Caller, CallStats, FormatFallback, MemoryCache, RetryPolicy
 from llm_coder.client import LazyClient, LLMConfig
+from llm_coder.concurrency import DEFAULT_CONCURRENCY, server_slots
 from llm_coder.cost import Estimate, Price, estimate_message_tokens, estimate_tokens
 from llm_coder.prompt import (
     DEFAULT_CONTEXT,
@@ -319,7 +320,8 @@ class JobOptions:
     shots: int | None = None
     temperature: float = 0.0
     votes: int = 1
-    concurrency: int = 8
+    concurrency: int | None = None
+    """None: the server's parallel slots, else 8 stepping down (:meth:`LabelJob.concurrency`)."""
     timeout_s: float = 60.0
     max_retries: int = 5
     min_kappa: float = 0.6
@@ -372,6 +374,10 @@ class PhaseResult:
     format_changes: tuple[str, ...] = ()
     timeouts: int = 0
     """Steps down the endpoint made this run take during this phase."""
+    concurrency: int = 0
+    """Requests in flight at the end of the phase."""
+    concurrency_changes: tuple[str, ...] = ()
+    """Each step down of the concurrency during the phase, with why."""
 
 
 @dataclass(frozen=True)
@@ -427,8 +433,9 @@ class LabelJob:
         self.config = config
         if options.votes < 1:
             raise UsageError("--votes must be at least 1")
-        if options.concurrency < 1:
+        if options.concurrency is not None and options.concurrency < 1:
             raise UsageError("--concurrency must be at least 1")
+        self._concurrency: tuple[int, bool] | None = None
         self.split = store.llm.split_info(options.split)
         if self.split.codebook != self.codebook.name:
             raise UsageError(
@@ -444,9 +451,8 @@ class LabelJob:
                 f"--shots {n_shots} --seed {self.split.seed} --replace",
             )
         if options.target != "all":
-            store.samples.sample_ids(
-                options.target
-            )  # an unknown sample fails now, before any request
+            # an unknown sample fails now, before any request
+            store.samples.sample_ids(options.target)
         origins = {s["name"]: s["origin"] or "" for s in store.samples.samples()}
         if not origins.get(options.uncertain_sample or "", UNCERTAIN).startswith(UNCERTAIN):
             raise UsageError(
@@ -602,11 +608,28 @@ class LabelJob:
 
     # -- running --------------------------------------------------------------------
 
+    def concurrency(self) -> tuple[int, bool]:
+        """Requests in flight at once, and whether to step down: ``--concurrency N`` as
+        given; else the server's parallel slots where it says (llama.cpp ``/props``,
+        ``/slots``); else 8, halved while the server answers one request at a time or times
+        out (:mod:`llm_coder.concurrency`). A later phase starts where the last one ended."""
+        if self._concurrency is None:
+            if self.options.concurrency is not None:
+                self._concurrency = (self.options.concurrency, False)
+            elif self.config is None:  # a dry run: nothing is sent
+                return DEFAULT_CONCURRENCY, False
+            else:
+                slots = server_slots(self.config.base_url, self.config.api_key)
+                self._concurrency = (slots, False) if slots else (DEFAULT_CONCURRENCY, True)
+        return self._concurrency
+
     def _runner(self, client: Any, cache: Any) -> Runner:
+        concurrency, adapt = self.concurrency()
         caller = Caller(
             client,
             cache,
-            concurrency=self.options.concurrency,
+            concurrency=concurrency,
+            adapt=adapt,
             policy=RetryPolicy(
                 max_retries=self.options.max_retries, timeout_s=self.options.timeout_s
             ),
@@ -658,7 +681,7 @@ class LabelJob:
             **identity,
             **gate_options,
             settings={
-                "concurrency": o.concurrency,
+                "concurrency": o.concurrency if o.concurrency is not None else "auto",
                 "timeout_s": o.timeout_s,
                 "max_retries": o.max_retries,
                 "price_in": o.price.per_m_in,
@@ -668,6 +691,27 @@ class LabelJob:
             },
         )
         return self.run_id
+
+    def same_finished_run(self) -> int | None:
+        """A finished run of this very command (:meth:`identity` and the same gate options)
+        that stored every item this one would code: running it again would replay that
+        run's cached replies and store a copy of it. None when there is none."""
+        o = self.options
+        if o.uncertain_sample:  # the run names the sample it makes
+            return None
+        run = self.store.llm.finished_llm_run(
+            "validated" if o.validate_only else "done",
+            min_kappa=o.min_kappa,
+            forced=int(o.force),
+            **self.identity(),
+        )
+        if run is None or self.store.llm.heldout_targets(self.split.name, self.target_types, run):
+            return None
+        if not o.validate_only:
+            rest = self.rest_ids()
+            if len(TargetIds(self.store, rest.split, rest.sample, rest.types, run)):
+                return None
+        return run
 
     def _left(self, run_id: int) -> Resumed:
         total = len(self.heldout_ids) + (0 if self.options.validate_only else len(self.rest_ids()))
@@ -719,9 +763,8 @@ class LabelJob:
         last_flush = time.monotonic()
         provenance = {**self.provenance(), "phase": phase}
         before = self.store.llm.llm_run(run_id)  # the run's figures before this phase
-        stored, stored_valid = self.store.llm_batches.llm_item_counts(
-            run_id, phase
-        )  # a resumed run's
+        # a resumed run's
+        stored, stored_valid = self.store.llm_batches.llm_item_counts(run_id, phase)
 
         def flush() -> None:
             # items and the run's spend move together: a killed run still shows what it paid
@@ -755,7 +798,7 @@ class LabelJob:
         changes_before = len(self.fallback.changes)
         items = self._prefetched(self.sessions.items(ids), runner, prefetch)
         try:
-            await runner.run(items, on_result, concurrency=self.options.concurrency)
+            await runner.run(items, on_result, concurrency=self.concurrency()[0])
         except BaseException:
             with suppress(StoreError):  # a full disk: the first error is the one to tell
                 flush()
@@ -766,6 +809,8 @@ class LabelJob:
             self._record_stats(before, runner.caller.stats)
         finally:
             await client.close()
+            limit = runner.caller.limit
+            self._concurrency = (limit.limit, limit.adapt)  # the next phase starts there
         stats = runner.caller.stats
         return PhaseResult(
             phase=phase,
@@ -785,6 +830,8 @@ class LabelJob:
             response_format=self.fallback.mode,
             format_changes=tuple(self.fallback.changes[changes_before:]),
             timeouts=stats.timeouts,
+            concurrency=runner.caller.limit.limit,
+            concurrency_changes=tuple(runner.caller.limit.changes),
         )
 
     def _prefetched(

@@ -82,6 +82,11 @@ class ServerState:
     label_for: Callable[[str, dict[str, Any]], str] = lambda text, body: "acknowledge"
     answer_for: Callable[[str, dict[str, Any]], dict[str, Any]] | None = None
     latency: float = 0.0
+    serial: bool = False
+    """Answer one request at a time (as llama-cpp-python's server does): the others wait."""
+    slots: int | None = None
+    """Say this many parallel slots at ``GET /props`` (``total_slots``), as llama.cpp's
+    llama-server does; None: 404, as llama-cpp-python's server answers."""
     hang_s: float = 5.0
     accept: Accept = "json_schema"
     faults: list[Fault] = field(default_factory=list)
@@ -92,6 +97,7 @@ class ServerState:
     auth_headers: list[str] = field(default_factory=list)
     keep_bodies: bool = True
     lock: threading.Lock = field(default_factory=threading.Lock)
+    one_at_a_time: threading.Lock = field(default_factory=threading.Lock)
     batches: BatchService = field(init=False)
 
     def __post_init__(self) -> None:
@@ -137,6 +143,8 @@ class BatchService:
     create_delay: float = 0.0
     line_errors: list[str] = field(default_factory=list)
     max_requests: int = 50_000
+    garble: Callable[[bytes], bytes] | None = None
+    """What a provider's file content turns into on the way (a test's fault)."""
     lock: threading.Lock = field(default_factory=threading.Lock)
     _next: int = 0
 
@@ -175,7 +183,8 @@ class BatchService:
     def get(self, path: str) -> tuple[int, Any]:
         parts = path.split("/")
         if path.endswith("/content") and parts[-2] in self.files:
-            return 200, self.files[parts[-2]]["content"]
+            content = self.files[parts[-2]]["content"]
+            return 200, self.garble(content) if self.garble else content
         if path.endswith("/batches"):
             data = [self._public(b) for b in reversed(self.batches.values())]
             return 200, {"object": "list", "data": data, "has_more": False,
@@ -437,9 +446,10 @@ class _Handler(BaseHTTPRequestHandler):
             if state.keep_bodies:
                 state.bodies.append(body)
             state.auth_headers.append(self.headers.get("Authorization", ""))
-        if state.latency:
-            time.sleep(state.latency)
-        status, payload, headers = chat_reply(state, body)
+        with state.one_at_a_time if state.serial else contextlib.nullcontext():
+            if state.latency:
+                time.sleep(state.latency)
+            status, payload, headers = chat_reply(state, body)
         try:
             self._send(status, payload, headers)
         except (BrokenPipeError, ConnectionResetError):
@@ -450,6 +460,9 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_GET(self) -> None:
         path = self.path.split("?", 1)[0].rstrip("/")
+        if path == "/props" and self.server.state.slots is not None:
+            self._send(200, {"total_slots": self.server.state.slots})
+            return
         status, payload = self.server.state.batches.get(path)
         self._send(status, payload)
 

@@ -1,5 +1,5 @@
 """An import into an empty file builds the indexes it does not read at its end
-(``ActionsMixin.bulk_actions(defer_indexes=True)``): after it, or after it failed on a bad
+(``Actions.bulk_actions(defer_indexes=True)``): after it, or after it failed on a bad
 file, or died, every index of ``actions`` is there, as a file that never dropped one has."""
 
 from __future__ import annotations

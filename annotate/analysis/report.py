@@ -5,8 +5,8 @@
 writes one self-contained HTML page (:mod:`annotate.analysis.html`) plus a CSV per table.
 
 Which labels count: for each action and question the first coder of the priority list who
-answered it (default: ``gold`` where present, else the LLM coder(s) ``llm:*`` by name; see
-:mod:`annotate.analysis.coders`). The report says which coder supplied how many actions.
+answered it (default: ``gold``, then the corpus coding, then LLM coders that passed their
+gate; see :mod:`annotate.analysis.coders`). The report says which coder supplied how many actions.
 Mental-model answers are taken whole: for each action, every answer comes from the first
 coder of the list who answered any of its questions, so Q1, Q2 and Q4 of one action are
 never mixed from two coders.
@@ -47,7 +47,14 @@ from annotate.analysis.report_model import Chart, Report, ReportFiles, Section, 
 from annotate.analysis.stats import MEASURES, NO_VALUE, role_key, stats
 from annotate.codebook import Codebook, Question
 from annotate.errors import AnnotateError, NotFoundError, UsageError
-from annotate.reliability.agreement_data import is_human, undeclared_other
+from annotate.reliability.settings import (
+    DEFAULT_CI,
+    DEFAULT_CI_METHOD,
+    DEFAULT_N_BOOT,
+    DEFAULT_SEED,
+    settings_words,
+)
+from annotate.render.cells import safe_cell
 from annotate.store import Store
 
 MENTAL_MODEL = "mental_model"
@@ -56,7 +63,6 @@ ALIGNED = {"Q1": "t3", "Q2": "p1", "Q4": "yes"}
 N_BINS = 5
 BY_CHOICES = ("condition", "role", "action_type")
 PARTS = ("all", "train", "test")
-AGREEMENT_BOOT = 1000
 NO_LLM_VALIDATION = "no LLM validation stored"
 
 
@@ -180,14 +186,15 @@ class Scope:
         """The actions of ``ids`` in scope: session, condition, role, action type (and with
         ``positions`` the progress bin of each in its session), split part when split."""
         columns = FACT_COLUMNS + (["position", "session_length"] if positions else [])
-        facts = self.store.analysis.action_facts(ids, positions=positions)
-        frame = pd.DataFrame(facts, columns=columns)
+        frame = pd.DataFrame(
+            self.store.analysis.action_facts(ids, positions=positions), columns=columns
+        )
         frame["condition"] = frame["condition"].fillna(NO_VALUE)
         frame["role"] = frame["role"].fillna(NO_VALUE)
         if positions:
-            frame["progress_bin"] = (
-                frame["position"] * N_BINS // frame["session_length"]
-            ).astype(int)
+            frame["progress_bin"] = (frame["position"] * N_BINS // frame["session_length"]).astype(
+                int
+            )
         if self.parts is not None:
             frame["split"] = frame["session"].map(self.parts).fillna(NO_VALUE)
             if self.part is not None:
@@ -205,9 +212,7 @@ def _mean_sd(mean: float | None, sd: float | None) -> str:
     return f"{mean:.1f}" + (f" ({sd:.1f})" if sd is not None else "")
 
 
-def data_section(
-    store: Store, split: str | None, scope: Scope, part: str | None = None
-) -> Section:
+def data_section(store: Store, split: str | None, scope: Scope, part: str | None = None) -> Section:
     rows = stats(store, split, counts=scope.counts if scope.part is None else None)
     if part in ("train", "test"):
         rows = [r for r in rows if r["split"] == part]
@@ -273,6 +278,8 @@ def distribution_section(
         codes = question_codes(question, seen, sets=multi)
         labels = {o.code: o.label for o in question.options}
         labels.update({"other": "Other", "yes": "Yes", "no": "No"})
+        mark = source.mark()  # a coder that failed its gate, on every title and legend
+        who = source.rests_on(answers)
         for grouping in groupings:
             shares, sizes = code_shares(answers, grouping, codes, multi=multi)
             key = f"{codebook.name}_{question.id}_by_{grouping}"
@@ -280,26 +287,53 @@ def distribution_section(
             section.items.append(
                 _share_table(
                     key,
-                    f"{codebook.name} {question.id}: share of each code by {grouping}",
+                    f"{codebook.name} {question.id}: share of each code by {grouping}{mark}",
                     shares,
                     sizes,
                     labels,
-                    note=f"Share of {what} per {grouping}; the last row is n.",
+                    note=f"Share of {what} per {grouping}; the last row is n. Labels by {who}."
+                    + "".join(f" {flag}" for flag in source.flags),
                 )
             )
+            data = _chart_data(shares, sizes, labels)
+            if mark:
+                data.columns.name = f"{grouping}{mark}"
             section.items.append(
                 Chart(
                     key,
-                    f"{codebook.title} ({question.id}) by {grouping}",
+                    f"{codebook.title} ({question.id}) by {grouping}{mark}",
                     "bars",
-                    _chart_data(shares, sizes, labels),
+                    data,
                     xlabel=f"share of {what}",
                     ylabel="code",
                     caption=f"n per {grouping}: "
-                    + ", ".join(f"{g} {int(n)}" for g, n in sizes.items()),
+                    + ", ".join(f"{g} {int(n)}" for g, n in sizes.items())
+                    + f". Labels by {who}."
+                    + "".join(f" {flag}" for flag in source.flags),
                 )
             )
     return section
+
+
+def flag_failed_coders(
+    section: Section, *sources: LabelSource, items: Sequence[Table | Chart] | None = None
+) -> None:
+    """Mark every table and chart of ``section`` (or those of ``items``) that rests on a
+    coder who did not pass its validation gate (named with --coders): the title and the
+    legend, and say why."""
+    mark = "".join(dict.fromkeys(s.mark() for s in sources if s.mark()))
+    if not mark:
+        return
+    for item in section.items if items is None else items:
+        if mark not in item.title:
+            item.title += mark
+        if isinstance(item, Chart):
+            if item.kind == "bars" and mark not in str(item.data.columns.name or ""):
+                item.data.columns.name = f"{item.data.columns.name or 'series'}{mark}"
+            item.caption = (item.caption + " " if item.caption else "") + mark.strip()
+    for flag in dict.fromkeys(f for s in sources for f in s.flags):
+        if flag not in section.paragraphs:
+            section.paragraphs.append(flag)
 
 
 def _mental_model_wide(source: LabelSource) -> pd.DataFrame:
@@ -349,7 +383,10 @@ def mental_model_section(
         act_q = next((q for q in codebook.questions if q.kind == "single"), None)
         if act_q is not None:
             _act_items(section, codebook, act_q, source, wide, q2_codes, q2_labels)
+            flag_failed_coders(section, source, mm)  # the acts and the answers
+    n_act = len(section.items)
     _progress_items(section, wide)
+    flag_failed_coders(section, mm, items=section.items[n_act:])  # the answers only
     return section
 
 
@@ -499,102 +536,89 @@ def _fmt(value: float | None) -> float | None:
 
 
 def agreement_rows(
-    store: Store, n_boot: int = AGREEMENT_BOOT, action_ids: Collection[str] | None = None
+    store: Store, n_boot: int = DEFAULT_N_BOOT, action_ids: Collection[str] | None = None
 ) -> list[dict[str, Any]]:
-    """Agreement of the human coders on every labelled codebook and question (over
-    ``action_ids`` only, when given)."""
-    import agreement  # lazy: only the report needs it
+    """Agreement on every labelled codebook as `annotate agree` measures it with its
+    defaults (the same selection, settings and function: the same digits), one row per
+    question; over ``action_ids`` only, when given. ``run`` names the stored run with the
+    same labels and settings, whose figures these are."""
+    from annotate.reliability.agreement_data import run_agreement, select
 
     rows: list[dict[str, Any]] = []
     for name in store.labels.labelled_codebooks():
-        humans = [c for c in store.labels.coders(name) if is_human(c)]
         try:
-            book = store.codebooks.stored_codebook(name)
-        except AnnotateError:
-            rows.append({"codebook": name, "note": "codebook text not stored"})
+            selection = select(store, codebook=name, command=f"annotate agree --codebook {name}")
+            run = run_agreement(store, selection, n_boot=n_boot, save=False, only=action_ids)
+        except AnnotateError as exc:
+            rows.append({"codebook": name, "question": "all", "note": exc.message})
             continue
-        if len(humans) < 2:
-            who = f" ({humans[0]})" if humans else ""
-            rows.append(
-                {
-                    "codebook": name,
-                    "question": "all",
-                    "coders": ", ".join(humans),
-                    "note": f"{len(humans)} human coder(s){who}: no agreement to measure",
-                }
-            )
-            continue
-        for q in book.questions:
-            base = {"codebook": name, "question": q.id, "coders": ", ".join(humans)}
-            labels = store.analysis.question_answers(name, q.id, humans, action_ids)
-            if not labels:
-                rows.append({**base, "note": "no answers"})
-                continue
-            frame = pd.DataFrame(labels, columns=["action_id", "coder", "value", "codes"])
-            try:
-                if q.kind == "multi":
-                    long = pd.DataFrame(
-                        {
-                            "item": frame["action_id"],
-                            "coder": frame["coder"],
-                            "value": frame["codes"].map(set),
-                        }
-                    )
-                    used = [c for codes in frame["codes"] for c in codes or ()]
-                    cats = q.set_codes + list(undeclared_other(q.set_codes, used))
-                    ms = agreement.multi_select_report(long, categories=cats)
-                    rows.append(
-                        {
-                            **base,
-                            "items": ms.n_items,
-                            "items (all coders)": ms.items_used,
-                            "categories": len(cats),
-                            "alpha": _fmt(ms.alpha_masi.alpha),
-                            "agreement": _fmt(ms.exact_agreement.proportion),
-                            "note": "multi-select: alpha with MASI distance; exact-set agreement",
-                        }
-                    )
-                    continue
-                long = frame.rename(columns={"action_id": "item"})[["item", "coder", "value"]]
-                used = long["value"].unique().tolist()  # a value at a time: 0.25 s at 300k
-                cats = q.codes + list(undeclared_other(q.codes, used))
-                rep = agreement.agreement_report(long, categories=cats, n_boot=n_boot, seed=0)
-            except ValueError as exc:
-                rows.append({**base, "note": str(exc)})
-                continue
-            ci = rep.fleiss_ci
-            rows.append(
-                {
-                    **base,
-                    "items": rep.n_items,
-                    "items (all coders)": rep.items_used,
-                    "categories": len(cats),
-                    "fleiss kappa": _fmt(rep.fleiss.kappa),
-                    "95% CI": "-"
-                    if ci.low is None or ci.high is None
-                    else f"{ci.low:.3f} to {ci.high:.3f}",
-                    "band": rep.fleiss.band,
-                    "alpha": _fmt(rep.alpha.alpha),
-                    "AC1": _fmt(rep.ac1.ac1),
-                    "agreement": _fmt(rep.percent_agreement.proportion),
-                    "note": (rep.fleiss.kappa is None and rep.fleiss.undefined_reason) or "",
-                }
-            )
+        for q in run.results["results"]:
+            rows.append(figure_row(run.results, q, run.run_id if run.same_as_stored else None))
     return rows
+
+
+def _round(value: float | None) -> float | None:
+    """As `agree` prints it (3 places): the CSV holds the digits the pages show."""
+    return None if value is None else round(float(value), 3)
+
+
+def figure_row(results: dict[str, Any], q: dict[str, Any], run_id: int | None) -> dict[str, Any]:
+    """One question of an agreement run's results as a row of the report's table: each
+    statistic with the n of items it used, the interval as two numbers."""
+    sample = results["sample"]
+    row: dict[str, Any] = {
+        "codebook": results["codebook"],
+        "question": q["question"],
+        "coders": ", ".join(results["coders"]),
+        "sample": sample if sample else "every labelled item",
+        "run": run_id,
+        "categories": q["categories"][0]["n"] if q.get("categories") else None,
+    }
+    v = q.get("value")
+    if v is not None:
+        f, ci = v["fleiss"], v["fleiss_ci"]
+        row |= {
+            "fleiss kappa": _round(f["kappa"]),
+            "ci_low": _round(ci.get("low")),
+            "ci_high": _round(ci.get("high")),
+            "kappa items": f["n_items"],
+            "band": f["band"],
+            "alpha": _round(v["alpha"]["alpha"]),
+            "alpha items": v["alpha"]["n_items"],
+            "AC1": _round(v["ac1"]["ac1"]),
+            "AC1 items": v["ac1"]["n_items"],
+            "agreement": _round(v["percent_agreement"]["proportion"]),
+            "note": (f["kappa"] is None and f["undefined_reason"]) or "",
+        }
+        return row
+    sets = q.get("codes") or q.get("reasons")
+    if sets is not None:
+        masi = sets["alpha_masi"]
+        row |= {
+            "alpha": _round(masi["alpha"]),
+            "alpha items": masi["n_items"],
+            "agreement": _round(sets["exact_agreement"]["proportion"]),
+            "note": "multi-select: alpha with MASI distance; exact-set agreement",
+        }
+    return row
 
 
 AGREEMENT_COLUMNS = [
     "codebook",
     "question",
     "coders",
-    "items",
-    "items (all coders)",
+    "sample",
+    "run",
     "categories",
     "fleiss kappa",
-    "95% CI",
+    "ci_low",
+    "ci_high",
+    "kappa items",
     "band",
     "alpha",
+    "alpha items",
     "AC1",
+    "AC1 items",
     "agreement",
     "note",
 ]
@@ -692,19 +716,23 @@ def _scalar(value: Any, width: int = 80) -> Any:
 
 def agreement_section(
     store: Store,
-    n_boot: int = AGREEMENT_BOOT,
+    n_boot: int = DEFAULT_N_BOOT,
     action_ids: Collection[str] | None = None,
     scope: str = "",
 ) -> Section:
     """``action_ids``/``scope``: restrict the measured agreement to these actions, and say
     so (stored runs cannot be restricted: they are shown as run)."""
-    where = f" in {scope}" if scope else ""
+    where = f", over {scope} only" if scope else ""
+    settings = settings_words(DEFAULT_CI, n_boot, DEFAULT_SEED, DEFAULT_CI_METHOD)
     section = Section(
         "Agreement",
         [
-            f"Human coders only (not gold, llm:* or self:*), over every item{where} at least two "
-            "of them answered; Fleiss' kappa uses the items all of them answered (95% "
-            f"BCa bootstrap CI, {n_boot} resamples, seed 0).",
+            "Each codebook as `annotate agree --codebook NAME` measures it (sample 'main' "
+            "where it exists, else every labelled item; the human coders, not gold, llm:* or "
+            f"self:*; {settings}){where}. Each statistic is given with the items it used: "
+            "Fleiss' kappa the items every coder answered, alpha and AC1 the items two or "
+            "more coders answered. 'run' names the stored `agree` run with the same labels "
+            "and settings, whose figures these are.",
         ],
     )
     rows = agreement_rows(store, n_boot, action_ids)
@@ -755,11 +783,29 @@ def llm_section(store: Store, scope: str = "") -> Section:
         Table(
             "llm_validation",
             "LLM validation",
-            columns,
-            [{c: _scalar(r.get(c)) for c in columns} for r in runs],
+            [*columns, *GATE_COLUMNS],
+            [{c: _scalar(r.get(c)) for c in columns} | gate_figure(r.get("report")) for r in runs],
+            "ci_low, ci_high, items: the interval of the gate kappa and the held-out items it "
+            "used, as `llm-label` printed them (the stored validation).",
         )
     )
     return section
+
+
+GATE_COLUMNS = ["ci_low", "ci_high", "items"]
+
+
+def gate_figure(report: Any) -> dict[str, Any]:
+    """The interval and n of the question whose Fleiss' kappa is the gate figure, from a
+    stored validation report."""
+    empty = dict.fromkeys(GATE_COLUMNS)
+    if not isinstance(report, dict) or report.get("kappa") is None:
+        return empty
+    for q in report.get("questions") or ():
+        if q.get("fleiss") == report["kappa"]:
+            low, high = q.get("fleiss_ci") or (None, None)
+            return {"ci_low": _round(low), "ci_high": _round(high), "items": q.get("n_items")}
+    return empty
 
 
 # -- the library calls --------------------------------------------------------------------
@@ -773,7 +819,7 @@ def build_report(
     coders: Sequence[str] | None = None,
     split: str | None = None,
     part: str | None = None,
-    n_boot: int = AGREEMENT_BOOT,
+    n_boot: int = DEFAULT_N_BOOT,
 ) -> Report:
     """Compute every table and chart of the report (nothing is drawn or written)."""
     started = time.perf_counter()
@@ -810,9 +856,13 @@ def build_report(
     if mm is not None:
         sections.append(mm)
     sessions = actions.sessions if one_part else None
-    sections += alignment_sections(
+    aligned = alignment_sections(
         store, book, source.priority, sessions, part_scope and f" in {part_scope}"
     )
+    for section in aligned:  # the tables by the report's codes rest on its labels
+        by_code = [i for i in section.items if i.key.endswith(f"_by_{book.name}")]
+        flag_failed_coders(section, source, items=by_code)
+    sections += aligned
     sections.append(
         agreement_section(
             store, n_boot, set(actions.action_ids()) if one_part else None, scope=part_scope
@@ -844,7 +894,8 @@ def write_report(report: Report, out: Path) -> ReportFiles:
     table_paths = []
     for table in report.tables():
         path = out / f"{table.key}.csv"
-        pd.DataFrame(table.rows, columns=table.columns, dtype=object).to_csv(path, index=False)
+        frame = pd.DataFrame(table.rows, columns=table.columns, dtype=object)
+        frame.map(safe_cell).to_csv(path, index=False)
         table_paths.append(path)
     page = out / "report.html"
     page.write_text(html.page(report, images), encoding="utf-8")

@@ -353,6 +353,37 @@ def _time_of(action: Action, start: datetime | None) -> float | None:
     return action.elapsed_s
 
 
+def time_in_session(queries: CodingQueries, action: Action) -> float | None:
+    """Seconds into its session at which the action happened (None: the log has no times)."""
+    return _time_of(action, queries.session_start(action.session))
+
+
+def item_context_rows(
+    store: Store, queries: CodingQueries, action: Action, before: int, after: int
+) -> list[ContextRow]:
+    """The action among its ``before`` preceding and ``after`` following turns, each with
+    its time relative to the action's (what the coding and adjudication screens show)."""
+    around = store.actions.context(action, before=before, after=after)
+    start = queries.session_start(action.session)
+    t0 = _time_of(action, start)
+    rows: list[ContextRow] = []
+    placed = False
+    for a in around:
+        if not placed and a.seq > action.seq:
+            rows.append(
+                ContextRow(action, describe(action), 0.0 if t0 is not None else None, True, False)
+            )
+            placed = True
+        t = _time_of(a, start)
+        offset = t - t0 if t is not None and t0 is not None else None
+        rows.append(ContextRow(a, describe(a), offset, False, placed))
+    if not placed:
+        rows.append(
+            ContextRow(action, describe(action), 0.0 if t0 is not None else None, True, False)
+        )
+    return rows
+
+
 def human_coders(store: Store) -> list[str]:
     """The human coders recorded in the project file (any codebook; not gold nor LLMs)."""
     return [c for c in store.labels.coders() if is_human(c)]
@@ -960,32 +991,10 @@ class CodingSession:
 
     def context_rows(self, more: int = 0) -> list[ContextRow]:
         """The item among its preceding (``context + more``) and following turns."""
-        action = self.item.action
-        around = self.store.actions.context(
-            action, before=self.context + more, after=self.lookahead
+        return item_context_rows(
+            self.store, self.queries, self.item.action, self.context + more, self.lookahead
         )
-        start = self.queries.session_start(action.session)
-        t0 = _time_of(action, start)
-        rows: list[ContextRow] = []
-        placed = False
-        for a in around:
-            if not placed and a.seq > action.seq:
-                rows.append(
-                    ContextRow(
-                        action, describe(action), 0.0 if t0 is not None else None, True, False
-                    )
-                )
-                placed = True
-            t = _time_of(a, start)
-            offset = t - t0 if t is not None and t0 is not None else None
-            rows.append(ContextRow(a, describe(a), offset, False, placed))
-        if not placed:
-            rows.append(
-                ContextRow(action, describe(action), 0.0 if t0 is not None else None, True, False)
-            )
-        return rows
 
     def item_time(self) -> float | None:
         """Seconds into its session at which the current item happened."""
-        action = self.item.action
-        return _time_of(action, self.queries.session_start(action.session))
+        return time_in_session(self.queries, self.item.action)

@@ -288,7 +288,7 @@ def merge_command(
 
 
 def register(app: typer.Typer) -> None:
-    app.command("stats")(stats_command)
-    app.command("report")(report_command)
-    app.command("split-sessions")(split_sessions_command)
     app.command("merge")(merge_command)
+    app.command("stats")(stats_command)
+    app.command("split-sessions")(split_sessions_command)
+    app.command("report")(report_command)

@@ -59,7 +59,9 @@ PreferredCodersOption = Annotated[
     str | None,
     typer.Option(
         help="Whose labels count, comma-separated in order of preference (the first coder "
-        "who answered wins). Default: gold where present, else the LLM coder(s)."
+        "who answered wins). Default: gold, then the corpus coding, then LLM coders that "
+        "passed their validation gate; a coder that failed it is used only when named here, "
+        "and marked on every table and chart."
     ),
 ]
 

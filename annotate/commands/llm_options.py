@@ -69,7 +69,15 @@ ResponseFormatOption = Annotated[
         "down when the endpoint refuses one).",
     ),
 ]
-ConcurrencyOption = Annotated[int, typer.Option(help="Requests in flight at once.")]
+ConcurrencyOption = Annotated[
+    int | None,
+    typer.Option(
+        help="Requests in flight at once (default: the server's parallel slots where it says, "
+        "as llama.cpp's /props does; else 8, halved while the server answers one request at a "
+        "time or a request times out, as llama-cpp-python's does).",
+        show_default=False,
+    ),
+]
 TimeoutOption = Annotated[float, typer.Option(help="Seconds before one request is retried.")]
 MaxRetriesOption = Annotated[
     int, typer.Option(help="Retries per request on 429, 5xx, timeouts (with backoff).")

@@ -22,7 +22,6 @@ from annotate.store.labels import CORPUS_SOURCE, Labels, LabelWrite
 from annotate.store.llm import LLM
 from annotate.store.llm_batches import LLMBatches
 from annotate.store.lock import Notify
-from annotate.store.majority_pass import MajorityPass
 from annotate.store.merge import Merge
 from annotate.store.samples import Samples
 from annotate.store.self_reports import SelfReports
@@ -44,7 +43,6 @@ class Store:
         self.labels = Labels(db, self.gold, self.samples)
         self.label_cells = LabelCells(db)
         self.gold_votes = GoldVotes(db, self.gold)
-        self.majority_pass = MajorityPass(db, self.gold_votes)
         self.agreement = AgreementRuns(db, self.gold, self.labels)
         self.llm = LLM(db, self.labels)
         self.llm_batches = LLMBatches(db)
