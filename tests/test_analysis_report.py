@@ -152,7 +152,10 @@ def test_report_needs_gold_or_llm_or_coders(cli, tmp_path) -> None:
     import_demo(cli)
     r = cli("report", "--codebook", "traum", "--out", str(tmp_path / "r"))
     assert r.exit_code == 1
-    assert "error: codebook 'traum' has no gold or LLM labels (coders: ana, ben, caro)" in r.stderr
+    assert (
+        "error: codebook 'traum' has no gold, LLM or rule labels (coders: ana, ben, caro)"
+        in r.stderr
+    )
     assert "hint: pass --coders ana" in r.stderr
     assert not (tmp_path / "r").exists()
     r = cli("report", "--codebook", "traum", "--coders", "ana,ben", "--by", "action_type",

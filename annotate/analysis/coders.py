@@ -1,4 +1,5 @@
-"""Which coder's label counts for an action: gold where present, else the LLM coder(s)."""
+"""Which coder's label counts for an action: gold where present, else the LLM coder(s), else
+the rule sets (``rule:*``, `annotate audit`)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from typing import Any
 
 import pandas as pd
 
-from annotate.coders import GOLD, is_llm
+from annotate.coders import GOLD, is_llm, is_rule
 from annotate.errors import UsageError
 from annotate.store import Store
 
@@ -34,7 +35,7 @@ class LabelSource:
 
     def describe(self) -> str:
         parts = [f"{c} ({self.used.get(c, 0)} actions)" for c in self.priority]
-        how = "gold where present, else the LLM coder(s)" if self.default else "--coders"
+        how = "gold where present, else LLM, else rule coders" if self.default else "--coders"
         if self.per_action:
             how += "; all answers of an action from one coder"
         return f"{self.codebook}: labels by " + ", then ".join(parts) + f" [{how}]"
@@ -53,8 +54,12 @@ def _used(frame: pd.DataFrame) -> dict[str, int]:
 
 
 def default_priority(available: Sequence[str]) -> list[str]:
-    """Gold first, then every LLM coder (by name)."""
-    return ([GOLD] if GOLD in available else []) + sorted(c for c in available if is_llm(c))
+    """Gold first, then every LLM coder, then every rule set (each by name)."""
+    return (
+        ([GOLD] if GOLD in available else [])
+        + sorted(c for c in available if is_llm(c))
+        + sorted(c for c in available if is_rule(c))
+    )
 
 
 def pick_first(
@@ -87,8 +92,8 @@ def label_source(
 ) -> LabelSource:
     """The labels of ``codebook`` that count (see :class:`LabelSource`).
 
-    Without ``coders``: gold where present, else the LLM coder(s). With ``required`` an
-    empty result is a :class:`UsageError` naming the coders that do exist.
+    Without ``coders``: gold where present, else the LLM coder(s), else rule sets. With
+    ``required`` an empty result is a :class:`UsageError` naming the coders that do exist.
     """
     available = store.coders(codebook)
     default = not coders
@@ -107,7 +112,8 @@ def label_source(
                 hint="import or code some first (annotate import-labels, annotate code)",
             )
         raise UsageError(
-            f"codebook '{codebook}' has no gold or LLM labels (coders: {', '.join(available)})",
+            f"codebook '{codebook}' has no gold, LLM or rule labels "
+            f"(coders: {', '.join(available)})",
             hint=f"pass --coders {available[0]} (comma-separated, first one that answered wins)",
         )
     return LabelSource(codebook, tuple(priority), frame, _used(frame), default, per_action)

@@ -63,7 +63,12 @@ def stats_command(
 def report_command(
     codebook: Annotated[str, typer.Option(help="The codebook whose codes the report shows.")],
     by: Annotated[
-        str, typer.Option(help="Group the code distribution by: condition, role, action_type.")
+        str,
+        typer.Option(
+            help="Group the code distribution (and TGCO's metrics) by: condition, role, "
+            "action_type, session, participant, or any meta path (meta.pairing); "
+            "comma-separated for several, a table each."
+        ),
     ] = "condition",
     coders: PreferredCodersOption = None,
     split: Annotated[
@@ -79,7 +84,9 @@ def report_command(
     """Write the study report as PNG charts and one self-contained HTML page.
 
     Code distributions by condition and role, mental-model alignment, agreement of every
-    codebook and the LLM validation runs. Prints where it wrote them.
+    codebook and the LLM validation runs; for TGCO outcomes, FollowRate, CommCost,
+    ParseRate and DelayedRate with n per group and the outcome composition chart. Prints
+    where it wrote them.
     """
     from annotate.analysis.report import build_report, write_report
 
