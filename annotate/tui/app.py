@@ -74,6 +74,7 @@ def make_app(
     *,
     context: int = 8,
     lookahead: int = 0,
+    show: Sequence[str] | None = None,
     clock: Callable[[], float] | None = None,
     new_coder: bool = False,
     media: MediaLocator | None = None,
@@ -90,6 +91,7 @@ def make_app(
             sample,
             context=context,
             lookahead=lookahead,
+            show=show,
             new_coder=new_coder,
             **kwargs,
         )
