@@ -97,4 +97,4 @@ def describe_with(action: Action, paths: Sequence[str]) -> str:
     LLM prompt both show of an action (one wording for both)."""
     text = describe(action)
     extra = shown_fields(action, paths) if paths else ""
-    return f"{text}  [{extra}]" if extra else text
+    return f"{text} [{extra}]" if extra else text

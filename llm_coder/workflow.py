@@ -645,9 +645,6 @@ class LabelJob:
             "temperature": o.temperature,
             "votes": o.votes,
             "context": o.context,
-            # only when given: the identity of runs made before these options is unchanged
-            **({"lookahead": o.lookahead} if o.lookahead else {}),
-            **({"show": list(o.show)} if o.show is not None else {}),
             "target": o.target,
             "validate_only": int(o.validate_only),
         }
@@ -684,6 +681,9 @@ class LabelJob:
                 "price_out": o.price.per_m_out,
                 "batch_discount": o.batch_discount,
                 "gold_coder": self.split.gold_coder,
+                # what each item showed besides --context (its requests hold the text)
+                "lookahead": o.lookahead,
+                "show": list(self.sessions.show),
             },
         )
         return self.run_id

@@ -350,7 +350,7 @@ def tgco_section(
         shown = [
             {k: round(v, 3) if isinstance(v, float) else v for k, v in r.items()} for r in rows
         ]
-        key = f"{codebook.name}_metrics_by_{grouping}"
+        key = f"{codebook.name}{tm.METRICS_KEY}{grouping}"
         section.items.append(
             Table(
                 key,

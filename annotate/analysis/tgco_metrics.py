@@ -33,6 +33,8 @@ from annotate.rules.tgco import (
 )
 
 ALL = "all"
+METRICS_KEY = "_metrics_by_"
+"""In the key of each metrics table of the report (``tgco_metrics_by_meta.pairing``)."""
 METRIC_COLUMNS = [
     "messages",
     "N_req",
@@ -101,4 +103,6 @@ def composition(rows: list[dict[str, Any]], by: str) -> pd.DataFrame:
         for r in rows
         if r[by] != ALL
     }
-    return pd.DataFrame(data, index=list(OUTCOMES)).T
+    frame = pd.DataFrame(data, index=pd.Index(list(OUTCOMES), name="outcome")).T
+    frame.index.name = by
+    return frame

@@ -48,6 +48,7 @@ def audit_command(
     """
     from annotate.codebook import find_codebook
     from annotate.rules.audit import run_audit
+    from annotate.rules.tgco import Params
 
     loaded = find_codebook(codebook) if codebook else None
     with open_store(db) as store:
@@ -65,7 +66,10 @@ def audit_command(
     )
     if fmt in (OutputFormat.csv, OutputFormat.json):
         return
-    params = ", ".join(f"{k}={v}" for k, v in result.params.items())
+    defaults = Params().to_dict()
+    params = ", ".join(
+        f"{k}={v}" for k, v in result.params.items() if k == "w" or v != defaults[k]
+    )
     console.print(
         f"stored {result.labelled} labels as {result.coder} ({result.codebook} "
         f"{result.codebook_hash}; {result.changed} new or changed), rule {result.rule} "
