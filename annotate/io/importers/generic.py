@@ -16,10 +16,10 @@ from __future__ import annotations
 
 import csv
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from annotate.io import field_paths
 from annotate.io.importers import fields
 from annotate.io.importers.base import FIELDS, ImportOptions, Item, Problem
 from annotate.models import Action, ImportedLabel
@@ -78,13 +78,35 @@ def _rows_csv(path: Path, options: ImportOptions) -> Iterator[tuple[int, dict[st
             yield reader.line_num, {k: v for k, v in row.items() if v not in (None, "")}
 
 
-def _action(
-    obj: dict[str, Any], lineno: int, path: Path, options: ImportOptions, seqs: dict[str, int]
-) -> tuple[Action, str | None]:
+@dataclass(frozen=True)
+class _Plan:
+    """Where each field of a row is read: ``column`` names the source of each of ours;
+    ``paths`` (only with dotted paths or ``meta.NAME``) the path of each value read, split
+    into its steps, and the name it is kept under (a field of ours, or ``meta.NAME``)."""
+
+    column: dict[str, str]
+    paths: tuple[tuple[str, str, tuple[str, ...]], ...] = ()
+
+
+def _plan(options: ImportOptions) -> _Plan:
     column = {f: options.mapping.get(f, f) for f in FIELDS}
-    nested = _nested_paths(options)
-    if nested:
-        return _nested_action(obj, options, seqs, nested)
+    nested = any("." in v for v in options.mapping.values()) or any(
+        k.startswith(META_PREFIX) for k in options.mapping
+    )
+    if not nested:
+        return _Plan(column)
+    reads = [(f, source) for f, source in column.items()] + [
+        (k, v) for k, v in options.mapping.items() if k.startswith(META_PREFIX)
+    ]
+    return _Plan(column, tuple((name, src, tuple(src.split("."))) for name, src in reads))
+
+
+def _action(
+    obj: dict[str, Any], plan: _Plan, options: ImportOptions, seqs: dict[str, int]
+) -> tuple[Action, str | None]:
+    column = plan.column
+    if plan.paths:
+        return _nested_action(obj, plan, options, seqs)
     if obj.get(column["session"]) in (None, ""):
         raise ValueError(f"missing field '{column['session']}'")
 
@@ -102,41 +124,59 @@ def _action(
     )
 
 
-def _nested_paths(options: ImportOptions) -> tuple[str, ...]:
-    """The mapped paths that reach inside an object (``message.text``), and ``meta.*``."""
-    return tuple(
-        k for k, v in options.mapping.items() if "." in v or k.startswith(META_PREFIX)
-    )
-
-
 def _nested_action(
-    obj: dict[str, Any], options: ImportOptions, seqs: dict[str, int], nested: tuple[str, ...]
+    obj: dict[str, Any], plan: _Plan, options: ImportOptions, seqs: dict[str, int]
 ) -> tuple[Action, str | None]:
-    """A row read through dotted paths: each mapped value is taken out of the record (and
-    the objects it emptied with it), the rest is ``meta`` as it was, types kept."""
-    column = {f: options.mapping.get(f, f) for f in FIELDS}
+    """A row read through dotted paths: each value read is taken out of the record (and
+    the objects it emptied with it; only the objects on its path are copied), the rest is
+    ``meta`` as it was, types kept."""
     values: dict[str, Any] = {}
-    rest = obj
-    for f, source in column.items():
-        value = field_paths.get(obj, source)
-        if value is not None:
-            values[f] = value
-            rest = field_paths.without(rest, source)
-    extra: dict[str, Any] = {}
-    for key in nested:
-        if key.startswith(META_PREFIX):
-            source = options.mapping[key]
-            value = field_paths.get(obj, source)
+    rest = dict(obj)
+    copied: set[int] = set()
+    for name, source, steps in plan.paths:
+        if len(steps) == 1 or source in obj:
+            value = obj.get(source)
             if value is not None:
-                extra[key[len(META_PREFIX) :]] = value
-                rest = field_paths.without(rest, source)
+                values[name] = value
+                rest.pop(source, None)
+            continue
+        value = obj
+        for step in steps:
+            value = value.get(step) if isinstance(value, dict) else None
+            if value is None:
+                break
+        if value is not None:
+            values[name] = value
+            _take(rest, steps, copied)
+    column = plan.column
     if values.get("session") in (None, ""):
         raise ValueError(f"missing field '{column['session']}'")
+    for name in [n for n in values if n.startswith(META_PREFIX)]:
+        rest[name[len(META_PREFIX) :]] = values.pop(name)
 
     def text(f: str) -> str | None:
         return fields.text(values.get(f), column[f])
 
-    return _build(text, values.get, column, {**rest, **extra}, options, seqs)
+    return _build(text, values.get, column, rest, options, seqs)
+
+
+def _take(rest: dict[str, Any], steps: tuple[str, ...], copied: set[int]) -> None:
+    """Remove the value at ``steps`` from ``rest`` (whose objects on the path are copied
+    once, so the row read is not changed), and the objects left empty."""
+    chain = [rest]
+    holder = rest
+    for step in steps[:-1]:
+        inner = holder[step]
+        if id(inner) not in copied:
+            inner = holder[step] = dict(inner)
+            copied.add(id(inner))
+        chain.append(inner)
+        holder = inner
+    del holder[steps[-1]]
+    for depth in range(len(steps) - 1, 0, -1):
+        if chain[depth]:
+            break
+        del chain[depth - 1][steps[depth - 1]]
 
 
 def _build(
@@ -191,13 +231,14 @@ def _build(
 
 def _parse(path: Path, options: ImportOptions, fmt: str) -> Iterator[tuple[int, Item]]:
     seqs: dict[str, int] = {}
+    plan = _plan(options)
     rows = _rows_jsonl(path) if fmt == "jsonl" else _rows_csv(path, options)
     for lineno, row in rows:
         if isinstance(row, str):
             yield lineno, Problem(lineno, row)
             continue
         try:
-            action, label = _action(row, lineno, path, options, seqs)
+            action, label = _action(row, plan, options, seqs)
         except ValueError as exc:
             yield lineno, Problem(lineno, str(exc))
             continue
