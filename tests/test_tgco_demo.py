@@ -120,7 +120,7 @@ def test_rule_human_and_llm_coders_compare_in_agree(db_path, tmp_path) -> None:
     def annotate(*args: str) -> str:
         out = subprocess.run(
             [sys.executable, "-m", "annotate", *args],
-            capture_output=True, text=True, env=env, timeout=900, check=False,
+            capture_output=True, text=True, env=env, timeout=3000, check=False,
         )  # fmt: skip
         assert out.returncode == 0, f"annotate {' '.join(args)}:\n{out.stdout}\n{out.stderr}"
         return out.stdout
@@ -128,13 +128,13 @@ def test_rule_human_and_llm_coders_compare_in_agree(db_path, tmp_path) -> None:
     annotate("import", str(TRACE), "--map", MAP)
     annotate("audit", "--rules", "tgco")
     annotate("import-labels", str(DATA / "demo_traces_labels.csv"), "--codebook", "tgco")
-    annotate("sample", "--n", "7", "--seed", "3", "--name", "gold",
+    annotate("sample", "--n", "4", "--seed", "3", "--name", "gold",
              "--where", "action_type = 'message'")  # fmt: skip
     annotate("split", "--codebook", "tgco", "--gold", "rule:tgco", "--shots", "2",
              "--seed", "1", "--sample", "gold")  # fmt: skip
     annotate("llm-label", "--codebook", "tgco", "--model", "smollm2", "--base-url", url,
              "--shots", "2", "--context", "1", "--lookahead", "2", "--validate-only",
-             "--concurrency", "1", "--timeout", "600")  # fmt: skip
+             "--concurrency", "1", "--timeout", "900")  # fmt: skip
     with sqlite3.connect(db_path) as conn:
         tails = [r[0] for r in conn.execute("SELECT tail FROM llm_requests")]
         llm_labels = conn.execute(

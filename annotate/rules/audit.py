@@ -9,13 +9,14 @@ Running it again with other parameters brings every label up to date.
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from itertools import groupby
 from operator import itemgetter
 from typing import Any
+
+import msgspec
 
 from annotate.codebook import Answer, LoadedCodebook, find_codebook
 from annotate.coders import RULE_PREFIX
@@ -24,6 +25,7 @@ from annotate.rules import RULE_SETS, tgco
 from annotate.store import LabelWrite, Store
 
 RULE_SOURCE = "rule"
+decode = msgspec.json.Decoder(dict).decode
 BATCH = 20_000
 
 
@@ -54,7 +56,7 @@ def _records(rows: Iterator[tuple[Any, ...]]) -> Iterator[tuple[str, list[dict[s
     for session, group in groupby(rows, key=itemgetter(1)):
         records = []
         for aid, _, seq, participant, role, action_type, content, meta in group:
-            record = json.loads(meta) if meta and meta != "{}" else {}
+            record = decode(meta) if meta and meta != "{}" else {}
             record.update(
                 id=aid, seq=seq, type=action_type, content=content, agent=participant or role
             )
@@ -94,13 +96,14 @@ def run_audit(
     provenance = {"rule": rules, "version": tgco.VERSION, "params": result.params}
     answers = {o: Answer(o) for o in tgco.OUTCOMES}
     writes: list[LabelWrite] = []
+    read = tgco.Reader(params).event
     with store.transaction():
         store.register_codebook(loaded)
         with store.trace_rows() as rows:
             for _, records in _records(rows):
                 result.episodes += 1
                 result.events += len(records)
-                events = [tgco.event_of(r, params) for r in records]
+                events = [read(r) for r in records]
                 for d in tgco.audit_episode(events, params.w):
                     result.counts[d.outcome] += 1
                     meta = {
