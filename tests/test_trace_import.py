@@ -132,6 +132,13 @@ def test_a_missing_nested_session_and_a_meta_name_mapping(cli, db_path, tmp_path
     with Store(db_path) as s:
         (a,) = s.session_actions("x")
     assert a.meta == {"values": [1, 2]}
+    twice = tmp_path / "twice.jsonl"
+    twice.write_text('{"ep": {"id": "y"}, "text": "hi", "deep": {"v": 1}}\n')
+    r = cli("import", str(twice), "--map", "session=ep.id,content=text,meta.a=deep.v,meta.b=deep.v")
+    assert r.exit_code == 0, r.output
+    with Store(db_path) as s:
+        (a,) = s.session_actions("y")
+    assert a.meta == {"a": 1, "b": 1}
     r = cli("import", str(f), "--map", "sesion=ep.id")
     assert r.exit_code == 1 and "--map: unknown field 'sesion'" in r.stderr
     assert "meta.NAME" in r.stderr

@@ -166,13 +166,15 @@ def _take(rest: dict[str, Any], steps: tuple[str, ...], copied: set[int]) -> Non
     chain = [rest]
     holder = rest
     for step in steps[:-1]:
-        inner = holder[step]
+        inner = holder.get(step)
+        if not isinstance(inner, dict):  # taken already (one path mapped twice)
+            return
         if id(inner) not in copied:
             inner = holder[step] = dict(inner)
             copied.add(id(inner))
         chain.append(inner)
         holder = inner
-    del holder[steps[-1]]
+    holder.pop(steps[-1], None)
     for depth in range(len(steps) - 1, 0, -1):
         if chain[depth]:
             break
