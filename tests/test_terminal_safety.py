@@ -114,8 +114,10 @@ def test_agree_disagreements_cuts_a_3_mb_message_for_display(cli, db_path, fmt) 
     assert cli("import", str(DEMO)).exit_code == 0
     r = cli("import-labels", str(REPO / "data" / "demo_labels.csv"), "--codebook", "traum")
     assert r.exit_code == 0, r.output
+    r = cli("agree", "--codebook", "traum", "--disagreements", "--format", "csv")
+    first = r.stdout.splitlines()[1].split(",")[1]  # the first item the coders differ on
     with closing(sqlite3.connect(db_path)) as conn, conn:
-        conn.execute("UPDATE actions SET content = ?, action_type = 'message'", ("y" * 3_000_000,))
+        conn.execute("UPDATE actions SET content = ? WHERE id = ?", ("y" * 3_000_000, first))
     r = cli("agree", "--codebook", "traum", "--disagreements", "--format", fmt, "--context", "1")
     assert r.exit_code == 0, r.output
     assert "truncated for display: 3,000,000 characters" in r.stdout
