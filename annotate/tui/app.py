@@ -79,6 +79,7 @@ def make_app(
     *,
     context: int = 8,
     lookahead: int = 0,
+    show: Sequence[str] | None = None,
     clock: Callable[[], float] | None = None,
     new_coder: bool = False,
     media: MediaLocator | None = None,
@@ -95,6 +96,7 @@ def make_app(
             sample,
             context=context,
             lookahead=lookahead,
+            show=show,
             new_coder=new_coder,
             **kwargs,
         )
