@@ -40,6 +40,9 @@ COMMANDS: dict[str, Listed] = {
         "code", "Code a sample, one keypress per answer. Every answer is saved at once."
     ),
     "merge": Listed("analysis", "Merge coders' project files into this one."),
+    "audit": Listed(
+        "audit", "Code every message with a rule set and store the answers as coder rule:NAME."
+    ),
     "agree": Listed(
         "agree", "Inter-coder agreement per question, with intervals and the items left out."
     ),

@@ -191,9 +191,13 @@ class Sessions:
     WHOLE_SESSION = 16
     """Items of one session in a chunk from which its actions are read in one query."""
 
-    def __init__(self, store: Store, context: int):
+    def __init__(
+        self, store: Store, context: int, lookahead: int = 0, show: Sequence[str] = ()
+    ):
         self.store = store
         self.context = context
+        self.lookahead = lookahead
+        self.show = tuple(show)
         self._sessions: OrderedDict[str, tuple[list[Action], dict[str, int]]] = OrderedDict()
 
     def action(self, action_id: str) -> Action:
@@ -206,7 +210,7 @@ class Sessions:
         """The items of ``ids`` in order, their actions read a chunk at a time."""
         for chunk in chunked(ids, self.CHUNK):
             actions = self.store.actions_by_ids(chunk)
-            if self.context:
+            if self.context or self.lookahead:
                 per_session = Counter(a.session for a in actions)
                 for session, n in per_session.items():
                     if n >= self.WHOLE_SESSION and session not in self._sessions:
@@ -223,12 +227,21 @@ class Sessions:
     def _item(self, action: Action) -> Item:
         held = self._sessions.get(action.session)
         if held is None:
-            before = self.store.context(action, before=self.context) if self.context else []
-            return Item(action, tuple(before))
+            around: list[Action] = []
+            if self.context or self.lookahead:
+                around = self.store.context(action, before=self.context, after=self.lookahead)
+            before = tuple(a for a in around if a.seq < action.seq)
+            after = tuple(a for a in around if a.seq > action.seq)
+            return Item(action, before, after, self.show)
         self._sessions.move_to_end(action.session)
         actions, index = held
         i = index[action.id]
-        return Item(action, tuple(actions[max(0, i - self.context) : i]))
+        return Item(
+            action,
+            tuple(actions[max(0, i - self.context) : i]),
+            tuple(actions[i + 1 : i + 1 + self.lookahead]),
+            self.show,
+        )
 
 
 def chunked(values: Iterable[T], size: int) -> Iterator[list[T]]:
@@ -330,6 +343,10 @@ class JobOptions:
     target: str = "all"
     price: Price = field(default_factory=Price)
     context: int = DEFAULT_CONTEXT
+    lookahead: int = 0
+    """Following actions shown after each item (as `annotate code --lookahead`)."""
+    show: tuple[str, ...] | None = None
+    """``meta`` fields shown beside each action; None: the codebook's ``context_fields``."""
     uncertain_sample: str | None = None
     below: float = 0.8
     batch_discount: float = 0.5
@@ -459,7 +476,8 @@ class LabelJob:
                 f"{origins[options.uncertain_sample]}, not by an LLM run)",
                 hint="choose another --uncertain-sample name",
             )
-        self.sessions = Sessions(store, options.context)
+        show = options.show if options.show is not None else self.codebook.context_fields
+        self.sessions = Sessions(store, options.context, options.lookahead, show)
         shot_ids = list(self.split.shots[:n_shots])
         gold = store.coder_answers(self.codebook, self.split.gold_coder, shot_ids)
         shots = []
@@ -687,6 +705,9 @@ class LabelJob:
                 "price_out": o.price.per_m_out,
                 "batch_discount": o.batch_discount,
                 "gold_coder": self.split.gold_coder,
+                # what each item showed besides --context (its requests hold the text)
+                "lookahead": o.lookahead,
+                "show": list(self.sessions.show),
             },
         )
         return self.run_id

@@ -19,6 +19,7 @@ import contextlib
 import email.parser
 import email.policy
 import json
+import re
 import sys
 import threading
 import time
@@ -54,6 +55,9 @@ class Fault:
     retry_after: str | None = None
 
 
+FIELDS_SHOWN = re.compile(r" \[[\w.]+: [^\]]*\]$")
+
+
 def target_text(body: dict[str, Any]) -> str:
     """The content of the action to code, as rendered by ``llm_coder.prompt``.
 
@@ -67,7 +71,9 @@ def target_text(body: dict[str, Any]) -> str:
     after = items[-1].split(TARGET_MARKER, 1)[1].strip().splitlines()
     line = after[0] if after else ""
     # "[#12 +3.0s] guide, message: go left" -> "go left"
-    return line.split(": ", 1)[1] if ": " in line else line
+    text = line.split(": ", 1)[1] if ": " in line else line
+    # without the context fields shown beside it: "go left [verifier: ...; timestep: 3]"
+    return FIELDS_SHOWN.sub("", text)
 
 
 def question_ids(body: dict[str, Any]) -> list[str]:

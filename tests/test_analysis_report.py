@@ -154,7 +154,7 @@ def test_report_needs_gold_or_llm_or_coders(cli, tmp_path) -> None:
     r = cli("report", "--codebook", "traum", "--out", str(tmp_path / "r"))
     assert r.exit_code == 1
     assert (
-        "error: codebook 'traum' has no gold, corpus or validated LLM labels "
+        "error: codebook 'traum' has no gold, corpus, validated LLM or rule labels "
         "(coders: ana, ben, caro)" in r.stderr
     )
     assert "hint: pass --coders ana" in r.stderr

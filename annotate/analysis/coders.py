@@ -1,5 +1,6 @@
 """Which coder's label counts for an action: gold where present, then a corpus coding, then
-an LLM coder that passed its validation gate; any other coder only when named (--coders).
+an LLM coder that passed its validation gate, then the rule sets (``rule:*``, `annotate
+audit`); any other coder only when named (--coders).
 
 An LLM coder that did not pass its gate (failed, or labelled with --force) is never a
 default source; named, it is used and flagged: every table and chart that rests on its
@@ -13,7 +14,7 @@ from typing import Any
 
 import pandas as pd
 
-from annotate.coders import GOLD, is_llm
+from annotate.coders import GOLD, is_llm, is_rule
 from annotate.errors import UsageError
 from annotate.store import Store
 
@@ -94,7 +95,11 @@ def _used(frame: pd.DataFrame) -> dict[str, int]:
     return {str(k): int(v) for k, v in used.items()}
 
 
-DEFAULT_ORDER = "gold, then the corpus coding, then LLM coders that passed their gate"
+
+
+DEFAULT_ORDER = (
+    "gold, then the corpus coding, then LLM coders that passed their gate, then rule sets"
+)
 
 
 @dataclass(frozen=True)
@@ -147,10 +152,12 @@ def default_priority(
     available: Sequence[str], corpus: Collection[str], gates: dict[str, Gate]
 ) -> list[str]:
     """The sources of a label when none is named, in order: gold, then the corpus coding(s),
-    then each LLM coder that passed its gate (a new kind of source is one more line)."""
+    then each LLM coder that passed its gate, then each rule set (``rule:*``, deterministic:
+    no gate) (a new kind of source is one more line)."""
     order = [GOLD] if GOLD in available else []
     order += sorted(c for c in available if c in corpus and c != GOLD)
     order += sorted(c for c in available if is_llm(c) and c in gates and gates[c].passed)
+    order += sorted(c for c in available if is_rule(c) and c not in order)
     return order
 
 
@@ -209,7 +216,7 @@ def label_source(
                 hint="import or code some first (annotate import-labels, annotate code)",
             )
         raise UsageError(
-            f"codebook '{codebook}' has no gold, corpus or validated LLM labels "
+            f"codebook '{codebook}' has no gold, corpus, validated LLM or rule labels "
             f"(coders: {', '.join(available)})",
             hint=f"pass --coders {available[0]} (comma-separated, first one that answered wins)",
         )

@@ -43,6 +43,7 @@ import pandas as pd
 
 from annotate.analysis.alignment import alignment_sections
 from annotate.analysis.coders import LabelSource, label_source
+from annotate.analysis.grouping import groups_of, parse_by
 from annotate.analysis.report_model import Chart, Report, ReportFiles, Section, Table
 from annotate.analysis.stats import MEASURES, NO_VALUE, role_key, stats
 from annotate.codebook import Codebook, Question
@@ -61,7 +62,6 @@ MENTAL_MODEL = "mental_model"
 SAME_PAGE = ("Q4", "yes")
 ALIGNED = {"Q1": "t3", "Q2": "p1", "Q4": "yes"}
 N_BINS = 5
-BY_CHOICES = ("condition", "role", "action_type")
 PARTS = ("all", "train", "test")
 NO_LLM_VALIDATION = "no LLM validation stored"
 
@@ -246,21 +246,34 @@ def data_section(store: Store, split: str | None, scope: Scope, part: str | None
     )
 
 
+def grouped_actions(scope: Scope, action_ids: Collection[str], by: Sequence[str]) -> pd.DataFrame:
+    """The actions in scope with the columns of :meth:`Scope.frame` and of each grouping of
+    ``by`` (``meta.*`` paths and the columns the frame lacks: :func:`groups_of`)."""
+    actions = scope.frame(action_ids)
+    extra = [b for b in by if b not in actions.columns]
+    if extra and not actions.empty:
+        actions = actions.merge(
+            groups_of(scope.store, actions["action_id"], extra), on="action_id", how="left"
+        )
+    return actions
+
+
 def distribution_section(
     codebook: Codebook,
     source: LabelSource,
     scope: Scope,
-    by: str,
+    by: str | Sequence[str],
     split: str | None,
     part: str | None = None,
 ) -> Section:
-    actions = scope.frame(source.labels["action_id"].unique())
+    by = parse_by(by)
+    actions = grouped_actions(scope, source.labels["action_id"].unique(), by)
     joined = source.labels.merge(actions, on="action_id", how="inner")
     section = Section(f"Codes: {codebook.title}", [source.describe()])
     if joined.empty:
         section.paragraphs.append("No labels on the actions in this report.")
         return section
-    groupings = [by] + [g for g in ("role",) if g != by and scope.has_roles]
+    groupings = by + [g for g in ("role",) if g not in by and scope.has_roles]
     if split and part not in ("train", "test"):  # one part: a by-split table says nothing
         groupings.append("split")
     for question in codebook.questions:
@@ -332,6 +345,67 @@ def flag_failed_coders(
     for flag in dict.fromkeys(f for s in sources for f in s.flags):
         if flag not in section.paragraphs:
             section.paragraphs.append(flag)
+
+
+def tgco_section(
+    store: Store, codebook: Codebook, source: LabelSource, scope: Scope, by: Sequence[str]
+) -> Section | None:
+    """TGCO's metrics and outcome composition per group, for a question coded with its
+    five outcomes (:mod:`annotate.analysis.tgco_metrics`)."""
+    from annotate.analysis import tgco_metrics as tm
+    from annotate.rules import tgco
+
+    question = next((q for q in codebook.questions if tm.is_tgco(q.codes)), None)
+    if question is None:
+        return None
+    labels = source.labels[source.labels["question"] == question.id]
+    frame = labels[["action_id", "coder", "value"]].rename(columns={"value": "outcome"})
+    frame = frame.merge(grouped_actions(scope, frame["action_id"], by), on="action_id")
+    section = Section("Trace-grounded metrics (TGCO)", [tm.__doc__.split("\n\n")[1]])
+    if frame.empty:
+        section.paragraphs.append("No TGCO outcomes on the actions in this report.")
+        return section
+    facts = pd.DataFrame(
+        store.action_fields(frame["action_id"], ["content"], ["tokens"]),
+        columns=["action_id", "content", "tokens"],
+    )
+    words = facts["content"].fillna("").str.split().str.len()
+    facts["tokens"] = pd.to_numeric(facts["tokens"], errors="coerce").fillna(words)
+    frame = frame.merge(facts[["action_id", "tokens"]], on="action_id", how="left")
+    rule = "rule:" + tgco.NAME
+    delayed = dict(store.label_meta_values(codebook.name, question.id, rule, "delayed"))
+    frame["delayed"] = [
+        bool(delayed[a]) if c == rule and delayed.get(a) is not None else None
+        for a, c in zip(frame["action_id"], frame["coder"], strict=True)
+    ]
+    for grouping in by:
+        rows = tm.metrics_by(frame, grouping)
+        shown = [
+            {k: round(v, 3) if isinstance(v, float) else v for k, v in r.items()} for r in rows
+        ]
+        key = f"{codebook.name}{tm.METRICS_KEY}{grouping}"
+        section.items.append(
+            Table(
+                key,
+                f"TGCO metrics by {grouping}",
+                [grouping, *tm.METRIC_COLUMNS],
+                shown,
+                "n = messages coded; rates as defined above; - where a denominator is 0.",
+            )
+        )
+        stacked = tm.composition(rows, grouping)
+        stacked = stacked.loc[:, (stacked > 0).any(axis=0)]
+        section.items.append(
+            Chart(
+                f"{codebook.name}_composition_by_{grouping}",
+                f"TGCO outcome composition by {grouping}",
+                "stacked",
+                stacked,
+                xlabel="share of messages (n per group)",
+                ylabel=grouping,
+            )
+        )
+    return section
 
 
 def _mental_model_wide(source: LabelSource) -> pd.DataFrame:
@@ -813,7 +887,7 @@ def build_report(
     store: Store,
     codebook: str,
     *,
-    by: str = "condition",
+    by: str | Sequence[str] = "condition",
     coders: Sequence[str] | None = None,
     split: str | None = None,
     part: str | None = None,
@@ -821,8 +895,7 @@ def build_report(
 ) -> Report:
     """Compute every table and chart of the report (nothing is drawn or written)."""
     started = time.perf_counter()
-    if by not in BY_CHOICES:
-        raise UsageError(f"--by: unknown column '{by}'", hint="choices: " + ", ".join(BY_CHOICES))
+    by = parse_by(by)
     if part and part not in PARTS:
         raise UsageError(f"--part: unknown part '{part}'", hint="choices: all, train, test")
     if part and part != "all" and not split:
@@ -850,6 +923,9 @@ def build_report(
         data_section(store, split, actions, part),
         distribution_section(book, source, actions, by, split, part),
     ]
+    tgco = tgco_section(store, book, source, actions, by)
+    if tgco is not None:
+        sections.append(tgco)
     mm = mental_model_section(store, book, source, actions, coders)
     if mm is not None:
         sections.append(mm)
@@ -870,7 +946,7 @@ def build_report(
     scope = f"split '{split}'" + (f", {part} part" if part else "") if split else "all sessions"
     paragraphs = [
         f"Project file: {store.path}. Codebook: {book.name} {book.version_hash} "
-        f"({book.title}). Scope: {scope}. Grouped by {by}.",
+        f"({book.title}). Scope: {scope}. Grouped by {', '.join(by)}.",
     ]
     report = Report(f"Report: {book.title}", paragraphs, sections)
     report.seconds = time.perf_counter() - started

@@ -12,7 +12,14 @@ import typer
 from annotate.codebook import find_codebook
 from annotate.coding.seeds import check_seed
 from annotate.commands import llm_options as o
-from annotate.commands.common import DEFAULT_DB_PATH, DbOption, console, err_console, open_store
+from annotate.commands.common import (
+    DEFAULT_DB_PATH,
+    DbOption,
+    console,
+    err_console,
+    open_store,
+    split_list,
+)
 from annotate.errors import StoreError, UsageError
 from annotate.render.llm import (
     phase_line,
@@ -132,6 +139,8 @@ def llm_label_command(
     force: o.ForceOption = False,
     dry_run: o.DryRunOption = False,
     context: o.ContextOption = DEFAULT_CONTEXT,
+    lookahead: o.LookaheadOption = 0,
+    show: o.ShowOption = None,
     temperature: o.TemperatureOption = 0.0,
     votes: o.VotesOption = 1,
     uncertain_sample: o.UncertainSampleOption = None,
@@ -162,6 +171,8 @@ def llm_label_command(
         batch_discount=batch_discount, uncertain_sample=uncertain_sample, votes=votes,
         context=context, below=below,
     )  # fmt: skip
+    if lookahead < 0:
+        raise UsageError("--lookahead must be 0 or more")
     offline = batch_export is not None
     config = None if dry_run or offline else config_from_env(model, base_url, timeout_s=timeout)
     loaded = find_codebook(codebook)
@@ -181,6 +192,8 @@ def llm_label_command(
         target=target,
         price=price,
         context=context,
+        lookahead=lookahead,
+        show=None if show is None else tuple(split_list(show)),
         uncertain_sample=uncertain_sample,
         below=below,
         response_format=response_format,  # type: ignore[arg-type]  # checked by LabelJob

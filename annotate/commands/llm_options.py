@@ -50,6 +50,17 @@ ContextOption = Annotated[
     int,
     typer.Option(help="Preceding actions shown with each item (as `annotate code --context`)."),
 ]
+LookaheadOption = Annotated[
+    int,
+    typer.Option(help="Following actions shown after each item (as `annotate code --lookahead`)."),
+]
+ShowOption = Annotated[
+    str | None,
+    typer.Option(
+        help="Fields of each action's meta shown beside it, comma-separated (as `annotate "
+        "code --show`; default: the codebook's context_fields)."
+    ),
+]
 TemperatureOption = Annotated[float, typer.Option(help="Sampling temperature.")]
 VotesOption = Annotated[
     int, typer.Option(help="Ask K times; the majority wins, its share is the confidence.")
