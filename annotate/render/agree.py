@@ -16,6 +16,7 @@ from annotate.reliability.agreement_data import NOT_CODED, SKIPPED, categories_l
 from annotate.render.console import console, err_console
 from annotate.render.rows import OutputFormat, csv_text, markdown_table, to_json
 from annotate.render.tables import PER_COLUMN, Col, column_widths, vertical
+from annotate.render.terminal import for_display
 
 if TYPE_CHECKING:
     from annotate.reliability.agreement_data import DisagreementList
@@ -1028,11 +1029,14 @@ def render_disagreements(found: DisagreementList, fmt: OutputFormat) -> None:
 
 
 def _in_context(d: Any, markdown: bool) -> str:
-    """The item's text after the turns before it (each on a line; "> " marks the item)."""
+    """The item's text after the turns before it (each on a line; "> " marks the item),
+    each cut for display as the screens cut it (laying out a 3 MB message in a table would
+    take minutes; CSV and JSON keep every character)."""
+    text = for_display(d.text) if d.text else d.text
     if not d.context:
-        return d.text
+        return text
     sep = " <br> " if markdown else "\n"
-    return sep.join([*(f"  {c}" for c in d.context), f"> {d.text}"])
+    return sep.join([*(f"  {for_display(c)}" for c in d.context), f"> {text}"])
 
 
 def _remarks(d: Any) -> str:
