@@ -124,8 +124,10 @@ def embed_cached(
 ) -> Embedded:
     """Vectors for ``texts``: from the store where it has them, else embedded and stored.
 
-    New vectors are stored ``chunk`` texts at a time, so an interrupted run keeps its work.
+    New vectors are stored ``chunk`` texts at a time, so an interrupted run keeps its work;
+    a store opened read-only keeps none.
     """
+    keep = not getattr(store, "read_only", False)
     hashes = [text_hash(t) for t in texts]
     known = store.cached_embeddings(embedder.name, hashes)
     todo: dict[str, str] = {}
@@ -137,7 +139,8 @@ def embed_cached(
         part = pending[start : start + chunk]
         vectors = embedder.embed([text for _, text in part])
         fresh = {digest: vectors[i] for i, (digest, _) in enumerate(part)}
-        store.store_embeddings(embedder.name, fresh)
+        if keep:
+            store.store_embeddings(embedder.name, fresh)
         known.update(fresh)
     if not texts:
         return Embedded(np.zeros((0, 0), dtype=np.float32), 0, 0)

@@ -59,6 +59,9 @@ class Selection:
     questions: tuple[Question, ...]
     defaults: tuple[str, ...] = ()
     """How each default was chosen, e.g. "codebook traum (the only one with labels)"."""
+    text_questions: tuple[Question, ...] = ()
+    """Free-text questions: compared by similarity (:mod:`annotate.reliability.text_agreement`),
+    not by codes."""
 
 
 def _choices(names: Sequence[str] | dict[str, int]) -> str:
@@ -316,22 +319,30 @@ def select(
             hint=hint,
         )
     questions = (cb.question(question),) if question else tuple(cb.questions)
-    questions = _coded_questions(questions, notes)
-    return Selection(cb, sample, action_ids, chosen, questions, tuple(notes))
+    coded, text = _split_questions(questions, notes, purpose)
+    return Selection(cb, sample, action_ids, chosen, coded, tuple(notes), text)
 
 
-def _coded_questions(questions: tuple[Question, ...], notes: list[str]) -> tuple[Question, ...]:
-    """Free-text questions (a rationale) have no codes to agree on: skipped, and said so."""
-    text = [q.id for q in questions if q.kind == "text"]
+def _split_questions(
+    questions: tuple[Question, ...], notes: list[str], purpose: str
+) -> tuple[tuple[Question, ...], tuple[Question, ...]]:
+    """Coded questions, and free-text ones: agreement gives the texts' similarity (SBERT
+    and ROUGE-L); adjudication has no codes to decide on them, so skips them."""
+    text = tuple(q for q in questions if q.kind == "text")
     coded = tuple(q for q in questions if q.kind != "text")
-    if text and not coded:
-        raise UsageError(
-            f"question {', '.join(text)} is free text: agreement compares codes",
-            hint="choose a question with options (--question), or export the texts",
-        )
+    names = ", ".join(q.id for q in text)
+    if purpose != "agreement":
+        if text and not coded:
+            raise UsageError(
+                f"question {names} is free text: {purpose} decides codes",
+                hint="choose a question with options (--question)",
+            )
+        if text:
+            notes.append(f"free-text question {names} skipped ({purpose} decides codes)")
+        return coded, ()
     if text:
-        notes.append(f"free-text question {', '.join(text)} skipped (agreement compares codes)")
-    return coded
+        notes.append(f"free-text question {names}: similarity of the texts (SBERT, ROUGE-L)")
+    return coded, text
 
 
 # -- one question's labels --------------------------------------------------------------------
