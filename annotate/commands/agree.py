@@ -22,17 +22,19 @@ from annotate.commands.common import (
 )
 from annotate.errors import UsageError
 from annotate.render.agree import (
+    measured_dict,
     print_defaults,
     print_runs,
     render_disagreements,
+    render_measured,
     render_results,
-    render_text_results,
     run_line,
 )
 from annotate.render.rows import OutputFormat
 
 if TYPE_CHECKING:
     from annotate.reliability.agreement_data import Selection
+    from annotate.reliability.number_agreement import NumberQuestionResult
     from annotate.reliability.text_agreement import TextQuestionResult
     from annotate.store import Store
 
@@ -127,7 +129,9 @@ def agree_command(
     Yes/no questions with reasons (mental_model Q4) also get the reasons' MASI alpha and a
     kappa per reason. Free-text questions get the mean pairwise similarity of the coders'
     texts per item, averaged over items with a bootstrap CI: SBERT cosine (all-MiniLM-L6-v2,
-    vectors cached in the project file) and ROUGE-L F1.
+    vectors cached in the project file) and ROUGE-L F1. Number questions get Krippendorff's
+    alpha (interval, or ratio if declared) and the ICC (two-way, absolute agreement, single
+    and average measures, with McGraw & Wong's interval).
 
     Every run of coded questions is stored with the ids and a hash of the exact labels used;
     its id is printed. The same labels with the same settings again store nothing new: the
@@ -191,8 +195,9 @@ def agree_command(
         texts = _text_agreement(
             store, selection, embeddings_url, embeddings_model, ci, n_boot, seed, ci_method
         )
+        numbers = _number_agreement(store, selection, ci)
         if not selection.questions:
-            render_text_results(texts, fmt)
+            render_measured(texts, numbers, fmt)
             return
         result = run_agreement(
             store, selection, ci=ci, n_boot=n_boot, seed=seed,
@@ -200,11 +205,11 @@ def agree_command(
             ci_method=ci_method.value,
         )  # fmt: skip
         results = result.to_dict()
-        if texts and fmt is OutputFormat.json:
-            results["text_similarity"] = [t.to_dict() for t in texts]
+        if fmt is OutputFormat.json:
+            results |= measured_dict(texts, numbers)
         render_results(results, fmt)
-        if texts and fmt is not OutputFormat.json:
-            render_text_results(texts, fmt)
+        if fmt is not OutputFormat.json:
+            render_measured(texts, numbers, fmt)
     if result.run_id is None:
         run_line(
             f"run not stored ({db} can only be read here): {result.n_labels} labels, sha256 "
@@ -347,6 +352,16 @@ def _text_agreement(
         store, selection, selection.text_questions, embedder,
         ci=ci, n_boot=n_boot, seed=seed, ci_method=ci_method.value,
     )  # fmt: skip
+
+
+def _number_agreement(
+    store: Store, selection: Selection, ci: float
+) -> list[NumberQuestionResult]:
+    if not selection.number_questions:
+        return []
+    from annotate.reliability.number_agreement import number_agreement
+
+    return number_agreement(store, selection, selection.number_questions, ci=ci)
 
 
 def _login() -> str:

@@ -62,6 +62,9 @@ class Selection:
     text_questions: tuple[Question, ...] = ()
     """Free-text questions: compared by similarity (:mod:`annotate.reliability.text_agreement`),
     not by codes."""
+    number_questions: tuple[Question, ...] = ()
+    """Number questions: alpha (interval/ratio) and ICC
+    (:mod:`annotate.reliability.number_agreement`)."""
 
 
 def _choices(names: Sequence[str] | dict[str, int]) -> str:
@@ -319,30 +322,36 @@ def select(
             hint=hint,
         )
     questions = (cb.question(question),) if question else tuple(cb.questions)
-    coded, text = _split_questions(questions, notes, purpose)
-    return Selection(cb, sample, action_ids, chosen, coded, tuple(notes), text)
+    coded, text, numbers = _split_questions(questions, notes, purpose)
+    return Selection(cb, sample, action_ids, chosen, coded, tuple(notes), text, numbers)
 
 
 def _split_questions(
     questions: tuple[Question, ...], notes: list[str], purpose: str
-) -> tuple[tuple[Question, ...], tuple[Question, ...]]:
-    """Coded questions, and free-text ones: agreement gives the texts' similarity (SBERT
-    and ROUGE-L); adjudication has no codes to decide on them, so skips them."""
+) -> tuple[tuple[Question, ...], tuple[Question, ...], tuple[Question, ...]]:
+    """Coded questions, free-text ones and number ones. Agreement gives the texts' similarity
+    (SBERT and ROUGE-L) and the numbers' alpha and ICC; adjudication decides codes only, so
+    skips the others."""
     text = tuple(q for q in questions if q.kind == "text")
-    coded = tuple(q for q in questions if q.kind != "text")
-    names = ", ".join(q.id for q in text)
+    numbers = tuple(q for q in questions if q.kind == "number")
+    coded = tuple(q for q in questions if q.kind not in ("text", "number"))
     if purpose != "agreement":
-        if text and not coded:
+        other = ", ".join(q.id for q in (*text, *numbers))
+        if other and not coded:
             raise UsageError(
-                f"question {names} is free text: {purpose} decides codes",
+                f"question {other} has no codes: {purpose} decides codes",
                 hint="choose a question with options (--question)",
             )
-        if text:
-            notes.append(f"free-text question {names} skipped ({purpose} decides codes)")
-        return coded, ()
+        if other:
+            notes.append(f"question {other} skipped ({purpose} decides codes)")
+        return coded, (), ()
     if text:
+        names = ", ".join(q.id for q in text)
         notes.append(f"free-text question {names}: similarity of the texts (SBERT, ROUGE-L)")
-    return coded, text
+    if numbers:
+        names = ", ".join(q.id for q in numbers)
+        notes.append(f"number question {names}: Krippendorff's alpha and ICC")
+    return coded, text, numbers
 
 
 # -- one question's labels --------------------------------------------------------------------

@@ -78,6 +78,15 @@ class TextQuestionResult:
 
 def answers_by_item(store: Store, selection: Selection, question: Question) -> list[list[str]]:
     """The selected coders' answers to ``question``, one list per item (coder order)."""
+    table = answer_table(store, selection, question)
+    return [[v for v in row.values() if v.strip()] for row in table.values()]
+
+
+def answer_table(
+    store: Store, selection: Selection, question: Question
+) -> dict[str, dict[str, str]]:
+    """Item -> coder -> value of the selected coders' answers to ``question`` (coders in
+    the selection's order)."""
     rows = store.label_rows(
         selection.codebook.name,
         coders=selection.coders,
@@ -87,11 +96,14 @@ def answers_by_item(store: Store, selection: Selection, question: Question) -> l
         columns=("action_id", "coder", "value"),
     )
     rank = {c: i for i, c in enumerate(selection.coders)}
-    items: dict[str, list[tuple[int, str]]] = {}
+    items: dict[str, dict[str, str]] = {}
     for r in rows:
-        if r["value"] is not None and r["value"].strip():
-            items.setdefault(r["action_id"], []).append((rank[r["coder"]], r["value"]))
-    return [[text for _, text in sorted(v)] for v in items.values()]
+        if r["value"] is not None:
+            items.setdefault(r["action_id"], {})[r["coder"]] = r["value"]
+    return {
+        item: dict(sorted(answers.items(), key=lambda kv: rank[kv[0]]))
+        for item, answers in items.items()
+    }
 
 
 def text_agreement(
