@@ -31,6 +31,9 @@ class Listed(NamedTuple):
 COMMANDS: dict[str, Listed] = {
     "import": Listed("data", "Import action logs. Importing the same file again adds nothing."),
     "import-labels": Listed("data", "Import codings made elsewhere (a spreadsheet, another tool)."),
+    "import-probes": Listed(
+        "data", "Import agent probe logs as they come (nested actions and probe answers)."
+    ),
     "export": Listed(
         "export", "Export actions, labels (joined with their actions), gold labels or LLM replies."
     ),

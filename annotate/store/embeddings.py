@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from annotate.store.base import StoreBase
+
+if TYPE_CHECKING:  # NumPy loads when vectors are first read: `annotate status` needs none
+    import numpy as np
 
 _CHUNK = 500  # hashes per SELECT (SQLite's variable limit is 32766; keep statements small)
 
@@ -14,6 +16,8 @@ _CHUNK = 500  # hashes per SELECT (SQLite's variable limit is 32766; keep statem
 class EmbeddingsMixin(StoreBase):
     def cached_embeddings(self, model: str, hashes: Iterable[str]) -> dict[str, np.ndarray]:
         """The stored vectors of ``model`` among ``hashes``, by hash."""
+        import numpy as np
+
         wanted = list(dict.fromkeys(hashes))
         found: dict[str, np.ndarray] = {}
         for start in range(0, len(wanted), _CHUNK):
@@ -30,6 +34,8 @@ class EmbeddingsMixin(StoreBase):
 
     def store_embeddings(self, model: str, vectors: Mapping[str, np.ndarray]) -> None:
         """Keep ``vectors`` (by text hash) for ``model``; a hash already stored is kept."""
+        import numpy as np
+
         with self.transaction() as conn:
             conn.executemany(
                 "INSERT OR IGNORE INTO embeddings (model, text_sha256, dim, vector) "
