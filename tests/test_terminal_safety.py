@@ -105,3 +105,22 @@ def test_the_bytes_sent_to_a_real_terminal_hold_no_sequence_from_the_log(tmp_pat
     assert b"\x1b]0;OWNED" not in out and b"\x1b]52;c;aGk=" not in out
     assert b"\\x1b]0;OWNED\\x07" in out
     assert b"\\x1b[2J" in out
+
+
+@pytest.mark.parametrize("fmt", ["table", "markdown"])
+def test_agree_disagreements_cuts_a_3_mb_message_for_display(cli, db_path, fmt) -> None:
+    """Laid out whole, a 3 MB message took a minute; cut as the screens cut it, it is one
+    screenful (CSV and JSON still carry every character)."""
+    assert cli("import", str(DEMO)).exit_code == 0
+    r = cli("import-labels", str(REPO / "data" / "demo_labels.csv"), "--codebook", "traum")
+    assert r.exit_code == 0, r.output
+    r = cli("agree", "--codebook", "traum", "--disagreements", "--format", "csv")
+    first = r.stdout.splitlines()[1].split(",")[1]  # the first item the coders differ on
+    with closing(sqlite3.connect(db_path)) as conn, conn:
+        conn.execute("UPDATE actions SET content = ? WHERE id = ?", ("y" * 3_000_000, first))
+    r = cli("agree", "--codebook", "traum", "--disagreements", "--format", fmt, "--context", "1")
+    assert r.exit_code == 0, r.output
+    assert "truncated for display: 3,000,000 characters" in r.stdout
+    assert "y" * 10_001 not in r.stdout  # each text at most the first 10,000 characters
+    r = cli("agree", "--codebook", "traum", "--disagreements", "--format", "csv")
+    assert r.exit_code == 0 and "y" * 3_000_000 in r.stdout

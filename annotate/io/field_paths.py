@@ -1,8 +1,9 @@
-"""Dotted paths into nested records: ``action.type`` is ``record["action"]["type"]``.
+"""Dotted paths into nested records: ``action.content`` is ``record["action"]["content"]``.
 
-A mapping file names a source field by its path, so nested logs (a probe log's
-``probes.task_state``, an action's ``action.content``) import as they come, unflattened.
-A key that itself holds a dot is reached whole first (``{"a.b": 1}`` at ``a.b``).
+An importer's ``--map content=message.text`` and a rule set's field paths
+(``request.object``, ``meta.verifier``) read values through :func:`lookup`. A key that itself
+holds a dot (``{"a.b": 1}``) is found before the path is split, so flat files whose column
+names have dots keep working.
 """
 
 from __future__ import annotations
@@ -12,28 +13,41 @@ from typing import Any
 
 
 def lookup(record: Mapping[str, Any], path: str) -> Any:
-    """The value at ``path`` in ``record``; KeyError naming the path (and the part that is
-    missing) when there is none."""
+    """The value at ``path``; ``KeyError`` naming the whole path when any step is missing
+    (or is not an object)."""
     if path in record:
         return record[path]
-    node: Any = record
-    parts = path.split(".")
-    for i, part in enumerate(parts):
-        if isinstance(node, Mapping) and part in node:
-            node = node[part]
-            continue
-        if isinstance(node, list) and part.isdigit() and int(part) < len(node):
-            node = node[int(part)]
-            continue
-        where = ".".join(parts[: i + 1])
-        detail = "" if where == path else f" (no '{where}')"
-        raise KeyError(f"no field '{path}'{detail}")
-    return node
+    value: Any = record
+    for part in path.split("."):
+        if not isinstance(value, Mapping) or part not in value:
+            raise KeyError(path)
+        value = value[part]
+    return value
 
 
-def has(record: Mapping[str, Any], path: str) -> bool:
+def get(record: Mapping[str, Any], path: str, default: Any = None) -> Any:
+    """:func:`lookup`, with ``default`` where the path is missing."""
     try:
-        lookup(record, path)
+        return lookup(record, path)
     except KeyError:
-        return False
-    return True
+        return default
+
+
+def without(record: Mapping[str, Any], path: str) -> dict[str, Any]:
+    """A copy of ``record`` without the value at ``path``, and without the objects that
+    held only it (the record itself is not changed; only the objects on the path are
+    copied)."""
+    out = dict(record)
+    if path in out:
+        del out[path]
+        return out
+    head, sep, rest = path.partition(".")
+    if not sep or not isinstance(out.get(head), Mapping):
+        out.pop(head, None)
+        return out
+    inner = without(out[head], rest)
+    if inner:
+        out[head] = inner
+    else:
+        del out[head]
+    return out

@@ -212,7 +212,7 @@ def read_probe_log(path: Path, mapping: ProbeMapping) -> ProbeLog:
             turn = fields.whole_number(values["turn"], f["turn"])
             kind = str(fields.text(values["action_type"], f["action_type"]))
         except KeyError as exc:
-            raise ImportFormatError(f"{where}: {exc.args[0]}") from None
+            raise ImportFormatError(f"{where}: no field '{exc.args[0]}'") from None
         except ValueError as exc:
             raise ImportFormatError(f"{where}: {exc}") from None
         ours = mapping.action_types.get(kind, kind)
