@@ -14,7 +14,7 @@ from typing import Any
 
 import pandas as pd
 
-from annotate.coders import GOLD, is_llm, is_rule
+from annotate.coders import GOLD, SELF_PREFIX, is_llm, is_rule
 from annotate.errors import UsageError
 from annotate.store import Store
 
@@ -209,6 +209,12 @@ def label_source(
             hint="coders: " + (", ".join(available) or "none yet"),
         )
     frame = pick_first(store.answered_labels(codebook, priority), priority, per_action=per_action)
+    only_self = available and all(c.startswith(SELF_PREFIX) for c in available)
+    if frame.empty and default and only_self:
+        # a probe log's codebook: each action carries its own agent's answers, nobody else's
+        priority = list(available)
+        rows = store.answered_labels(codebook, priority)
+        frame = pick_first(rows, priority, per_action=per_action)
     if frame.empty and required:
         if not available:
             raise UsageError(

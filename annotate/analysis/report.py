@@ -278,8 +278,8 @@ def distribution_section(
         groupings.append("split")
     for question in codebook.questions:
         answers = joined[joined["question"] == question.id]
-        if answers.empty:
-            continue
+        if answers.empty or question.kind in ("text", "number"):
+            continue  # no codes to count: the probe section measures them
         multi = question.kind == "multi"
         seen = (
             sorted({c for cs in answers["codes"] for c in cs})
@@ -937,6 +937,11 @@ def build_report(
         by_code = [i for i in section.items if i.key.endswith(f"_by_{book.name}")]
         flag_failed_coders(section, source, items=by_code)
     sections += aligned
+    from annotate.analysis.probe_report import probe_section
+
+    probes = probe_section(store, book)
+    if probes is not None:
+        sections.append(probes)
     sections.append(
         agreement_section(
             store, n_boot, set(actions.action_ids()) if one_part else None, scope=part_scope

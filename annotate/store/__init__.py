@@ -10,6 +10,7 @@ from annotate.store.agreement_runs import AgreementRunsMixin
 from annotate.store.analysis import AnalysisMixin
 from annotate.store.base import DEFAULT_DB, StoreBase, default_db_path
 from annotate.store.codebooks import CodebooksMixin
+from annotate.store.embeddings import EmbeddingsMixin
 from annotate.store.exports import ExportMixin
 from annotate.store.gold import GoldMixin
 from annotate.store.gold_votes import GoldVotesMixin
@@ -35,6 +36,7 @@ class Store(
     AgreementRunsMixin,
     ExportMixin,
     SelfReportsMixin,
+    EmbeddingsMixin,
     StoreBase,
 ):
     """An open project file. ``Store(path)`` creates or upgrades it."""
