@@ -54,7 +54,7 @@ class CodingScreen(ScreenshotsMixin, Screen[None]):
 
     def compose(self) -> ComposeResult:
         yield StatusBar(self.session, id="status")
-        yield ContextView(id="context")
+        yield ContextView(fit=True, id="context")
         yield QuestionPanel(self.session, id="question")
         yield KeyBar(self._key_entries(), id="keys")
         yield from self.compose_screenshots()
