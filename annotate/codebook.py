@@ -105,6 +105,9 @@ class Question(_Strict):
     """Level of measurement of a single-choice question: the options' order gives the
     ordinal ranks; interval and ratio read the codes as numbers. Krippendorff's alpha uses
     it, and pairwise weighted kappas are added when it is not nominal."""
+    grounded: list[str] | None = None
+    """The codes of this question that `annotate report` counts as *grounded* (aligned
+    with the partner): e.g. ``[t3]`` for the team goal, ``[yes]`` for a yes/no question."""
 
     @field_validator("options", mode="before")
     @classmethod
@@ -127,6 +130,20 @@ class Question(_Strict):
             raise ValueError("a text question has no 'other' (remove allow_other)")
         if self.kind != "text" and self.min_chars is not None:
             raise ValueError("min_chars is for text questions (kind: text)")
+        return self
+
+    @model_validator(mode="after")
+    def _grounded_fits(self) -> Question:
+        if self.grounded is None:
+            return self
+        if self.kind not in ("single", "yes_no_reasons"):
+            raise ValueError("grounded: only a single-choice or yes/no question has codes to count")
+        unknown = [c for c in self.grounded if c not in self.codes]
+        if unknown or not self.grounded:
+            raise ValueError(
+                f"grounded: '{unknown[0] if unknown else ''}' is not a code of this question "
+                f"(codes: {', '.join(self.codes)})"
+            )
         return self
 
     @model_validator(mode="after")
@@ -190,6 +207,8 @@ class Codebook(_Strict):
                 del q["level"]
             if q.get("min_chars") is None:
                 q.pop("min_chars", None)
+            if q.get("grounded") is None:
+                q.pop("grounded", None)
         canonical = json.dumps(data, sort_keys=True)
         return hashlib.sha256(canonical.encode()).hexdigest()[:12]
 

@@ -1,4 +1,6 @@
-"""Which coder's label counts for an action: gold where present, else the LLM coder(s)."""
+"""Which coder's label counts for an action: gold where present, else the LLM coder(s); or
+each action's own report (the coder ``self:<its actor>``), by ``--source own-reports`` or
+when a codebook's only labels are participants' own reports."""
 
 from __future__ import annotations
 
@@ -8,11 +10,13 @@ from typing import Any
 
 import pandas as pd
 
-from annotate.coders import GOLD, is_llm
+from annotate.coders import GOLD, SELF_PREFIX, is_llm
 from annotate.errors import UsageError
 from annotate.store import Store
 
 LABEL_COLUMNS = ["action_id", "question", "coder", "value", "codes"]
+OWN_REPORTS = "own-reports"
+SOURCES = (OWN_REPORTS,)
 
 
 @dataclass(frozen=True)
@@ -31,8 +35,16 @@ class LabelSource:
     used: dict[str, int] = field(default_factory=dict)
     default: bool = True
     per_action: bool = False
+    own_reports: bool = False
 
     def describe(self) -> str:
+        if self.own_reports:
+            parts = [f"{c} ({n} actions)" for c, n in sorted(self.used.items())]
+            why = "--source own-reports" if not self.default else "its only labels are own reports"
+            return (
+                f"{self.codebook}: each action's own report, by the coder self:<its actor> "
+                f"({', '.join(parts) or 'none'}) [{why}]"
+            )
         parts = [f"{c} ({self.used.get(c, 0)} actions)" for c in self.priority]
         how = "gold where present, else the LLM coder(s)" if self.default else "--coders"
         if self.per_action:
@@ -84,13 +96,25 @@ def label_source(
     *,
     required: bool = True,
     per_action: bool = False,
+    source: str | None = None,
 ) -> LabelSource:
     """The labels of ``codebook`` that count (see :class:`LabelSource`).
 
-    Without ``coders``: gold where present, else the LLM coder(s). With ``required`` an
-    empty result is a :class:`UsageError` naming the coders that do exist.
+    Without ``coders``: gold where present, else the LLM coder(s); each action's own report
+    when every coder of the codebook is a participant (``self:*``). ``source`` =
+    :data:`OWN_REPORTS`: each action's own report. With ``required`` an empty result is a
+    :class:`UsageError` naming the coders that do exist.
     """
     available = store.coders(codebook)
+    if source is not None and source not in SOURCES:
+        raise UsageError(
+            f"--source: unknown source '{source}'", hint="choices: " + ", ".join(SOURCES)
+        )
+    if coders and source is not None:
+        raise UsageError("--coders and --source are two ways to choose labels: give one")
+    only_self = bool(available) and all(c.startswith(SELF_PREFIX) for c in available)
+    if source == OWN_REPORTS or (not coders and only_self):
+        return own_report_source(store, codebook, required=required, named=source is not None)
     default = not coders
     priority = list(coders) if coders else default_priority(available)
     unknown = [c for c in priority if c not in available]
@@ -111,3 +135,26 @@ def label_source(
             hint=f"pass --coders {available[0]} (comma-separated, first one that answered wins)",
         )
     return LabelSource(codebook, tuple(priority), frame, _used(frame), default, per_action)
+
+
+def own_report_source(
+    store: Store, codebook: str, *, required: bool = True, named: bool = False
+) -> LabelSource:
+    """Each action's labels from its own actor's report (``self:<participant>``)."""
+    frame = pd.DataFrame(store.own_report_labels(codebook), columns=LABEL_COLUMNS)
+    if frame.empty and required:
+        raise UsageError(
+            f"codebook '{codebook}' has no participant's report on their own actions",
+            hint="own reports are labels by the coder self:NAME on NAME's actions "
+            "(annotate code --self NAME, or import-labels --mapping)",
+        )
+    used = _used(frame)
+    return LabelSource(
+        codebook,
+        tuple(sorted(used)),
+        frame,
+        used,
+        default=not named,
+        per_action=True,
+        own_reports=True,
+    )

@@ -197,6 +197,24 @@ class AnalysisMixin(StoreBase):
             rows.append(d)
         return rows
 
+    def own_report_labels(self, codebook: str) -> list[dict[str, Any]]:
+        """Answered labels of ``codebook`` that are their action's actor's own report: the
+        coder is ``self:`` + the action's participant (Tom's report on Tom's action; his
+        view of Maya's actions is left out). Same columns as :meth:`answered_labels`."""
+        rows = []
+        for r in self.conn.execute(
+            "SELECT l.action_id, l.question, l.coder, l.value, l.codes "
+            "FROM coder_labels l JOIN actions a ON a.id = l.action_id "
+            "WHERE l.codebook = ? AND l.coder GLOB 'self:*' AND a.participant IS NOT NULL "
+            "AND l.coder = 'self:' || a.participant "
+            "AND (l.value IS NOT NULL OR l.codes IS NOT NULL) ORDER BY l.action_id, l.question",
+            (codebook,),
+        ):
+            d = dict(r)
+            d["codes"] = tuple(json.loads(d["codes"])) if d["codes"] else ()
+            rows.append(d)
+        return rows
+
     def question_answers(
         self,
         codebook: str,
