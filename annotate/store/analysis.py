@@ -172,6 +172,22 @@ class AnalysisMixin(StoreBase):
             "JOIN _facts_of w ON w.id = p.id ORDER BY p.session, p.position"
         ).fetchall()
 
+    GROUP_COLUMNS = ("role", "condition", "action_type")
+
+    def action_groups(self, ids: Iterable[str], by: Sequence[str]) -> dict[str, tuple[str, ...]]:
+        """``{action id: (its value of each column of by)}`` for these actions ("-" where a
+        value is missing); ``by`` from :attr:`GROUP_COLUMNS`."""
+        unknown = [c for c in by if c not in self.GROUP_COLUMNS]
+        if unknown:
+            raise UsageError(
+                f"--by: unknown column '{unknown[0]}'",
+                hint="choices: " + ", ".join(self.GROUP_COLUMNS),
+            )
+        columns = ", ".join(f"coalesce(a.{c}, '-')" for c in by)
+        sql = f"SELECT a.id, {columns} FROM json_each(?) w JOIN actions a ON a.id = w.value"
+        wanted = json.dumps(list(dict.fromkeys(ids)))
+        return {r[0]: tuple(r[1:]) for r in self.conn.execute(sql, (wanted,))}
+
     def action_ids_of_sessions(self, sessions: Iterable[str]) -> list[str]:
         """The ids of every action of these sessions (by index on ``(session, seq)``)."""
         return [
