@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 DEMO_DB ?= demo.db
 
-.PHONY: demo test lint bench clean
+.PHONY: demo test docs lint bench clean
 
 $(BIN)/.installed: pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -24,14 +24,19 @@ demo: $(BIN)/.installed
 	$(BIN)/annotate report --codebook traum --out demo_report --db $(DEMO_DB)
 	$(BIN)/annotate status --db $(DEMO_DB)
 	$(BIN)/annotate import data/demo_self/log --db $(DEMO_DB)
-	@echo "Annotate your own actions (README, self-annotation): annotate code --codebook mental_model_self --self Rosa --db $(DEMO_DB) --media-prefix s3://demo-bucket/annotation/=data/demo_self/screens"
+	@echo "Annotate your own actions (docs/tutorials/self-annotation.md): annotate code --codebook mental_model_self --self Rosa --db $(DEMO_DB) --media-prefix s3://demo-bucket/annotation/=data/demo_self/screens"
 
 test: $(BIN)/.installed
 	$(BIN)/ruff check .
 	$(BIN)/python -m pytest -q
 
+# The documentation site, from mkdocs.yml and docs/, into site/ (warnings are errors;
+# tests/test_docs.py builds it too, so make test fails on a broken link).
+docs: $(BIN)/.installed
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir site
+
 bench: $(BIN)/.installed
 	$(BIN)/python benchmarks/run_all.py
 
 clean:
-	rm -rf $(VENV) *.egg-info .pytest_cache .ruff_cache $(DEMO_DB)* demo_report
+	rm -rf $(VENV) *.egg-info .pytest_cache .ruff_cache $(DEMO_DB)* demo_report site

@@ -5,7 +5,10 @@ for the page) as the platform stored it: a relative path, an absolute one, or a 
 ``s3://bucket/run1/shot.png``. The importers keep these references in the action's
 ``meta``; this module finds the file: a URL or path that starts with a ``--media-prefix
 PREFIX=DIR`` is read from DIR, a relative path from each ``--media-root DIR`` (then from
-the project file's folder). A file that cannot be found is "missing", never an error.
+the project file's folder), an absolute path only when it lies in one of those folders. A
+log is data from elsewhere: a reference that leads out of its folder (``../``, a link, an
+absolute path elsewhere) is never opened. A file that cannot be found is "missing", never
+an error.
 """
 
 from __future__ import annotations
@@ -74,20 +77,32 @@ class MediaLocator:
             project.resolve().parent if project else None,
         )
 
-    def candidates(self, ref: str) -> list[Path]:
+    def candidates(self, ref: str) -> list[tuple[Path, Path]]:
+        """Each place ``ref`` may be, with the folder it must stay inside."""
         for prefix, folder in sorted(self.prefixes, key=lambda p: -len(p[0])):
             if ref.startswith(prefix):
-                return [folder / ref[len(prefix) :].lstrip("/")]
+                return [(folder / ref[len(prefix) :].lstrip("/"), folder)]
         if "://" in ref:
             return []
         path = Path(ref)
-        if path.is_absolute():
-            return [path]
         last = (self.project_root,) if self.project_root else ()
-        return [root / path for root in (*self.roots, *last)]
+        roots = (*self.roots, *last)
+        if path.is_absolute():
+            return [(path, root) for root in roots]
+        return [(root / path, root) for root in roots]
 
     def locate(self, ref: str) -> Path | None:
-        return next((p for p in self.candidates(ref) if p.is_file()), None)
+        """The file ``ref`` names, or None: missing, or outside the folder it was looked for in."""
+        if "\x00" in ref:
+            return None
+        for path, folder in self.candidates(ref):
+            try:
+                inside = path.resolve().is_relative_to(folder.resolve())
+            except (OSError, RuntimeError):  # a loop of links, a name too long
+                continue
+            if inside and path.is_file():
+                return path
+        return None
 
     def screenshot(self, action: Action) -> Screenshot | None:
         """The action's screenshot (None when the log names none)."""

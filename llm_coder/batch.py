@@ -147,8 +147,8 @@ def parse_result_line(line: str) -> ResultLine:
     """Read one result line (OpenAI's output/error files, vLLM ``run_batch`` output)."""
     try:
         data = json.loads(line)
-    except ValueError as exc:
-        raise BadLine("not JSON") from exc
+    except (ValueError, RecursionError):
+        raise BadLine("not JSON") from None
     if not isinstance(data, dict) or not isinstance(data.get("custom_id"), str):
         raise BadLine("no custom_id")
     custom_id = data["custom_id"]
@@ -160,6 +160,8 @@ def parse_result_line(line: str) -> ResultLine:
     # the documented shape nests the completion in "body"; tolerate it unwrapped
     body = response.get("body", response) if "choices" not in response else response
     status = response.get("status_code", 200)
+    if not isinstance(status, int) or isinstance(status, bool):
+        return ResultLine(custom_id, error=f"status_code {str(status)[:40]!r} is not a number")
     if status != 200:
         return ResultLine(custom_id, error=_error_text(body, status))
     try:

@@ -15,6 +15,7 @@ from typing import Any
 
 from annotate.errors import AnnotateError
 from llm_coder.batch import BATCH_URL, COMPLETION_WINDOW, FILE_PURPOSE
+from llm_coder.calls import token_count
 from llm_coder.client import LLMConfig
 
 TAG_KEY = "annotate_batch"
@@ -38,22 +39,41 @@ class BatchState:
 
     @classmethod
     def of(cls, batch: Any) -> BatchState:
-        counts = batch.request_counts
+        """The provider's batch object, read defensively: a field of the wrong type is a
+        :class:`BatchAPIError` naming it, never a traceback."""
+        if not isinstance(getattr(batch, "id", None), str):
+            raise BatchAPIError(
+                "the endpoint's reply is not a batch (no id)",
+                hint="check --base-url: it must be an OpenAI-compatible Batch API",
+            )
+        counts = getattr(batch, "request_counts", None)
         errors = getattr(batch, "errors", None)
-        data = getattr(errors, "data", None) or []
+        data = getattr(errors, "data", None)
         messages = tuple(
-            f"{e.code}: {e.message}" + (f" (line {e.line})" if e.line else "") for e in data
+            f"{getattr(e, 'code', '?')}: {getattr(e, 'message', '')}"
+            + (f" (line {e.line})" if getattr(e, "line", None) else "")
+            for e in (data if isinstance(data, list) else [])
         )
         return cls(
             id=batch.id,
-            status=batch.status,
-            total=counts.total if counts else 0,
-            completed=counts.completed if counts else 0,
-            failed=counts.failed if counts else 0,
-            output_file_id=batch.output_file_id,
-            error_file_id=batch.error_file_id,
+            status=str(getattr(batch, "status", "")),
+            total=_count(counts, "total"),
+            completed=_count(counts, "completed"),
+            failed=_count(counts, "failed"),
+            output_file_id=_file_id(batch, "output_file_id"),
+            error_file_id=_file_id(batch, "error_file_id"),
             errors=messages,
         )
+
+
+def _count(counts: Any, name: str) -> int:
+    value = getattr(counts, name, 0) if counts is not None else 0
+    return token_count(value)
+
+
+def _file_id(batch: Any, name: str) -> str | None:
+    value = getattr(batch, name, None)
+    return value if isinstance(value, str) and value else None
 
 
 class BatchAPI:
@@ -91,9 +111,16 @@ class BatchAPI:
 
     def upload(self, path: Path) -> str:
         with open(path, "rb") as f:
-            return self._call(
+            uploaded = self._call(
                 "uploading the batch file", self.client.files.create, file=f, purpose=FILE_PURPOSE
-            ).id
+            )
+        file_id = getattr(uploaded, "id", None)
+        if not isinstance(file_id, str) or not file_id:
+            raise BatchAPIError(
+                "uploading the batch file failed: the endpoint's reply is not a file object",
+                hint="check --base-url: it must be an OpenAI-compatible Files and Batch API",
+            )
+        return file_id
 
     def create(self, input_file_id: str, tag: str) -> BatchState:
         batch = self._call(

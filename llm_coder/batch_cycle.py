@@ -28,7 +28,7 @@ from annotate.store.base import now
 from llm_coder.batch import BatchLimits
 from llm_coder.batch_api import TERMINAL, BatchAPI, BatchState
 from llm_coder.batch_export import BatchFiles, WrittenBatch, item_requests
-from llm_coder.batch_import import Importer, ImportResult, item_from_replies
+from llm_coder.batch_import import Importer, ImportResult, item_from_replies, result_lines
 from llm_coder.runner import ItemResult
 
 if TYPE_CHECKING:
@@ -188,8 +188,7 @@ class BatchCycle:
                 continue
             path = self.workdir / f"{batch['id']}-{file_id}.jsonl"
             self.api.download(file_id, path)
-            with open(path, encoding="utf-8") as f:
-                importer.add(f)
+            importer.add(result_lines(path))
             path.unlink()
         result = importer.result
         answered = self.store.cached_hashes(list(self.store.llm_batch_line_ids(batch["id"])))

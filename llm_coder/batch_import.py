@@ -309,7 +309,17 @@ class Importer:
 
 
 def import_file(store: Store, path: Any) -> ImportResult:
-    with open(path, encoding="utf-8") as f:
-        importer = Importer(store)
-        importer.add(f)
-        return importer.finish()
+    importer = Importer(store)
+    importer.add(result_lines(path))
+    return importer.finish()
+
+
+def result_lines(path: Any) -> Iterator[str]:
+    """The lines of a results file as text; a line that is not UTF-8 becomes one that fails
+    as not JSON, so the others are still collected."""
+    with open(path, "rb") as f:
+        for raw in f:
+            try:
+                yield raw.decode("utf-8")
+            except UnicodeDecodeError:
+                yield "not UTF-8"

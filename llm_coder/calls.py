@@ -21,6 +21,7 @@ import email.utils
 import json
 import random
 import time
+import urllib.parse
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
@@ -195,12 +196,42 @@ def read_completion(data: dict[str, Any]) -> tuple[str, int, int]:
     content = data["choices"][0]["message"].get("content") or ""
     if not isinstance(content, str):
         raise TypeError("content is not text")
-    usage = data.get("usage") or {}
-    return content, int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0)
+    usage = data.get("usage")
+    usage = usage if isinstance(usage, dict) else {}
+    return content, token_count(usage.get("prompt_tokens")), token_count(
+        usage.get("completion_tokens")
+    )
 
 
-def _scrub(text: str, secret: str | None) -> str:
-    return text.replace(secret, "***") if secret else text
+MAX_COUNT = 2**63 - 1
+"""SQLite's largest integer."""
+
+
+def token_count(value: Any) -> int:
+    """A provider's token count, or 0 when it gives none that can be one (absent, negative,
+    not a whole number, beyond what SQLite holds): a bad count never costs the reply."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return 0
+    if isinstance(value, float) and not value.is_integer():
+        return 0
+    return int(value) if 0 <= value <= MAX_COUNT else 0
+
+
+def _scrub(text: str, secrets: tuple[str, ...]) -> str:
+    for secret in secrets:
+        text = text.replace(secret, "***")
+    return text
+
+
+def client_secrets(client: Any) -> tuple[str, ...]:
+    """What must never be printed: the key, and a password or query values in the base URL
+    (``...?key=``: a server that echoes the path in a 404 would print it)."""
+    found = [getattr(client, "api_key", None) or ""]
+    url = urllib.parse.urlsplit(str(getattr(client, "base_url", "") or ""))
+    found.append(urllib.parse.unquote(url.password or ""))
+    for _, value in urllib.parse.parse_qsl(url.query, keep_blank_values=False):
+        found += [value, urllib.parse.quote(value, safe="")]
+    return tuple(sorted({s for s in found if len(s) >= 4}, key=len, reverse=True))
 
 
 class Caller:
@@ -281,7 +312,7 @@ class Caller:
     async def _send(self, request: ChatRequest) -> Reply:
         import openai
 
-        secret = getattr(self.client, "api_key", None)
+        secret = client_secrets(self.client)
         attempt = 0
         while True:
             mode = self.fallback.mode

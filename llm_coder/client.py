@@ -173,6 +173,10 @@ class LazyClient:
     def api_key(self) -> str:
         return self.config.api_key
 
+    @property
+    def base_url(self) -> str:
+        return self.config.base_url
+
     def get(self):  # -> openai.AsyncOpenAI
         if self._client is None:
             self._client = build_client(self.config)

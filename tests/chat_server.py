@@ -139,6 +139,8 @@ class BatchService:
     create_delay: float = 0.0
     line_errors: list[str] = field(default_factory=list)
     max_requests: int = 50_000
+    garble: Callable[[bytes], bytes] | None = None
+    """What a provider's file content turns into on the way (a test's fault)."""
     lock: threading.Lock = field(default_factory=threading.Lock)
     _next: int = 0
 
@@ -177,7 +179,8 @@ class BatchService:
     def get(self, path: str) -> tuple[int, Any]:
         parts = path.split("/")
         if path.endswith("/content") and parts[-2] in self.files:
-            return 200, self.files[parts[-2]]["content"]
+            content = self.files[parts[-2]]["content"]
+            return 200, self.garble(content) if self.garble else content
         if path.endswith("/batches"):
             data = [self._public(b) for b in reversed(self.batches.values())]
             return 200, {"object": "list", "data": data, "has_more": False,

@@ -17,6 +17,7 @@ import pytest
 from annotate.codebook import Answer, find_codebook
 from annotate.io import export
 from annotate.models import Action
+from annotate.render.cells import safe_cell
 from annotate.store import LabelWrite, Store
 
 ODD = [
@@ -112,7 +113,7 @@ def test_csv_reads_back_every_odd_cell(odd_db) -> None:
     for want in stored:
         got = by_id[want["id"]]
         text = want["content"]
-        assert got["content"] == ("" if text is None else export.safe_cell(text))
+        assert got["content"] == ("" if text is None else safe_cell(text))
         assert got["participant"] == (want["participant"] or "")
         assert got["elapsed_s"] == ("" if want["elapsed_s"] is None else got["elapsed_s"])
         if want["elapsed_s"] is not None:
@@ -225,7 +226,7 @@ def _reference_csv(store: Store, what: str, safe: bool) -> str:
             if kind in ("integer", "real"):
                 cells.append(text)
             else:
-                text = export.safe_cell(text or "") if safe else text or ""
+                text = safe_cell(text or "") if safe else text or ""
                 cells.append('"' + text.replace('"', '""') + '"')
         lines.append(",".join(cells))
     return "\n".join(lines) + "\n"

@@ -181,3 +181,31 @@ def test_import_labels_odd_field_names_the_line(cli, db_path, tmp_path, line, pr
     assert r.stderr.splitlines()[0] == f"error: {f}:2: {problem}"
     with Store(db_path) as s:
         assert s.label_rows("traum") == []
+
+
+SURROGATE = "not valid Unicode: a lone surrogate (\\ud800 to \\udfff) is not text"
+
+
+@pytest.mark.parametrize("fmt", ["jsonl", "platform"])
+def test_a_lone_surrogate_is_one_bad_line(cli, db_path, tmp_path, fmt) -> None:
+    good, key = (GOOD, "content") if fmt == "jsonl" else (PLATFORM, "action_content")
+    lone = json.dumps({**good, key: "x\ud800y"})
+    assert "\\ud800" in lone
+    pair = json.dumps({**good, key: "a \U0001f600 pair", "action_id": "a2"})
+    f = tmp_path / f"{fmt}.jsonl"
+    f.write_text(lone + "\n" + pair + "\n")
+    r = cli("import", str(f), "--format", fmt)
+    assert r.exit_code == 1 and "Traceback" not in r.stderr
+    assert r.stderr.splitlines()[0] == f"error: {f}:1: {SURROGATE}", r.stderr
+    r = cli("import", str(f), "--format", fmt, "--skip-invalid")
+    assert r.exit_code == 0, r.stderr
+    assert f"skipped {f}:1: {SURROGATE}" in r.stderr and _count(db_path) == 1
+
+
+def test_a_first_line_nested_too_deep_does_not_stop_format_detection(cli, db_path, tmp_path):
+    folder = tmp_path / "logs"
+    folder.mkdir()
+    (folder / "a.jsonl").write_text("[" * 1000 + "]" * 1000 + "\n" + json.dumps(PLATFORM) + "\n")
+    r = cli("import", str(folder), "--skip-invalid")
+    assert r.exit_code == 0, r.stderr
+    assert "Traceback" not in r.stderr and _count(db_path) == 1

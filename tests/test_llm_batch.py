@@ -451,3 +451,22 @@ def test_a_failed_batch_is_reported_and_its_items_resubmitted(cli, gold, env, db
     assert "  72 items stay open: they go into the next batch." in r.stdout
     assert "submitted batch 2 (validate" in r.stdout
     assert [b["status"] for b in env.state.batches.batches.values()] == ["failed", "validating"]
+
+
+def test_a_results_file_with_a_bad_byte_still_collects_the_rest(cli, gold, env, db_path):
+    """A byte that is not UTF-8 on one line of the provider's output costs that line only."""
+    env.state.label_for = agreeing(gold, 0.9)
+
+    def garble(content: bytes) -> bytes:
+        first, rest = content.split(b"\n", 1)
+        return first.replace(b'"custom_id"', b'"custom\xff_id"', 1) + b"\n" + rest
+
+    env.state.batches.garble = garble
+    assert label(cli, "--batch").exit_code == 0
+    label(cli, "--batch")
+    r = label(cli, "--batch")
+    assert r.exit_code in (0, 1), r.output
+    assert "Traceback" not in r.stderr
+    assert f"completed, {HELDOUT} requests: {HELDOUT - 1} replies stored" in r.stdout
+    with Store(db_path) as s:
+        assert len(s.label_rows("hcrc_moves", coders=[CODER])) == HELDOUT - 1

@@ -326,3 +326,17 @@ def test_config_needs_key_and_endpoint_and_says_how():
 def test_caller_needs_positive_concurrency():
     with pytest.raises(ValueError):
         Caller(None, MemoryCache(), concurrency=0)
+
+
+async def test_a_key_in_the_base_url_is_not_echoed(chat_server):
+    """A server that echoes the path in its 404 (the test server does, as many do) would
+    print a key placed in the base URL's query."""
+    secret = "sekret-in-the-url"
+    url = chat_server.base_url.removesuffix("/v1") + f"/nope?key={secret}"
+    config = LLMConfig("test-model", url, KEY, timeout_s=5)
+    caller = Caller(build_client(config), MemoryCache(), policy=RetryPolicy(base_delay_s=0.01))
+    runner = Runner(caller, PromptBuilder(MOVES, []), Settings("test-model", "h", 0.0, 1))
+    with pytest.raises(EndpointError) as info:
+        await run_all(runner, ITEMS[:1])
+    assert "HTTP 404" in info.value.message and "no route" in info.value.message
+    assert secret not in info.value.message and KEY not in info.value.message

@@ -326,3 +326,13 @@ def test_report_shows_partner_alignment(project, cli, db_path):
         rows = list(csv.DictReader(f))
     assert [r["Q4 n"] for r in rows] == ["2", "1", "1", "0", "1", "0", "0", "0", "0", "0"]
     assert [r["Q1"] for r in rows][:5] == ["0.5", "1.0", "1.0", "0.0", "1.0"]
+
+
+def test_a_mapping_nested_too_deeply_is_one_line(project, cli, db_path):
+    (project / "deep.yaml").write_text("codebook: probe\nquestions: " + "[" * 5000 + "]" * 5000)
+    result = import_reports(cli, project, mapping="deep.yaml")
+    assert result.exit_code == 1 and "Traceback" not in result.stderr
+    assert result.stderr.splitlines()[0] == (
+        f"error: {project}/deep.yaml: not valid YAML (nested too deeply)"
+    )
+    assert query(db_path, "SELECT count(*) FROM labels") == [(0,)]

@@ -16,6 +16,7 @@ import sys
 import termios
 import threading
 import time
+import urllib.parse
 import urllib.request
 from pathlib import Path
 
@@ -23,6 +24,7 @@ import pytest
 
 from annotate.tui.app import make_app
 from tests.test_coding_support import answers, labels, project, sample_ids
+from tests.web_browser import wait_for_address
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="needs a pty")
 
@@ -193,20 +195,13 @@ def test_web_serves_the_app_page(tmp_path: Path) -> None:
         start_new_session=True,
     )
     try:
-        deadline = time.monotonic() + 30
-        page = None
-        while page is None:
-            assert proc.poll() is None, proc.stdout.read().decode() if proc.stdout else ""
-            assert time.monotonic() < deadline, "the server never answered"
-            try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=2) as r:
-                    assert r.status == 200
-                    page = r.read().decode()
-            except OSError:
-                time.sleep(0.2)
+        url = wait_for_address(proc)
+        with urllib.request.urlopen(url, timeout=10) as r:
+            page = r.read().decode()
         assert "annotate: traum · dora" in page
         assert f"ws://127.0.0.1:{port}/ws" in page
-        shown = asyncio.run(_code_one_item_over_websocket(port, "3"))
+        token = urllib.parse.parse_qs(urllib.parse.urlparse(url).query)["token"][0]
+        shown = asyncio.run(_code_one_item_over_websocket(port, token, "3"))
         assert b"item #1" in shown
         _until(lambda: answers(db, "dora", "traum") != {})
     finally:
@@ -219,13 +214,17 @@ def test_web_serves_the_app_page(tmp_path: Path) -> None:
     assert list(answers(db, "dora", "traum").values()) == [("Acknowledge", None, None)]
 
 
-async def _code_one_item_over_websocket(port: int, key: str) -> bytes:
+async def _code_one_item_over_websocket(port: int, token: str, key: str) -> bytes:
     """What a browser does: open the app's websocket, wait for the first item, press a key."""
     import aiohttp
 
     out = b""
     url = f"http://127.0.0.1:{port}/ws?width=80&height=24"
-    async with aiohttp.ClientSession() as http, http.ws_connect(url) as ws:
+    origin = {"Origin": f"http://127.0.0.1:{port}"}
+    async with (
+        aiohttp.ClientSession(cookies={"annotate-token": token}) as http,
+        http.ws_connect(url, headers=origin) as ws,
+    ):
         await ws.send_str(json.dumps(["resize", {"width": 80, "height": 24}]))
         deadline = time.monotonic() + 30
         sent = False

@@ -13,7 +13,6 @@ import signal
 import subprocess
 import sys
 import time
-import urllib.request
 from pathlib import Path
 
 import pytest
@@ -21,7 +20,13 @@ import pytest
 from annotate.io.importing import import_files
 from annotate.store import Store
 from tests.test_coding_support import REPO
-from tests.web_browser import CHROMIUM_ARGS, WS_HOOK, find_chromium, free_port
+from tests.web_browser import (
+    CHROMIUM_ARGS,
+    WS_HOOK,
+    find_chromium,
+    free_port,
+    wait_for_address,
+)
 
 CHROMIUM = find_chromium()
 pytestmark = pytest.mark.skipif(
@@ -68,21 +73,6 @@ def _serve(db: Path, port: int) -> subprocess.Popen:
     )
 
 
-def _wait_up(proc: subprocess.Popen, url: str) -> None:
-    deadline = time.monotonic() + 30
-    while True:
-        if proc.poll() is not None:
-            out = proc.stdout.read().decode() if proc.stdout else ""
-            raise RuntimeError(f"annotate code --web exited: {out}")
-        assert time.monotonic() < deadline, "annotate code --web never answered"
-        try:
-            with urllib.request.urlopen(url, timeout=2) as r:
-                if r.status == 200:
-                    return
-        except OSError:
-            time.sleep(0.2)
-
-
 def _near(pixel: tuple[int, ...], colour: tuple[int, int, int], tolerance: int = 12) -> bool:
     return all(abs(a - b) <= tolerance for a, b in zip(pixel[:3], colour, strict=True))
 
@@ -95,10 +85,10 @@ def test_screenshot_is_displayed_beside_the_item(tmp_path: Path) -> None:
     with Store(db) as store:
         import_files(store, sorted((DEMO_SELF / "log").glob("*.jsonl")))
     port = free_port()
-    url = f"http://127.0.0.1:{port}/"
     proc = _serve(db, port)
     try:
-        _wait_up(proc, url)
+        url = wait_for_address(proc)
+        base = f"http://127.0.0.1:{port}/"
         with sync_playwright() as pw:
             browser = pw.chromium.launch(
                 executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS
@@ -108,8 +98,8 @@ def test_screenshot_is_displayed_beside_the_item(tmp_path: Path) -> None:
                 context.route(
                     "**/*",
                     lambda route: route.continue_()
-                    if route.request.url.startswith(url)
-                    or route.request.url.startswith(url.replace("http", "ws", 1))
+                    if route.request.url.startswith(base)
+                    or route.request.url.startswith(base.replace("http", "ws", 1))
                     else route.abort(),
                 )
                 context.add_init_script(WS_HOOK)

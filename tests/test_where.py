@@ -48,6 +48,12 @@ def actions_db(cli, tmp_path: Path, db_path: Path) -> Path:
         ("1=1 UNION SELECT 1", "UNION is not allowed"),
         ("(1=1", "a '(' is not closed"),
         ("random() % 2 = 0", "random() is not allowed"),
+        ("timestamp > datetime('now', '-1 day')", "'now' reads the clock"),
+        ("julianday( ' NOW ' ) - julianday(timestamp) < 7", "'now' reads the clock"),
+        ("strftime('%s', 'now') > 0", "'now' reads the clock"),
+        ("date() > '2020-01-01'", "date() reads the clock"),
+        ("timestamp < CURRENT_TIMESTAMP", "CURRENT_TIMESTAMP is not allowed"),
+        ("changes() = 0", "changes() is not allowed"),
     ],
 )
 def test_where_refuses_what_is_not_one_reproducible_condition(
@@ -63,6 +69,8 @@ def test_where_refuses_what_is_not_one_reproducible_condition(
 
 
 def test_where_keeps_quoted_text_and_subqueries(cli, actions_db: Path) -> None:
+    assert check_where("content = 'now'")  # a word in the log, not the clock
+    assert check_where("date(timestamp) = '2026-01-01' AND content LIKE 'now%'")
     assert check_where("content = 'a -- b; ORDER BY (x'") == "content = 'a -- b; ORDER BY (x'"
     assert check_where('"order" = 1')  # a quoted identifier is a name, not a keyword
     grouped = "session IN (SELECT session FROM actions GROUP BY session HAVING count(*) > 10)"

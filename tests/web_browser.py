@@ -11,17 +11,21 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import shutil
 import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 import urllib.parse
 import urllib.request
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
+
+PRINTED_URL = re.compile(r"http://127\.0\.0\.1:\d+/\?token=[\w-]+")
 
 # The flags that keep Chromium from stalling on a machine with no outside network.
 CHROMIUM_ARGS = [
@@ -86,53 +90,67 @@ def free_port() -> int:
 @contextlib.contextmanager
 def serve(db: Path, coder: str, *extra: str, codebook: str = "traum") -> Iterator[str]:
     """`annotate code --web` on a free port until the block ends; yields the page's URL."""
+    with server_process(db, coder, *extra, codebook=codebook) as (_, url):
+        yield url
+
+
+@contextlib.contextmanager
+def server_process(
+    db: Path, coder: str, *extra: str, codebook: str = "traum"
+) -> Iterator[tuple[subprocess.Popen[bytes], str]]:
+    """The server's process and the address it printed, until the block ends."""
     port = free_port()
     proc = subprocess.Popen(
         [
-            sys.executable,
-            "-m",
-            "annotate",
-            "code",
-            "--codebook",
-            codebook,
-            "--coder",
-            coder,
-            "--db",
-            str(db),
-            "--web",
-            "--port",
-            str(port),
-            *extra,
+            sys.executable, "-m", "annotate", "code", "--codebook", codebook, "--coder", coder,
+            "--db", str(db), "--web", "--port", str(port), *extra,
         ],
         cwd=db.parent,
         env={**os.environ, "NO_COLOR": "1"},
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         start_new_session=True,
-    )
-    url = f"http://127.0.0.1:{port}/"
+    )  # fmt: skip
     try:
-        deadline = time.monotonic() + 30
-        while True:
-            if proc.poll() is not None:
-                out = proc.stdout.read().decode() if proc.stdout else ""
-                raise RuntimeError(f"annotate code --web exited: {out}")
-            if time.monotonic() > deadline:
-                raise RuntimeError("annotate code --web never answered")
-            try:
-                with urllib.request.urlopen(url, timeout=2) as r:
-                    if r.status == 200:
-                        break
-            except OSError:
-                time.sleep(0.2)
-        yield url
+        yield proc, wait_for_address(proc)
     finally:
-        os.killpg(proc.pid, signal.SIGTERM)
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGTERM)
         try:
             proc.wait(10)
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait(10)
+
+
+def wait_for_address(proc: subprocess.Popen[bytes], timeout: float = 30) -> str:
+    """The address `annotate code --web` printed (its token included), once it answers."""
+    lines: list[str] = []
+    threading.Thread(target=_drain, args=(proc, lines), daemon=True).start()
+    deadline = time.monotonic() + timeout
+    url = ""
+    while True:
+        if proc.poll() is not None:
+            time.sleep(0.2)  # the drain thread reads what is left
+            raise RuntimeError(f"annotate code --web exited: {''.join(lines)}")
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"annotate code --web never answered: {''.join(lines)}")
+        url = url or next((m.group(0) for m in map(PRINTED_URL.search, lines) if m), "")
+        try:
+            if url:
+                with urllib.request.urlopen(url, timeout=2) as r:
+                    if r.status == 200:
+                        return url
+        except OSError:
+            pass
+        time.sleep(0.2)
+
+
+def _drain(proc: subprocess.Popen[bytes], lines: list[str]) -> None:
+    """Read the server's output as it comes (a full pipe would stall it)."""
+    assert proc.stdout is not None
+    for raw in proc.stdout:
+        lines.append(raw.decode(errors="replace"))
 
 
 def launch(playwright: Any, executable: str) -> Any:
@@ -154,12 +172,13 @@ def open_app(
 
     ``on_socket`` is given the terminal's size ("80x24") from the WebSocket's address."""
     context = browser.new_context(viewport={"width": width, "height": height})
+    base = "{0.scheme}://{0.netloc}/".format(urllib.parse.urlparse(url))
     # Only the app's own server: the page also asks for a web font, which would stall.
     context.route(
         "**/*",
         lambda route: route.continue_()
-        if route.request.url.startswith(url)
-        or route.request.url.startswith(url.replace("http", "ws", 1))
+        if route.request.url.startswith(base)
+        or route.request.url.startswith(base.replace("http", "ws", 1))
         else route.abort(),
     )
     context.add_init_script(WS_HOOK)

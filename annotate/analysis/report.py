@@ -59,6 +59,7 @@ from annotate.codebook import Codebook, Question
 from annotate.coders import SELF_PREFIX
 from annotate.errors import AnnotateError, NotFoundError, UsageError
 from annotate.reliability.agreement_data import is_human, undeclared_other
+from annotate.render.cells import safe_cell
 from annotate.store import Store
 
 BY_CHOICES = ("condition", "role", "action_type")
@@ -821,7 +822,8 @@ def write_report(report: Report, out: Path) -> ReportFiles:
     table_paths = []
     for table in report.tables():
         path = out / f"{table.key}.csv"
-        pd.DataFrame(table.rows, columns=table.columns, dtype=object).to_csv(path, index=False)
+        frame = pd.DataFrame(table.rows, columns=table.columns, dtype=object)
+        frame.map(safe_cell).to_csv(path, index=False)
         table_paths.append(path)
     page = out / "report.html"
     page.write_text(html.page(report, images), encoding="utf-8")

@@ -111,6 +111,7 @@ def code_command(
     try:
         from annotate.tui.app import (  # keeps textual off start-up
             check_port,
+            end_with_the_server,
             make_app,
             serve_web,
             web_command,
@@ -145,12 +146,18 @@ def code_command(
             new_coder=new_coder,
             extra=media.options(),
         )
+        from annotate.tui.web_server import new_token, web_url
+
+        token = new_token()
         console.print(
-            f"Serving the coding app for {coder} on http://127.0.0.1:{port} (Ctrl+C to stop).",
+            f"Serving the coding app for {coder} on {web_url(port, token)} (Ctrl+C to stop).",
             markup=False,
         )
-        serve_web(command, port=port, title=f"annotate: {session.codebook.name} · {coder}")
+        serve_web(
+            command, port=port, title=f"annotate: {session.codebook.name} · {coder}", token=token
+        )
         return
+    end_with_the_server()
     app.run()
     if os.environ.get("TEXTUAL_DRIVER"):
         return  # served by --web: stdout belongs to textual-serve's protocol

@@ -62,7 +62,11 @@ def code_self(
     web: bool,
     port: int,
 ) -> None:
-    from annotate.tui.app import check_port, serve_web  # keeps textual off start-up
+    from annotate.tui.app import (  # keeps textual off start-up
+        check_port,
+        end_with_the_server,
+        serve_web,
+    )
     from annotate.tui.self_app import make_self_app, self_web_command
 
     app = make_self_app(
@@ -89,13 +93,22 @@ def code_self(
             lookahead=lookahead,
             extra=media.options(),
         )
+        from annotate.tui.web_server import new_token, web_url
+
+        token = new_token()
         console.print(
-            f"Serving self-annotation for {coding.coder} on http://127.0.0.1:{port} "
+            f"Serving self-annotation for {coding.coder} on {web_url(port, token)} "
             "(Ctrl+C to stop).",
             markup=False,
         )
-        serve_web(command, port=port, title=f"annotate: {coding.codebook.name} · {coding.coder}")
+        serve_web(
+            command,
+            port=port,
+            title=f"annotate: {coding.codebook.name} · {coding.coder}",
+            token=token,
+        )
         return
+    end_with_the_server()
     app.run()
     if os.environ.get("TEXTUAL_DRIVER"):
         return  # served by --web: stdout belongs to textual-serve's protocol

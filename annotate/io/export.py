@@ -42,7 +42,6 @@ READERS = 2
 """Connections reading ranges of a table side by side (:func:`_in_ranges`). Two: the
 machine of the benchmark has two cores, and each reader adds its ranges' memory (four put
 a Parquet export of 92,000 rows at 218 MB against 171)."""
-FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 
 
 class ExportWhat(StrEnum):
@@ -99,14 +98,6 @@ def build(
     if what is ExportWhat.gold:
         coders = ["gold"]
     return store.export_labels_query(codebook=codebook, coders=coders, sample=sample, split=split)
-
-
-def safe_cell(value: object) -> object:
-    """A text cell a spreadsheet would run as a formula (``=``, ``+``, ``-``, ``@``, tab,
-    carriage return first), prefixed with ``'`` so that it is shown as text (OWASP)."""
-    if isinstance(value, str) and value.startswith(FORMULA_START):
-        return "'" + value
-    return value
 
 
 # -- CSV from JSON arrays -----------------------------------------------------------------

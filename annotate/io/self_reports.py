@@ -136,6 +136,8 @@ def load_mapping(path: Path, codebook: Codebook) -> Mapping:
         raise ImportFormatError(
             f"{path}{where}: not valid YAML ({getattr(exc, 'problem', exc)})"
         ) from None
+    except RecursionError:
+        raise ImportFormatError(f"{path}: not valid YAML (nested too deeply)") from None
     lines = dict(_lines(node)) if node is not None else {}
 
     def error(key: str, problem: str, hint: str | None = None) -> ImportFormatError:

@@ -5,13 +5,17 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 from collections.abc import Sequence
 from enum import StrEnum
 from typing import Any
 
 from rich.console import Console
 
+from annotate.render.cells import safe_cell
 from annotate.render.tables import Col, as_cols, cell, fit_rows
+
+NUMBER = re.compile(r"-?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")
 
 __all__ = ["Col", "OutputFormat", "cell", "csv_text", "markdown_table", "print_rows", "to_json"]
 
@@ -43,8 +47,18 @@ def csv_text(rows: Sequence[dict[str, Any]], columns: Sequence[str | Col]) -> st
     )
     writer.writeheader()
     for row in rows:
-        writer.writerow({c: cell(row.get(c), 6) if row.get(c) is not None else "" for c in columns})
+        writer.writerow({c: _csv_cell(row.get(c)) for c in columns})
     return buf.getvalue()
+
+
+def _csv_cell(value: Any) -> object:
+    """Numbers to 6 places; text through the formula guard, but for a number already
+    written as text (``-0.5``: a spreadsheet reads it as the number it is)."""
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        return cell(value, 6)
+    return value if NUMBER.fullmatch(value) else safe_cell(value)
 
 
 def to_json(data: Any) -> str:

@@ -9,9 +9,13 @@ from __future__ import annotations
 
 import errno
 import logging
+import os
 import shlex
+import signal
 import socket
 import sys
+import threading
+import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -143,7 +147,8 @@ def web_command(
         argv += ["--sample", sample]
     if new_coder:
         argv.append("--new-coder")
-    return shlex.join([*argv, *extra])
+    # exec: the shell gives way, so the app is the server's own child (end_with_the_server)
+    return "exec " + shlex.join([*argv, *extra])
 
 
 def _port_error(port: int, exc: OSError) -> UsageError:
@@ -170,12 +175,28 @@ def check_port(port: int) -> None:
             raise _port_error(port, exc) from None
 
 
-def serve_web(command: str, *, port: int, title: str) -> None:
-    """Serve ``command`` to browsers on 127.0.0.1:``port`` until Ctrl+C."""
-    from textual_serve.server import Server
+def end_with_the_server() -> None:
+    """In an app that --web serves (textual-serve sets TEXTUAL_DRIVER): end when the server
+    is gone. A server killed with -9 cannot stop its apps, and an app left running would
+    hold the project file; every answer is already saved, so ending loses nothing."""
+    if not os.environ.get("TEXTUAL_DRIVER"):
+        return
+    server = os.getppid()
+
+    def watch() -> None:
+        while os.getppid() == server:
+            time.sleep(0.5)
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    threading.Thread(target=watch, name="end-with-the-server", daemon=True).start()
+
+
+def serve_web(command: str, *, port: int, title: str, token: str) -> None:
+    """Serve ``command`` on 127.0.0.1:``port`` to the holder of ``token`` until Ctrl+C."""
+    from annotate.tui.web_server import GuardedServer
 
     try:
-        Server(command, host="127.0.0.1", port=port, title=title).serve()
+        GuardedServer(command, port=port, title=title, token=token).serve()
     except OSError as exc:  # taken between check_port() and now
         if exc.errno in (errno.EADDRINUSE, errno.EACCES):
             raise _port_error(port, exc) from None

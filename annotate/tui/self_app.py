@@ -106,4 +106,5 @@ def self_web_command(
         argv += ["--session", session]
     if checkpoints:
         argv += ["--checkpoints", str(checkpoints.resolve())]
-    return shlex.join([*argv, *extra])
+    # exec: the shell gives way, so the app is the server's own child (end_with_the_server)
+    return "exec " + shlex.join([*argv, *extra])

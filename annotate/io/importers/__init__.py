@@ -6,12 +6,11 @@ the data, and problems); :mod:`annotate.io.importing` stores them.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from pathlib import Path
 
 from annotate.errors import ImportFormatError, UsageError
-from annotate.io.importers import generic, maptask, platform
+from annotate.io.importers import fields, generic, maptask, platform
 from annotate.io.importers.base import ImportOptions, Item, SourceFormat
 from annotate.io.importers.encoding import not_utf8
 
@@ -57,8 +56,8 @@ def _head(path: Path) -> list[str]:
 
 def _json_object(line: str) -> dict | None:
     try:
-        obj = json.loads(line)
-    except json.JSONDecodeError:
+        obj = fields.json_line(line)
+    except ValueError:  # bad JSON, nested too deep, not Unicode: the parser names the line
         return None
     return obj if isinstance(obj, dict) else None
 

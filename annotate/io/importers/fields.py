@@ -142,7 +142,21 @@ def json_line(line: str) -> Any:
     # nesting needs an opening bracket per level: most lines cannot be too deep
     if line.count("{") + line.count("[") > MAX_JSON_DEPTH and _depth_over(value, MAX_JSON_DEPTH):
         raise ValueError(f"JSON nested deeper than {MAX_JSON_DEPTH} levels")
+    if SURROGATE_ESCAPE.search(line) and _has_lone_surrogate(value):
+        raise ValueError("not valid Unicode: a lone surrogate (\\ud800 to \\udfff) is not text")
     return value
+
+
+SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+"""How a surrogate is written in JSON; a valid pair decodes to one character."""
+
+
+def _has_lone_surrogate(value: Any) -> bool:
+    try:
+        json.dumps(value, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
 
 
 def _depth_over(value: Any, limit: int) -> bool:

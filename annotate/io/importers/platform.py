@@ -390,6 +390,7 @@ def _slow_item(line: str, lineno: int, options: ImportOptions) -> Item | None:
         obj = (
             json.loads(line)
             if line.count("{") + line.count("[") <= fields.MAX_JSON_DEPTH
+            and not fields.SURROGATE_ESCAPE.search(line)
             else fields.json_line(line)
         )
     except (ValueError, RecursionError):

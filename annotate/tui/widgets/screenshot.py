@@ -8,6 +8,8 @@ screenshot the log names but that cannot be found shows "screenshot missing".
 from __future__ import annotations
 
 import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 from textual.app import ComposeResult
 from textual.containers import Vertical
@@ -15,6 +17,9 @@ from textual.widgets import Label
 
 from annotate.media import Screenshot
 from annotate.render.terminal import shown_line
+
+if TYPE_CHECKING:
+    from PIL import Image as PILImage
 
 
 def _image_class(web: bool) -> type:
@@ -59,10 +64,35 @@ class ScreenshotPanel(Vertical):
         else:
             caption.update(f"screenshot: {_middle_cut(shown_line(shot.path.name))}")
             try:
-                image.image = shot.path  # type: ignore[attr-defined]
-            except OSError:  # unreadable or not an image: shown as missing, never an error
-                caption.update(f"screenshot missing (unreadable)\n{shown_line(shot.ref)}")
+                image.image = load_image(shot.path)  # type: ignore[attr-defined]
+            except Exception:
+                caption.update(f"screenshot unreadable\n{shown_line(shot.ref)}")
                 image.image = None  # type: ignore[attr-defined]
+
+
+MOST_BYTES = 50 * 2**20
+MOST_PIXELS = 40_000_000  # 8K by 5K: a full-page capture fits, a decompression bomb does not
+
+
+def load_image(path: Path) -> PILImage.Image:
+    """The decoded image, once its size on disk and in pixels are known to be sane.
+
+    Both are read before anything is decoded (PIL reads only the header on open), so a
+    small file that unpacks to gigabytes is refused instead of decoded."""
+    from PIL import Image as PILImage
+
+    if path.stat().st_size > MOST_BYTES:
+        raise ValueError(f"{path.name}: over {MOST_BYTES} bytes")
+    try:
+        opened = PILImage.open(path)
+    except PILImage.DecompressionBombError:  # PIL's own limit, far above ours
+        raise ValueError(f"{path.name}: too many pixels") from None
+    with opened as image:
+        width, height = image.size
+        if width * height > MOST_PIXELS:
+            raise ValueError(f"{path.name}: {width}x{height} pixels")
+        image.load()
+        return image.copy()
 
 
 def _middle_cut(name: str, most: int = 28) -> str:

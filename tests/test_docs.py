@@ -1,19 +1,28 @@
-"""The README is a contract: every command in its ``sh`` blocks runs here, in order, as written.
+"""README and every page of docs/ are a contract: every command in their ``sh`` blocks runs
+here, page by page, in order, as written.
 
-Each line runs in its own ``bash -c`` in a temp folder laid out as the README assumes: the
-demo data at ``data/demo``, real data at ``../shared`` (the Map Task corpus cut to a few
-dialogues, so that labelling "the rest" stays quick), and the files a user brings
-(``log.csv``, ``codings.csv`` ...) written by :data:`USER_FILES` just before the line that
-needs them. ``export OPENAI_BASE_URL=...`` points at the project's chat server
-(``tests/chat_server.py``), answering the expert move of each utterance: the real llama.cpp
-server runs the same commands in ``tests/test_llm_real_server.py``. Lines that cannot run
-here are listed in :data:`NOT_RUN` with the reason; vLLM's ``run_batch`` is stood in for by a
-writer of its documented output (:func:`run_batch_stand_in`); any other line must exit 0.
+Each page starts in a fresh empty folder with its own project file (``annotate.db``), laid out
+as the pages assume: the repo's ``data/`` at ``data/`` and the shared data at ``../shared``
+(the Map Task corpus cut to a few dialogues, so that labelling "the rest" stays quick). Each
+line runs in its own ``bash -c`` in that folder (a line ending in a backslash goes on on the next
+one), so only ``export NAME=VALUE`` lines carry over to the lines after them; ``cd`` would do
+nothing and is refused. The files a user brings (``log.csv``, ``codings.csv`` ...) are
+written by :data:`USER_FILES` just before the first line that names them.
+``export OPENAI_BASE_URL=...`` points at the project's chat server (``tests/chat_server.py``),
+answering the gold (or expert) answer of each item: the real llama.cpp server runs the same commands
+in ``tests/test_llm_real_server.py``. Lines that cannot run here are listed in :data:`NOT_RUN`
+with the reason; vLLM's ``run_batch`` is stood in for by a writer of its documented output
+(:func:`run_batch_stand_in`); any other line must exit 0.
+
+The site itself is built with ``mkdocs build --strict`` (a warning, such as a broken link, is
+an error), and the CLI reference it generates (``docs/hooks/cli_reference.py``) is checked to
+name every command.
 """
 
 from __future__ import annotations
 
 import csv
+import importlib.util
 import os
 import re
 import shlex
@@ -21,6 +30,7 @@ import sqlite3
 import subprocess
 import sys
 import zlib
+from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import closing
 from dataclasses import dataclass
@@ -29,12 +39,13 @@ from pathlib import Path
 import pytest
 
 from annotate.codebook import find_codebook
-from tests.chat_server import ServerState
+from tests.chat_server import ServerState, question_ids
 from tests.conftest import REPO, SHARED
 from tests.llm_fixtures import running_chat_server
 from tests.test_llm_batch import run_offline
 
 README = REPO / "README.md"
+DOCS = REPO / "docs"
 SH_BLOCK = re.compile(r"^( *)```sh\n(.*?)^\1```$", re.M | re.S)
 DIALOGUES = ("q1ec1.txt", "q8nc2.txt", "q4ec1.txt", "q3ec6.txt", "q1nc3.txt", "q2nc1.txt")
 CODERS = ("ana", "ben", "caro")
@@ -42,6 +53,7 @@ CODERS = ("ana", "ben", "caro")
 NOT_RUN: dict[str, str] = {
     "make demo": "a set-up command: its annotate lines run in test_make_demo_runs_as_written",
     "make test": "a set-up command: the test suite itself (.ci/run)",
+    "make docs": "a set-up command: the site's build runs in test_site_builds_without_warnings",
     "annotate code": "interactive: the coding screen is tested through Textual's pilot",
     "annotate adjudicate": "interactive without --majority-only: tested through the pilot",
     "pip install": "the local server's install: ../shared/llm/serve.sh provides one",
@@ -49,8 +61,18 @@ NOT_RUN: dict[str, str] = {
 }
 
 
+def pages() -> list[Path]:
+    """README and every Markdown page of docs/, README first."""
+    return [README, *sorted(DOCS.rglob("*.md"))]
+
+
+def page_id(page: Path) -> str:
+    return str(page.relative_to(REPO))
+
+
 @dataclass(frozen=True)
 class Line:
+    page: str
     number: int
     text: str
 
@@ -59,15 +81,25 @@ class Line:
         return shlex.split(self.text, comments=True)
 
     def __str__(self) -> str:
-        return f"README.md:{self.number}: {self.text.strip()}"
+        return f"{self.page}:{self.number}: {self.text.strip()}"
 
 
-def sh_lines(text: str) -> Iterator[Line]:
+def sh_lines(text: str, page: str = "README.md") -> Iterator[Line]:
+    """The command lines of every ``sh`` block, in order; a line ending in ``\\`` is joined
+    with the next (the line keeps the number of its first part)."""
     for block in SH_BLOCK.finditer(text):
         first = text.count("\n", 0, block.start(2)) + 1
         indent = len(block.group(1))
+        pending: tuple[int, str] | None = None
         for offset, raw in enumerate(block.group(2).splitlines()):
-            line = Line(first + offset, raw[indent:])
+            number, part = first + offset, raw[indent:]
+            if pending is not None:
+                number, part = pending[0], pending[1] + " " + part.lstrip()
+            if part.endswith("\\"):
+                pending = (number, part[:-1].rstrip())
+                continue
+            pending = None
+            line = Line(page, number, part)
             if line.words:
                 yield line
 
@@ -220,36 +252,62 @@ def run_batch_stand_in(work: Path, words: list[str], state: ServerState) -> None
 # -- the walk ---------------------------------------------------------------------------
 
 
-@pytest.fixture
-def work(tmp_path: Path) -> Path:
+def lay_out(tmp_path: Path) -> Path:
+    """A fresh empty folder holding data/ and, beside it, ../shared (Map Task cut)."""
     if not SHARED.is_dir():
         pytest.skip("../shared (real Map Task and platform data) is not beside this checkout")
     work = tmp_path / "work"
-    (work / "data").mkdir(parents=True)
-    (work / "data" / "demo").symlink_to(REPO / "data" / "demo")
-    for name in ("demo_self_reports.jsonl", "demo_self_report_mapping.yaml"):
-        (work / "data" / name).symlink_to(REPO / "data" / name)
-    (work / "data" / "demo_self").symlink_to(REPO / "data" / "demo_self")
-    dialogues = tmp_path / "shared" / "maptask" / "dialogues"
+    work.mkdir()
+    (work / "data").symlink_to(REPO / "data")
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    for entry in SHARED.iterdir():
+        if entry.name != "maptask":
+            (shared / entry.name).symlink_to(entry)
+    dialogues = shared / "maptask" / "dialogues"
     dialogues.mkdir(parents=True)
     for name in DIALOGUES:
         (dialogues / name).symlink_to(SHARED / "maptask" / "dialogues" / name)
-    (tmp_path / "shared" / "platform").symlink_to(SHARED / "platform")
     return work
 
 
-def gold_by_text(db: Path) -> dict[str, str]:
+def gold_by_text(db: Path, codebook: str | None) -> dict[str, tuple[str, str | None]]:
+    """The reference answer (code, Other's text) of each item's text, as the chat server
+    gives it: the adjudicated gold of the codebook, else a corpus coding (``hcrc``)."""
+    if not db.exists() or codebook is None:
+        return {}
     rows = query(
         db,
-        "SELECT a.content, l.value FROM labels l JOIN actions a ON a.id = l.action_id "
-        "WHERE l.coder = 'hcrc'",
+        "SELECT a.content, l.value, l.other_text FROM labels l "
+        "JOIN actions a ON a.id = l.action_id "
+        f"WHERE l.coder IN ('gold', 'hcrc') AND l.codebook = '{codebook}' "
+        "ORDER BY l.coder = 'gold'",
     )
-    return {" ".join((text or "").split()): value for text, value in rows}
+    return {" ".join((text or "").split()): (value, other) for text, value, other in rows}
 
 
-def test_readme_runs_as_written(work: Path):
-    lines = list(sh_lines(README.read_text()))
-    assert len(lines) > 20
+def answer_like_gold(gold: dict[str, tuple[str, str | None]]) -> Callable[[str, dict], dict]:
+    """The chat server's answer to an item: its text's gold, else the commonest gold code."""
+    codes = Counter(code for code, _ in gold.values())
+    fallback = (codes.most_common(1)[0][0] if codes else "acknowledge", None)
+
+    def answer(text: str, body: dict) -> dict:
+        code, other = gold.get(text, fallback)
+        if code == "other" and not other:
+            other = "as the gold has it"
+        return {qid: {"code": code, "other_text": other} for qid in question_ids(body)}
+
+    return answer
+
+
+def option(words: list[str], name: str) -> str | None:
+    """The value of ``--name VALUE`` on a command line."""
+    return words[words.index(name) + 1] if name in words[:-1] else None
+
+
+def run_page(page: Path, work: Path) -> tuple[list[Line], list[str]]:
+    """Every line of the page's sh blocks, in order: (the lines run, the NOT_RUN prefixes)."""
+    lines = list(sh_lines(page.read_text(), page_id(page)))
     env = {
         k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "ANNOTATE_"))
     } | {
@@ -258,7 +316,8 @@ def test_readme_runs_as_written(work: Path):
         "NO_COLOR": "1",
     }
     state = ServerState(keep_bodies=False)
-    ran, not_run = [], []
+    ran: list[Line] = []
+    not_run: list[str] = []
     with running_chat_server(state) as server:
         for line in lines:
             words = line.words
@@ -267,28 +326,61 @@ def test_readme_runs_as_written(work: Path):
                     name, _, value = assignment.partition("=")
                     env[name] = server.base_url if name == "OPENAI_BASE_URL" else value
                 continue
+            assert words[0] != "cd", f"{line}: each line runs in its own shell; cd does nothing"
             if (prefix := not_run_prefix(words)) is not None:
                 not_run.append(prefix)
                 continue
             if words[:3] == ["python", "-m", VLLM_RUN_BATCH]:
                 run_batch_stand_in(work, words, state)
                 continue
-            assert words[0] == "annotate", f"{line}: the README test cannot run this line"
             for name, write in USER_FILES.items():
                 if name in words and not (work / name).exists():
                     write(work)
             if "llm-label" in words:
-                gold = gold_by_text(work / "annotate.db")
-                state.label_for = lambda text, body, gold=gold: gold.get(text, "acknowledge")
+                db = work / (option(words, "--db") or "annotate.db")
+                state.answer_for = answer_like_gold(gold_by_text(db, option(words, "--codebook")))
             out = subprocess.run(
-                ["bash", "-c", line.text], cwd=work, env=env, capture_output=True, text=True
+                ["bash", "-c", line.text],
+                cwd=work,
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=900,
             )
             assert out.returncode == 0, f"{line}\nexit {out.returncode}\n{out.stdout}{out.stderr}"
             ran.append(line)
-    assert set(not_run) == set(NOT_RUN), "a reason in NOT_RUN covers no README line: drop it"
-    assert (work / "reliability.md").read_text().startswith("#")
+    return ran, not_run
+
+
+def readme_made_its_files(work: Path) -> None:
+    """The tour ends with the user's labels exported for analysis."""
+    assert query(work / "annotate.db", "SELECT count(*) FROM actions")[0][0] > 0
     assert (work / "labels.csv").stat().st_size > 0
-    assert len(ran) >= 25
+
+
+# What a page leaves behind, checked after its last line (beyond every line's exit 0).
+AFTER: dict[str, Callable[[Path], None]] = {"README.md": readme_made_its_files}
+
+RUNNABLE = [p for p in pages() if any(True for _ in sh_lines(p.read_text()))]
+
+
+@pytest.mark.parametrize("page", RUNNABLE, ids=page_id)
+def test_page_runs_as_written(page: Path, tmp_path: Path):
+    work = lay_out(tmp_path)
+    ran, not_run = run_page(page, work)
+    assert ran or not_run
+    if (check := AFTER.get(page_id(page))) is not None:
+        check(work)
+
+
+def test_every_not_run_reason_covers_a_line():
+    """A reason in NOT_RUN that covers no line of any page is stale."""
+    covered = {
+        not_run_prefix(line.words)
+        for page in pages()
+        for line in sh_lines(page.read_text(), page_id(page))
+    }
+    assert set(NOT_RUN) <= covered, f"cover no line: {sorted(set(NOT_RUN) - covered)}"
 
 
 def test_first_screen_has_the_two_set_up_commands():
@@ -315,3 +407,87 @@ def test_make_demo_runs_as_written(tmp_path: Path):
     for line in lines:
         run_annotate(tmp_path, shlex.split(line)[1:])
     assert (tmp_path / "demo_report").is_dir()
+
+
+# -- the site ---------------------------------------------------------------------------
+
+
+def load_hook() -> object:
+    spec = importlib.util.spec_from_file_location(
+        "cli_reference", DOCS / "hooks" / "cli_reference.py"
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_site_builds_without_warnings(tmp_path: Path):
+    """`mkdocs build --strict`: a broken link or anchor, or a page in nav that is missing,
+    fails the build (and so `make test`)."""
+    out = subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(tmp_path)],
+        cwd=REPO,
+        env=os.environ | {"NO_MKDOCS_2_WARNING": "1"},
+        capture_output=True,
+        text=True,
+    )
+    assert out.returncode == 0, out.stderr
+    assert (tmp_path / "reference" / "cli" / "index.html").is_file()
+    for page in pages()[1:]:
+        if page.parent.name != "hooks":
+            html = tmp_path / page.relative_to(DOCS).with_suffix("") / "index.html"
+            if page.name == "index.md":
+                html = tmp_path / page.relative_to(DOCS).with_name("index.html")
+            assert html.is_file(), f"{page_id(page)} was not built"
+
+
+def test_cli_reference_has_every_command_and_option():
+    """The generated reference names every command, subcommand and option of --help."""
+    import typer
+    import typer._click as click
+
+    from annotate.cli import COMMANDS, app
+
+    text = load_hook().cli_reference()
+    root = typer.main.get_command(app)
+    ctx = click.Context(root, info_name="annotate")
+    headings = re.findall(r"^#+ `annotate ([a-z -]+)`$", text, re.M)
+    assert [h for h in headings if " " not in h] == list(COMMANDS)
+
+    def check(name: str, command: object) -> None:
+        assert name in headings
+        for param in command.params:  # type: ignore[attr-defined]
+            for opt in param.opts if param.param_type_name == "option" else ():
+                assert f"`{opt}`" in text, f"annotate {name} {opt}"
+        if hasattr(command, "list_commands"):
+            for sub in command.list_commands(ctx):
+                check(f"{name} {sub}", command.get_command(ctx, sub))
+
+    for name in COMMANDS:
+        check(name, root.get_command(ctx, name))
+
+
+def test_project_file_page_names_every_table(tmp_path: Path):
+    """docs/reference/project-file.md describes every table and view a project file has."""
+    (tmp_path / "data").symlink_to(REPO / "data")
+    run_annotate(tmp_path, ["import", "data/demo", "--db", "blank.db"])  # every migration run
+    names = [
+        name
+        for (name,) in query(
+            tmp_path / "blank.db",
+            "SELECT name FROM sqlite_master WHERE type IN ('table', 'view') "
+            "AND name NOT LIKE 'sqlite_%'",
+        )
+    ]
+    page = (DOCS / "reference" / "project-file.md").read_text()
+    assert [n for n in names if f"`{n}`" not in page] == []
+
+
+def test_readme_is_a_short_front_door():
+    text = README.read_text()
+    assert len(text.splitlines()) <= 150
+    assert len(text.split()) <= 1600
+    links = re.findall(r"\]\(((?:docs|benchmarks)/[^)#]+)", text)
+    assert len(links) >= 10
+    assert [link for link in links if not (REPO / link).is_file()] == []
