@@ -19,11 +19,11 @@ from tests.conftest import DEMO
 from tests.test_analysis_support import DEMO_LABELS, write_csv
 from tests.test_llm_real_server import RealServer, free_port, real_server  # noqa: F401
 
-GOLD_ITEMS = 20
+GOLD_ITEMS = 10  # 8 shots, 2 held out: the shared server serves one request at a time
 
 
 def fresh_with_gold(cli, tmp_path: Path) -> None:
-    """The demo's actions and 20 gold traum labels (ana's first 20, as gold)."""
+    """The demo's actions and 10 gold traum labels (ana's first 10, as gold)."""
     assert cli("import", str(DEMO)).exit_code == 0
     with DEMO_LABELS.open(encoding="utf-8") as fh:
         ana = [r for r in csv.DictReader(fh) if r["coder"] == "ana"][:GOLD_ITEMS]
@@ -56,11 +56,11 @@ def test_llm_label_shots_8_as_typed(cli, db_path, tmp_path, real_server) -> None
         "no split 'traum' yet: made one as `annotate split --codebook traum --shots 8` would "
         "(its defaults) and stored it. split 'traum': 8 shots drawn at random, with"
     )
-    assert "12 held out for validation (gold: 'gold', seed 7, strategy random)." in lines[2]
+    assert "2 held out for validation (gold: 'gold', seed 7, strategy random)." in lines[2]
     with Store(db_path) as s:
         split = s.split_info("traum")
         run_row = s.query("SELECT model, codebook, split, status FROM llm_runs")[0]
-    assert (split.strategy, len(split.shots), len(split.heldout)) == ("random", 8, 12)
+    assert (split.strategy, len(split.shots), len(split.heldout)) == ("random", 8, 2)
     assert tuple(run_row) == ("smollm2", "traum", "traum", "validated")
     # the same split as `annotate split` with its defaults would make
     expected = random_split(sorted(split.shots + split.heldout), 8, 7)
