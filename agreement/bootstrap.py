@@ -433,13 +433,19 @@ def cohen_bootstrap(
 
 
 def complete_counts(codes: np.ndarray, k: int) -> np.ndarray:
-    """Items x categories counts of the rows of ``codes`` with no missing rating."""
+    """Items x categories counts of the rows of ``codes`` with no missing rating, in one
+    canonical order (sorted by their counts): a resample then draws the same items whatever
+    order the caller listed them in, so the interval depends on the ratings alone (`agree`
+    in sample order and the LLM validation in held-out order print the same digits)."""
     codes = codes[ratings_per_item(codes) == codes.shape[1]]
     n_items = codes.shape[0]
     rows = np.repeat(np.arange(n_items), codes.shape[1])
-    return np.bincount(rows * k + codes.ravel().astype(np.intp), minlength=n_items * k).reshape(
-        n_items, k
-    )
+    counts = np.bincount(
+        rows * k + codes.ravel().astype(np.intp), minlength=n_items * k
+    ).reshape(n_items, k)
+    if n_items > 1:
+        counts = counts[np.lexsort(counts.T[::-1])]
+    return counts
 
 
 def bootstrap_fleiss_ci(

@@ -26,20 +26,28 @@ class Listed(NamedTuple):
     summary: str  # the first paragraph of the command's help, as `annotate --help` lists it
 
 
-# In the order `annotate --help` lists them. tests/test_startup.py checks each summary against
-# the command's own help.
+# In the order `annotate --help` lists them: the workflow's, as docs/index.md's table has it
+# (tests/test_docs.py). tests/test_startup.py checks each summary against the command's own help.
 COMMANDS: dict[str, Listed] = {
     "import": Listed("data", "Import action logs. Importing the same file again adds nothing."),
     "import-labels": Listed("data", "Import codings made elsewhere (a spreadsheet, another tool)."),
-    "export": Listed(
-        "export", "Export actions, labels (joined with their actions), gold labels or LLM replies."
-    ),
     "sample": Listed(
         "samples", "Draw a reproducible random sample of actions and store it by name."
     ),
     "samples": Listed("samples", "List the stored samples with their sizes."),
-    "status": Listed(
-        "status", "What the project file holds and the next command that makes sense."
+    "codebooks": Listed("codebooks", "List, show and validate codebooks."),
+    "code": Listed(
+        "code", "Code a sample, one keypress per answer. Every answer is saved at once."
+    ),
+    "merge": Listed("analysis", "Merge coders' project files into this one."),
+    "audit": Listed(
+        "audit", "Code every message with a rule set and store the answers as coder rule:NAME."
+    ),
+    "agree": Listed(
+        "agree", "Inter-coder agreement per question, with intervals and the items left out."
+    ),
+    "adjudicate": Listed(
+        "agree", "Make gold labels: majority vote, then a screen for ties and flagged items."
     ),
     "split": Listed(
         "llm", "Split gold items into few-shot examples and a held-out validation set."
@@ -53,24 +61,19 @@ COMMANDS: dict[str, Listed] = {
     "stats": Listed(
         "analysis", "Describe the dataset: sessions, actions and per-session means and SDs."
     ),
-    "report": Listed(
-        "analysis", "Write the study report as PNG charts and one self-contained HTML page."
-    ),
     "split-sessions": Listed(
         "analysis",
         "Split sessions into train and test, no session in both, matched in distribution.",
     ),
-    "merge": Listed("analysis", "Merge coders' project files into this one."),
-    "code": Listed(
-        "code", "Code a sample, one keypress per answer. Every answer is saved at once."
+    "report": Listed(
+        "analysis", "Write the study report as PNG charts and one self-contained HTML page."
     ),
-    "agree": Listed(
-        "agree", "Inter-coder agreement per question, with intervals and the items left out."
+    "export": Listed(
+        "export", "Export actions, labels (joined with their actions), gold labels or LLM replies."
     ),
-    "adjudicate": Listed(
-        "agree", "Make gold labels: majority vote, then a screen for ties and flagged items."
+    "status": Listed(
+        "status", "What the project file holds and the next command that makes sense."
     ),
-    "codebooks": Listed("codebooks", "List, show and validate codebooks."),
 }
 
 MARKUP_MODE = "markdown"  # paragraphs reflow to the terminal's width

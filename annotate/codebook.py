@@ -42,7 +42,6 @@ from pydantic_core import PydanticCustomError
 
 from annotate.codebook_yaml import check_size, load_yaml
 from annotate.errors import CodebookError
-from annotate.models import ACTION_TYPES
 
 OTHER = "other"
 YES = "yes"
@@ -197,11 +196,16 @@ class Codebook(_Strict):
     version: str = Field(min_length=1)
     instructions: str = ""
     applies_to: list[str] | None = None
+    context_fields: list[str] = []
+    """``meta`` paths shown beside each action on the coding screen and in the LLM prompt
+    (``verifier``, ``request.target``): what a code depends on besides the words."""
     questions: list[Question] = Field(min_length=1)
 
     @cached_property  # the model is frozen; save_answers asks once per label
     def version_hash(self) -> str:
         data = self.model_dump(mode="json")
+        if not data["context_fields"]:  # the default: older hashes stay the same
+            del data["context_fields"]
         for q in data["questions"]:  # the defaults: older hashes stay the same
             if q.get("level") == "nominal":
                 del q["level"]
@@ -342,13 +346,12 @@ def _semantic_problems(cb: Codebook) -> list[str]:
             if opt.key in seen_keys or opt.key in reserved:
                 problems.append(f"{where}.key: duplicate key '{opt.key}'")
             seen_keys[opt.key] = opt.code
-        for types, where in ((q.applies_to, f"questions[{qi}].applies_to"),):
-            for t in types or []:
-                if t not in ACTION_TYPES:
-                    problems.append(f"{where}: unknown action type '{t}'")
+        for t in q.applies_to or []:
+            if not t.strip():
+                problems.append(f"questions[{qi}].applies_to: an action type cannot be empty")
     for t in cb.applies_to or []:
-        if t not in ACTION_TYPES:
-            problems.append(f"applies_to: unknown action type '{t}'")
+        if not t.strip():
+            problems.append("applies_to: an action type cannot be empty")
     return problems
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 from typing import Any
 
 from annotate.codebook import find_codebook
@@ -10,7 +11,9 @@ from annotate.errors import AnnotateError
 from annotate.store import Store
 
 
-def project_status(store: Store) -> dict[str, Any]:
+def project_status(store: Store, db_option: str = "") -> dict[str, Any]:
+    """What ``store`` holds; ``db_option`` (``--db PATH`` or nothing) ends the next command,
+    so that it runs as pasted on the file that was asked about."""
     books = store.codebook_versions()
     samples = store.samples()
     progress = []
@@ -41,7 +44,10 @@ def project_status(store: Store) -> dict[str, Any]:
             for r in store.agreement_runs()
         ],
     }
-    status["next"] = next_step(status, coders_by_book)
+    if status["llm_batches"]:  # the command that collects them already names its file
+        status["next"] = status["llm_batches"][0]["command"]
+    else:
+        status["next"] = " ".join(filter(None, (next_step(status, coders_by_book), db_option)))
     return status
 
 
@@ -71,21 +77,21 @@ def next_step(status: dict[str, Any], coders_by_book: dict[str, list[str]]) -> s
         return f"annotate sample --n {min(180, status['actions'])} --seed 7 --name main"
     names = [s["name"] for s in status["samples"]]
     sample = "main" if "main" in names else names[0]
+    in_sample = f"--sample {shlex.quote(sample)}"
     with_llm = [b for b, cs in status["llm_coders"].items() if cs]
-    if status["llm_batches"]:
-        return status["llm_batches"][0]["command"]
     if with_llm:
-        return f"annotate report --codebook {with_llm[0]}"
+        return f"annotate report --codebook {shlex.quote(with_llm[0])}"
     if status["llm_splits"]:
-        book = status["llm_splits"][-1]["codebook"]
+        book = shlex.quote(status["llm_splits"][-1]["codebook"])
         return f"annotate llm-label --codebook {book} --model MODEL --shots 8"
     humans = {b: [c for c in cs if is_human(c)] for b, cs in coders_by_book.items()}
     if not any(humans.values()):
-        return f"annotate code --codebook traum --sample {sample} --coder YOUR_NAME"
+        return f"annotate code --codebook traum {in_sample} --coder YOUR_NAME"
     book = max(humans, key=lambda b: len(humans[b]))
+    quoted = shlex.quote(book)
     if len(humans[book]) < 2:
         return (
-            f"annotate code --codebook {book} --sample {sample} --coder ANOTHER_CODER --new-coder"
+            f"annotate code --codebook {quoted} {in_sample} --coder ANOTHER_CODER --new-coder"
         )
     coded = {
         p["coder"]: p["coded"]
@@ -94,10 +100,10 @@ def next_step(status: dict[str, Any], coders_by_book: dict[str, list[str]]) -> s
     }
     agreed = any(r["codebook"] == book and r["sample"] == sample for r in status["agreement_runs"])
     if not agreed:
-        return f"annotate agree --codebook {book} --sample {sample}"
+        return f"annotate agree --codebook {quoted} {in_sample}"
     if coded.get(GOLD, 0) < max((coded.get(c, 0) for c in humans[book]), default=0):
-        return f"annotate adjudicate --codebook {book} --sample {sample}"
-    return f"annotate split --codebook {book} --sample {sample} --shots 8 --seed 7"
+        return f"annotate adjudicate --codebook {quoted} {in_sample}"
+    return f"annotate split --codebook {quoted} {in_sample} --shots 8 --seed 7"
 
 
 def codebook_is_current(name: str, stored_hash: str) -> bool | None:

@@ -959,6 +959,101 @@ def case_import(b: Bench) -> None:
     )
 
 
+TRACE_MAP = (
+    "session=episode,participant=agent,action_type=action.name,content=message.text,"
+    "meta.timestep=t,meta.object=action.object,meta.request=message.request,"
+    "meta.verifier=verifier.feedback"
+)
+FLAT_MAP = "session=episode,participant=agent,action_type=type"
+
+
+def trace_files(n: int) -> tuple[Path, Path]:
+    """``n`` events of agent traces (issue 36) in 10 JSONL files, cached: nested as
+    Collab-Overcooked logs are (action, message with a structured request, verifier
+    feedback), and the same events flat (what the import read before dotted paths).
+    Episodes of 200 events, two events a timestep: the chef asks for an action on an object
+    every third event (the same ask again after 40: Redundant), the assistant does it next
+    (corrected by the verifier one time in 17, then done again: Assisted) and then moves
+    a dish."""
+    digest = hashlib.sha256(inspect.getsource(trace_files).encode()).hexdigest()[:8]
+    folder = SCALE_DIR / f"traces-{n}-{digest}"
+    nested, flat = folder / "nested", folder / "flat"
+    if folder.exists():
+        return nested, flat
+    partial = folder.with_suffix(f".building-{os.getpid()}")
+    shutil.rmtree(partial, ignore_errors=True)
+    (partial / "nested").mkdir(parents=True)
+    (partial / "flat").mkdir()
+    n_files, per_episode = 10, 200
+    actions = ("pickup", "chop", "put_in", "cook", "plate")
+    per_file = n // n_files
+    for f in range(n_files):
+        with (partial / "nested" / f"t{f}.jsonl").open("w") as fn, (
+            partial / "flat" / f"t{f}.jsonl"
+        ).open("w") as ff:
+            for k in range(per_file):
+                i = f * per_file + k
+                episode, step = divmod(i, per_episode)
+                ask = step // 3
+                a, o = actions[ask % 5], f"item_{ask % 40}"
+                head = {"episode": f"e{episode}", "pairing": f"p{episode % 6}",
+                        "level": 1 + episode % 3, "t": step // 2}  # fmt: skip
+                feedback = ""
+                if step % 3 == 0:
+                    request = {"object": o, "action": a, "target": "assistant"}
+                    text = f"assistant, please {a} {o}"
+                    row = {**head, "agent": "chef", "action": None, "message": {"text": text,
+                           "request": request}, "verifier": "", "recipe_relevant": True,
+                           "tokens": 14}  # fmt: skip
+                    flat_row = {**head, "agent": "chef", "type": "message", "content": text,
+                                "timestep": step // 2, "request": request,
+                                "recipe_relevant": True, "tokens": 14}  # fmt: skip
+                else:
+                    if step % 3 == 1 and i % 17 == 0:
+                        feedback = f"{o} is not reachable"
+                    if step % 3 == 2 and (i - 1) % 17 != 0:
+                        a, o = "move", f"dish_{step}"
+                    row = {**head, "agent": "assistant", "action": {"name": a, "object": o},
+                           "message": "", "verifier": {"feedback": feedback} if feedback
+                           else "", "recipe_relevant": True}  # fmt: skip
+                    flat_row = {**head, "agent": "assistant", "type": a,
+                                "timestep": step // 2, "object": o, "verifier": feedback,
+                                "recipe_relevant": True}  # fmt: skip
+                del flat_row["t"]
+                fn.write(json.dumps(row) + "\n")
+                ff.write(json.dumps(flat_row) + "\n")
+    partial.rename(folder)
+    return nested, flat
+
+
+def case_trace(b: Bench) -> None:
+    """Issue 36: a nested agent trace imported through dotted paths, against the same
+    events flat (the import as it was), then `audit --rules tgco` over all of them."""
+    n = b.shape.n_actions
+    nested, flat = trace_files(n)
+    dbs = {name: b.work / f"trace-{name}.db" for name in ("nested", "flat")}
+    for db in dbs.values():
+        for suffix in ("", "-wal", "-shm"):
+            Path(f"{db}{suffix}").unlink(missing_ok=True)
+    peer = measure(annotate("import", str(flat), "--map", FLAT_MAP, "--db", str(dbs["flat"])))
+    ours = measure(
+        annotate("import", str(nested), "--map", TRACE_MAP, "--db", str(dbs["nested"]))
+    )
+    b.add(
+        f"import {n // 1000}k trace events (nested, --map dotted paths)",
+        ours,
+        None,
+        400,
+        peer=peer,
+        peer_name="the same events flat",
+        ratio=1.5,
+    )
+    audit = measure(annotate("audit", "--rules", "tgco", "--db", str(dbs["nested"])))
+    messages = -(-n // 3)
+    what = f"audit --rules tgco, {n // 1000}k events ({messages // 1000}k messages)"
+    b.add(what, audit, 120, 500)
+
+
 CASES: dict[str, Callable[[Bench], None]] = {
     "agree": case_agree,
     "adjudicate": case_adjudicate,
@@ -972,6 +1067,7 @@ CASES: dict[str, Callable[[Bench], None]] = {
     "llm-dry-run": case_llm_dry_run,
     "llm-resume": case_llm_resume,
     "import": case_import,
+    "trace": case_trace,
 }
 
 

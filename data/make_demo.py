@@ -854,6 +854,9 @@ def main(argv: list[str] | None = None) -> None:
     from make_demo_self import write as write_self  # the self-annotation demo, beside it
 
     print(f"wrote {write_self(args.out)} actions to {args.out / 'demo_self'} (self-annotation)")
+    from make_demo_traces import write as write_traces  # the multi-agent trace demo
+
+    print(f"wrote {write_traces(args.out)} events to {args.out / 'demo_traces'} (agent traces)")
 
 
 if __name__ == "__main__":

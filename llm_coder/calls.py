@@ -29,6 +29,7 @@ from typing import Any, Protocol
 from annotate.errors import AnnotateError
 from annotate.store.llm_records import CallRecord, ChatRequest, Reply
 from llm_coder.client import LazyClient
+from llm_coder.concurrency import AdaptiveLimit
 from llm_coder.prompt import Message
 from llm_coder.schema import FORMAT_MODES, FormatMode, response_format
 
@@ -243,10 +244,13 @@ class Caller:
         cache: Cache,
         *,
         concurrency: int = 8,
+        adapt: bool = False,
         policy: RetryPolicy | None = None,
         fallback: FormatFallback | None = None,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
     ):
+        """``adapt``: step the concurrency down while the server answers one request at a
+        time or times out (:class:`~llm_coder.concurrency.AdaptiveLimit`)."""
         if concurrency < 1:
             raise ValueError("concurrency must be at least 1")
         self.client = client
@@ -254,7 +258,7 @@ class Caller:
         self.policy = policy or RetryPolicy()
         self.fallback = fallback or FormatFallback()
         self.stats = CallStats()
-        self._sem = asyncio.Semaphore(concurrency)
+        self.limit = AdaptiveLimit(concurrency, adapt=adapt)
         self._sleep = sleep
         self._inflight: dict[str, asyncio.Future[Reply]] = {}
         self._probe = asyncio.Lock()
@@ -271,7 +275,7 @@ class Caller:
         future: asyncio.Future[Reply] = asyncio.get_running_loop().create_future()
         self._inflight[key] = future
         try:
-            async with self._sem:
+            async with self.limit:
                 reply = await self._send_when_settled(request)
             self.cache.put(CallRecord(request, reply))
             future.set_result(reply)
@@ -317,9 +321,12 @@ class Caller:
         while True:
             mode = self.fallback.mode
             started = time.perf_counter()
+            self.limit.sending += 1
+            crowd = self.limit.sending
             try:
                 completion = await self._post(self._body(request, mode))
             except openai.APIStatusError as exc:
+                self.limit.sending -= 1
                 status = exc.status_code
                 message = _scrub(_status_message(exc), secret)
                 if mode != "none" and _is_format_error(status, message, exc.param):
@@ -347,10 +354,19 @@ class Caller:
                     f"the endpoint refused the request (HTTP {status}: {message})", hint=hint
                 ) from None
             except (openai.APITimeoutError, openai.APIConnectionError) as exc:
-                self.stats.timeouts += isinstance(exc, openai.APITimeoutError)
+                self.limit.sending -= 1
+                if isinstance(exc, openai.APITimeoutError):
+                    self.stats.timeouts += 1
+                    self.limit.timed_out()
                 attempt = await self._backoff(attempt, None, _scrub(str(exc), secret))
                 continue
+            except BaseException:
+                self.limit.sending -= 1
+                raise
+            else:
+                self.limit.sending -= 1
             latency = time.perf_counter() - started
+            self.limit.record(latency, crowd)
             try:
                 text, tokens_in, tokens_out = _read_completion(completion)
             except (ValueError, LookupError, TypeError):

@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from annotate.codebook import Answer, Codebook, Question
-from annotate.models import Action, describe
+from annotate.models import Action, describe_with
 from annotate.store.llm_records import Message, canonical_json, sha256_json
 from llm_coder.schema import answer_to_json
 
@@ -23,10 +23,14 @@ TARGET_MARKER = "Action to code:"
 
 @dataclass(frozen=True)
 class Item:
-    """An action to code and the actions before it in its session (oldest first)."""
+    """An action to code, the actions before it in its session (oldest first), the ones
+    after it (``--lookahead``), and the ``meta`` fields shown beside each (``--show``, else
+    the codebook's ``context_fields``): what the coding screen shows."""
 
     action: Action
     context: tuple[Action, ...] = ()
+    after: tuple[Action, ...] = ()
+    show: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -41,14 +45,16 @@ def _one_line(text: str | None) -> str:
     return " ".join((text or "").split()) or "(no content)"
 
 
-def render_action(action: Action) -> str:
-    """``[#12 +3.0s] guide, message: go left`` — one line per action (role, else participant)."""
+def render_action(action: Action, show: Sequence[str] = ()) -> str:
+    """``[#12 +3.0s] guide, message: go left`` — one line per action (role, else participant),
+    with the fields of ``show`` it has: ``... pickup(onion_1)  [verifier: not reachable]``."""
     when = ""
     if action.elapsed_s is not None:
         when = f" +{action.elapsed_s:.1f}s"
     who = action.role or action.participant or "?"
     # the coding screen's wording: a message's text, "[draws a stroke]" for a drawing...
-    return f"[#{action.seq}{when}] {who}, {action.action_type}: {_one_line(describe(action))}"
+    text = _one_line(describe_with(action, show))
+    return f"[#{action.seq}{when}] {who}, {action.action_type}: {text}"
 
 
 def render_item(item: Item) -> str:
@@ -56,13 +62,17 @@ def render_item(item: Item) -> str:
     a = item.action
     head = f"Session {a.session}" + (f" (condition: {a.condition})" if a.condition else "")
     lines = [head]
+    show = item.show
     if item.context:
         lines.append(f"Context (the {len(item.context)} actions before it, oldest first):")
-        lines.extend(render_action(c) for c in item.context)
+        lines.extend(render_action(c, show) for c in item.context)
     else:
         lines.append("Context: none (first action of the session).")
     lines.append(TARGET_MARKER)
-    lines.append(render_action(a))
+    lines.append(render_action(a, show))
+    if item.after:
+        lines.append(f"What followed (the {len(item.after)} actions after it):")
+        lines.extend(render_action(c, show) for c in item.after)
     return "\n".join(lines)
 
 

@@ -1,11 +1,12 @@
 """The validation report: the LLM as one more coder on the held-out gold items.
 
-Per question: Fleiss' kappa of LLM + gold (two coders: Scott's pi) and Cohen's kappa, each
-with a BCa bootstrap CI over items; accuracy; per-label precision, recall and F1;
-the confusion matrix (rows gold, columns LLM); and Fleiss' kappa of the human coders of the
-held-out items with and without the LLM. A reply that stayed invalid after its retry is
-the category ``(invalid)`` — it counts against the LLM, never silently dropped. The gate
-figure is the lowest Fleiss' kappa over the questions.
+Per question: Fleiss' kappa of LLM + gold (two coders: Scott's pi) with a BCa bootstrap CI
+over items, and Cohen's kappa with its asymptotic CI, computed as `annotate agree` computes
+them (the same categories and settings: the same labels print the same digits); accuracy;
+per-label precision, recall and F1; the confusion matrix (rows gold, columns LLM); and
+Fleiss' kappa of the human coders of the held-out items with and without the LLM. A reply
+that stayed invalid after its retry is the category ``(invalid)`` — it counts against the
+LLM, never silently dropped. The gate figure is the lowest Fleiss' kappa over the questions.
 """
 
 from __future__ import annotations
@@ -24,7 +25,13 @@ from agreement import (
     fleiss_kappa,
 )
 from agreement.results import to_jsonable
-from annotate.codebook import Answer, Codebook, Question
+from annotate.codebook import OTHER, Answer, Codebook, Question
+from annotate.reliability.settings import (
+    DEFAULT_CI,
+    DEFAULT_CI_METHOD,
+    DEFAULT_N_BOOT,
+    DEFAULT_SEED,
+)
 from llm_coder.runner import ItemResult
 
 if TYPE_CHECKING:
@@ -35,8 +42,8 @@ INVALID = "(invalid)"
 MIN_CELL = 10
 """Held-out items a cell of ``--by`` needs before its accuracy and kappa are shown."""
 GOLD_NAME = "gold"
-BOOTSTRAP = 1000
-SEED = 0
+BOOTSTRAP = DEFAULT_N_BOOT  # the settings of `agree`: the same labels give the same digits
+SEED = DEFAULT_SEED
 
 
 @dataclass(frozen=True)
@@ -57,6 +64,11 @@ class QuestionReport:
     fleiss_humans_llm: float | None
     n_items_humans: int
     notes: tuple[str, ...] = ()
+    fleiss_valid: float | None = None
+    """With invalid replies: Fleiss' kappa over the items with a valid reply only, the
+    figure `agree --coders GOLD,LLM` gives on the stored labels (they hold no invalid)."""
+    fleiss_valid_ci: tuple[float | None, float | None] = (None, None)
+    n_valid: int = 0
 
 
 @dataclass(frozen=True)
@@ -134,22 +146,27 @@ def _columns(
     item_ids: Sequence[str],
     gold: Mapping[str, Mapping[str, Answer]],
     llm: Mapping[str, Mapping[str, Answer] | None],
-) -> tuple[list[str], list[str | None], list[str | None], list[str]]:
-    """The items with a gold and an LLM answer, their categories in two columns, and the
-    categories used (codebook order, then others, then the invalid replies)."""
-    codes = list(question.codes) if question.kind != "multi" else []
+) -> tuple[list[str], list[str | None], list[str | None], list[str], list[str]]:
+    """The items with a gold and an LLM answer, their categories in two columns, the
+    categories counted (as `agree` counts them, then the invalid replies) and those used."""
+    codes = list(question.codes) if question.kind != "multi" else None
     ids = [i for i in item_ids if question.id in gold.get(i, {}) and i in llm]
     gold_col = [category(question, gold[i][question.id]) for i in ids]
     llm_col = [
         category(question, (llm[i] or {}).get(question.id)) if llm[i] else INVALID for i in ids
     ]
     used = sorted({v for v in gold_col + llm_col if v is not None})
-    categories = [c for c in codes if c in used] + [
-        c for c in used if c not in codes and c != INVALID
-    ]
+    # the categories `agree` counts (every declared code, Other when used): the bootstrap
+    # then takes the same path as there and prints the same interval for the same labels
+    declared = list(codes or [])
+    if codes is not None and OTHER not in declared and OTHER in used:
+        declared.append(OTHER)
+    categories = declared + [c for c in used if c not in declared and c != INVALID]
+    seen = [c for c in categories if c in used]
     if INVALID in llm_col:
         categories.append(INVALID)
-    return ids, gold_col, llm_col, categories
+        seen.append(INVALID)
+    return ids, gold_col, llm_col, categories, seen
 
 
 def cell_reports(
@@ -165,7 +182,7 @@ def cell_reports(
 ) -> list[CellReport]:
     """Accuracy and Fleiss' kappa (LLM + gold; the function `annotate agree` uses) of one
     question within each group of items (``groups``: item id -> its group)."""
-    ids, gold_col, llm_col, categories = _columns(question, item_ids, gold, llm)
+    ids, gold_col, llm_col, categories, _ = _columns(question, item_ids, gold, llm)
     cells: dict[tuple[str, ...], list[int]] = {}
     for k, i in enumerate(ids):
         if gold_col[k] is not None and llm_col[k] is not None:  # as a missing rating overall
@@ -202,7 +219,7 @@ def question_report(
     llm_name: str,
     gold_name: str,
 ) -> QuestionReport:
-    ids, gold_col, llm_col, categories = _columns(question, item_ids, gold, llm)
+    ids, gold_col, llm_col, categories, seen = _columns(question, item_ids, gold, llm)
     n_invalid = sum(v == INVALID for v in llm_col)
     human_names = tuple(sorted(humans))
     columns = {
@@ -220,9 +237,13 @@ def question_report(
     pair = pd.DataFrame({gold_name: gold_col, llm_name: llm_col}, index=ids, dtype=object)
     if ids:
         fleiss = fleiss_kappa(pair, categories=categories)
-        fleiss_ci = bootstrap_fleiss_ci(pair, categories=categories, n_boot=BOOTSTRAP, seed=SEED)
+        fleiss_ci = bootstrap_fleiss_ci(
+            pair, categories=categories, ci=DEFAULT_CI, n_boot=BOOTSTRAP, seed=SEED,
+            method=DEFAULT_CI_METHOD,
+        )  # fmt: skip
+        # the confusion matrix and per-label scores: the categories used (no empty rows)
         versus = compare_to_reference(
-            pair, llm_name, gold_name, categories=categories, n_boot=BOOTSTRAP, seed=SEED
+            pair, llm_name, gold_name, categories=seen, n_boot=BOOTSTRAP, seed=SEED
         )
         for value, reason in (
             (fleiss.kappa, fleiss.undefined_reason),
@@ -234,13 +255,24 @@ def question_report(
         per_label = tuple(s for s in versus.per_label if s.support or s.predicted)
         accuracy = versus.accuracy
         fleiss_value, cohen_value = fleiss.kappa, versus.kappa.kappa
-        f_ci, c_ci = _interval(fleiss_ci), _interval(versus.kappa_ci)
+        valid = pair[pair[llm_name] != INVALID]
+        if n_invalid and len(valid):
+            plain = [c for c in categories if c != INVALID]
+            fleiss_valid = fleiss_kappa(valid, categories=plain).kappa
+            fleiss_valid_ci = _interval(bootstrap_fleiss_ci(
+                valid, categories=plain, ci=DEFAULT_CI, n_boot=BOOTSTRAP, seed=SEED,
+                method=DEFAULT_CI_METHOD,
+            ))  # fmt: skip
+        # Cohen's interval as `agree` gives it for the pair (asymptotic, clipped to [-1, 1])
+        f_ci, c_ci = _interval(fleiss_ci), _interval(versus.kappa.ci)
     else:
         notes.append("no held-out item has both a gold and an LLM answer")
         labels, counts, accuracy, per_label = (), (), None, ()
         fleiss_value = cohen_value = None
         f_ci = c_ci = (None, None)
 
+    if not n_invalid or not ids:
+        fleiss_valid, fleiss_valid_ci = None, (None, None)
     # Human coders of the held-out items, with and without the LLM as one more coder.
     fleiss_humans = fleiss_with = None
     n_humans_items = 0
@@ -274,6 +306,9 @@ def question_report(
         fleiss_humans_llm=fleiss_with,
         n_items_humans=n_humans_items,
         notes=tuple(notes),
+        fleiss_valid=fleiss_valid,
+        fleiss_valid_ci=fleiss_valid_ci,
+        n_valid=len(ids) - n_invalid,
     )
 
 

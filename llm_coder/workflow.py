@@ -28,6 +28,7 @@ from annotate.models import Action
 from annotate.store.base import now
 from llm_coder.calls import Caller, CallStats, FormatFallback, MemoryCache, RetryPolicy
 from llm_coder.client import LazyClient, LLMConfig
+from llm_coder.concurrency import DEFAULT_CONCURRENCY, server_slots
 from llm_coder.cost import Estimate, Price, estimate_message_tokens, estimate_tokens
 from llm_coder.prompt import (
     DEFAULT_CONTEXT,
@@ -234,9 +235,13 @@ class Sessions:
     WHOLE_SESSION = 16
     """Items of one session in a chunk from which its actions are read in one query."""
 
-    def __init__(self, store: Store, context: int):
+    def __init__(
+        self, store: Store, context: int, lookahead: int = 0, show: Sequence[str] = ()
+    ):
         self.store = store
         self.context = context
+        self.lookahead = lookahead
+        self.show = tuple(show)
         self._sessions: OrderedDict[str, tuple[list[Action], dict[str, int]]] = OrderedDict()
 
     def action(self, action_id: str) -> Action:
@@ -249,7 +254,7 @@ class Sessions:
         """The items of ``ids`` in order, their actions read a chunk at a time."""
         for chunk in chunked(ids, self.CHUNK):
             actions = self.store.actions_by_ids(chunk)
-            if self.context:
+            if self.context or self.lookahead:
                 per_session = Counter(a.session for a in actions)
                 for session, n in per_session.items():
                     if n >= self.WHOLE_SESSION and session not in self._sessions:
@@ -266,12 +271,21 @@ class Sessions:
     def _item(self, action: Action) -> Item:
         held = self._sessions.get(action.session)
         if held is None:
-            before = self.store.context(action, before=self.context) if self.context else []
-            return Item(action, tuple(before))
+            around: list[Action] = []
+            if self.context or self.lookahead:
+                around = self.store.context(action, before=self.context, after=self.lookahead)
+            before = tuple(a for a in around if a.seq < action.seq)
+            after = tuple(a for a in around if a.seq > action.seq)
+            return Item(action, before, after, self.show)
         self._sessions.move_to_end(action.session)
         actions, index = held
         i = index[action.id]
-        return Item(action, tuple(actions[max(0, i - self.context) : i]))
+        return Item(
+            action,
+            tuple(actions[max(0, i - self.context) : i]),
+            tuple(actions[i + 1 : i + 1 + self.lookahead]),
+            self.show,
+        )
 
 
 def chunked(values: Iterable[T], size: int) -> Iterator[list[T]]:
@@ -363,7 +377,8 @@ class JobOptions:
     shots: int | None = None
     temperature: float = 0.0
     votes: int = 1
-    concurrency: int = 8
+    concurrency: int | None = None
+    """None: the server's parallel slots, else 8 stepping down (:meth:`LabelJob.concurrency`)."""
     timeout_s: float = 60.0
     max_retries: int = 5
     min_kappa: float = 0.6
@@ -372,6 +387,10 @@ class JobOptions:
     target: str = "all"
     price: Price = field(default_factory=Price)
     context: int = DEFAULT_CONTEXT
+    lookahead: int = 0
+    """Following actions shown after each item (as `annotate code --lookahead`)."""
+    show: tuple[str, ...] | None = None
+    """``meta`` fields shown beside each action; None: the codebook's ``context_fields``."""
     uncertain_sample: str | None = None
     below: float = 0.8
     batch_discount: float = 0.5
@@ -419,6 +438,10 @@ class PhaseResult:
     format_changes: tuple[str, ...] = ()
     timeouts: int = 0
     """Steps down the endpoint made this run take during this phase."""
+    concurrency: int = 0
+    """Requests in flight at the end of the phase."""
+    concurrency_changes: tuple[str, ...] = ()
+    """Each step down of the concurrency during the phase, with why."""
 
 
 @dataclass(frozen=True)
@@ -474,8 +497,9 @@ class LabelJob:
         self.config = config
         if options.votes < 1:
             raise UsageError("--votes must be at least 1")
-        if options.concurrency < 1:
+        if options.concurrency is not None and options.concurrency < 1:
             raise UsageError("--concurrency must be at least 1")
+        self._concurrency: tuple[int, bool] | None = None
         self.split = store.split_info(options.split)
         if self.split.codebook != self.codebook.name:
             raise UsageError(
@@ -499,7 +523,8 @@ class LabelJob:
                 f"{origins[options.uncertain_sample]}, not by an LLM run)",
                 hint="choose another --uncertain-sample name",
             )
-        self.sessions = Sessions(store, options.context)
+        show = options.show if options.show is not None else self.codebook.context_fields
+        self.sessions = Sessions(store, options.context, options.lookahead, show)
         shot_ids = list(self.split.shots[:n_shots])
         gold = store.coder_answers(self.codebook, self.split.gold_coder, shot_ids)
         shots = []
@@ -647,11 +672,28 @@ class LabelJob:
 
     # -- running --------------------------------------------------------------------
 
+    def concurrency(self) -> tuple[int, bool]:
+        """Requests in flight at once, and whether to step down: ``--concurrency N`` as
+        given; else the server's parallel slots where it says (llama.cpp ``/props``,
+        ``/slots``); else 8, halved while the server answers one request at a time or times
+        out (:mod:`llm_coder.concurrency`). A later phase starts where the last one ended."""
+        if self._concurrency is None:
+            if self.options.concurrency is not None:
+                self._concurrency = (self.options.concurrency, False)
+            elif self.config is None:  # a dry run: nothing is sent
+                return DEFAULT_CONCURRENCY, False
+            else:
+                slots = server_slots(self.config.base_url, self.config.api_key)
+                self._concurrency = (slots, False) if slots else (DEFAULT_CONCURRENCY, True)
+        return self._concurrency
+
     def _runner(self, client: Any, cache: Any) -> Runner:
+        concurrency, adapt = self.concurrency()
         caller = Caller(
             client,
             cache,
-            concurrency=self.options.concurrency,
+            concurrency=concurrency,
+            adapt=adapt,
             policy=RetryPolicy(
                 max_retries=self.options.max_retries, timeout_s=self.options.timeout_s
             ),
@@ -703,16 +745,40 @@ class LabelJob:
             **identity,
             **gate_options,
             settings={
-                "concurrency": o.concurrency,
+                "concurrency": o.concurrency if o.concurrency is not None else "auto",
                 "timeout_s": o.timeout_s,
                 "max_retries": o.max_retries,
                 "price_in": o.price.per_m_in,
                 "price_out": o.price.per_m_out,
                 "batch_discount": o.batch_discount,
                 "gold_coder": self.split.gold_coder,
+                # what each item showed besides --context (its requests hold the text)
+                "lookahead": o.lookahead,
+                "show": list(self.sessions.show),
             },
         )
         return self.run_id
+
+    def same_finished_run(self) -> int | None:
+        """A finished run of this very command (:meth:`identity` and the same gate options)
+        that stored every item this one would code: running it again would replay that
+        run's cached replies and store a copy of it. None when there is none."""
+        o = self.options
+        if o.uncertain_sample:  # the run names the sample it makes
+            return None
+        run = self.store.finished_llm_run(
+            "validated" if o.validate_only else "done",
+            min_kappa=o.min_kappa,
+            forced=int(o.force),
+            **self.identity(),
+        )
+        if run is None or self.store.heldout_targets(self.split.name, self.target_types, run):
+            return None
+        if not o.validate_only:
+            rest = self.rest_ids()
+            if len(TargetIds(self.store, rest.split, rest.sample, rest.types, run)):
+                return None
+        return run
 
     def _left(self, run_id: int) -> Resumed:
         total = len(self.heldout_ids) + (0 if self.options.validate_only else len(self.rest_ids()))
@@ -798,7 +864,7 @@ class LabelJob:
         changes_before = len(self.fallback.changes)
         items = self._prefetched(self.sessions.items(ids), runner, prefetch)
         try:
-            await runner.run(items, on_result, concurrency=self.options.concurrency)
+            await runner.run(items, on_result, concurrency=self.concurrency()[0])
         except BaseException:
             with suppress(StoreError):  # a full disk: the first error is the one to tell
                 flush()
@@ -809,6 +875,8 @@ class LabelJob:
             self._record_stats(before, runner.caller.stats)
         finally:
             await client.close()
+            limit = runner.caller.limit
+            self._concurrency = (limit.limit, limit.adapt)  # the next phase starts there
         stats = runner.caller.stats
         return PhaseResult(
             phase=phase,
@@ -828,6 +896,8 @@ class LabelJob:
             response_format=self.fallback.mode,
             format_changes=tuple(self.fallback.changes[changes_before:]),
             timeouts=stats.timeouts,
+            concurrency=runner.caller.limit.limit,
+            concurrency_changes=tuple(runner.caller.limit.changes),
         )
 
     def _prefetched(

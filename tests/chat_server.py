@@ -19,6 +19,7 @@ import contextlib
 import email.parser
 import email.policy
 import json
+import re
 import sys
 import threading
 import time
@@ -56,6 +57,9 @@ class Fault:
     retry_after: str | None = None
 
 
+FIELDS_SHOWN = re.compile(r" \[[\w.]+: [^\]]*\]$")
+
+
 def target_text(body: dict[str, Any]) -> str:
     """The content of the action to code, as rendered by ``llm_coder.prompt``.
 
@@ -69,7 +73,9 @@ def target_text(body: dict[str, Any]) -> str:
     after = items[-1].split(TARGET_MARKER, 1)[1].strip().splitlines()
     line = after[0] if after else ""
     # "[#12 +3.0s] guide, message: go left" -> "go left"
-    return line.split(": ", 1)[1] if ": " in line else line
+    text = line.split(": ", 1)[1] if ": " in line else line
+    # without the context fields shown beside it: "go left [verifier: ...; timestep: 3]"
+    return FIELDS_SHOWN.sub("", text)
 
 
 def question_ids(body: dict[str, Any]) -> list[str]:
@@ -84,6 +90,11 @@ class ServerState:
     label_for: Callable[[str, dict[str, Any]], str] = lambda text, body: "acknowledge"
     answer_for: Callable[[str, dict[str, Any]], dict[str, Any]] | None = None
     latency: float = 0.0
+    serial: bool = False
+    """Answer one request at a time (as llama-cpp-python's server does): the others wait."""
+    slots: int | None = None
+    """Say this many parallel slots at ``GET /props`` (``total_slots``), as llama.cpp's
+    llama-server does; None: 404, as llama-cpp-python's server answers."""
     hang_s: float = 5.0
     accept: Accept = "json_schema"
     faults: list[Fault] = field(default_factory=list)
@@ -94,6 +105,7 @@ class ServerState:
     auth_headers: list[str] = field(default_factory=list)
     keep_bodies: bool = True
     lock: threading.Lock = field(default_factory=threading.Lock)
+    one_at_a_time: threading.Lock = field(default_factory=threading.Lock)
     batches: BatchService = field(init=False)
 
     def __post_init__(self) -> None:
@@ -442,9 +454,10 @@ class _Handler(BaseHTTPRequestHandler):
             if state.keep_bodies:
                 state.bodies.append(body)
             state.auth_headers.append(self.headers.get("Authorization", ""))
-        if state.latency:
-            time.sleep(state.latency)
-        status, payload, headers = chat_reply(state, body)
+        with state.one_at_a_time if state.serial else contextlib.nullcontext():
+            if state.latency:
+                time.sleep(state.latency)
+            status, payload, headers = chat_reply(state, body)
         try:
             self._send(status, payload, headers)
         except (BrokenPipeError, ConnectionResetError):
@@ -457,6 +470,9 @@ class _Handler(BaseHTTPRequestHandler):
         path = self.path.split("?", 1)[0].rstrip("/")
         if path.endswith("/models"):  # as an OpenAI-compatible server lists what it serves
             self._send(200, {"object": "list", "data": [{"id": MODEL, "object": "model"}]})
+            return
+        if path == "/props" and self.server.state.slots is not None:
+            self._send(200, {"total_slots": self.server.state.slots})
             return
         status, payload = self.server.state.batches.get(path)
         self._send(status, payload)

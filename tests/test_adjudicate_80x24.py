@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from annotate.reliability.adjudication import plan_gold, write_majority
 from annotate.reliability.agreement_data import select
+from annotate.reliability.majority_pass import adjudicate_majority
 from annotate.store import Store
-from annotate.tui.adjudicate import AdjudicationScreen, make_app
+from annotate.tui.screens.adjudicate import AdjudicationScreen, make_app
 from tests.conftest import DEMO, REPO
 from tests.test_tui_first_screen import screen_lines
 
@@ -45,8 +45,7 @@ def q4(demo, tmp_path: Path, cli) -> Path:
 
 def _app(db: Path, codebook: str):
     store = Store(db)
-    plan = plan_gold(store, select(store, codebook=codebook))
-    write_majority(store, plan, "zoe")
+    plan, _ = adjudicate_majority(store, select(store, codebook=codebook), "zoe", read_cases=True)
     return make_app(store, plan, "zoe")
 
 
@@ -75,7 +74,7 @@ async def test_same_keys_as_code_help_definition_and_quit(demo) -> None:
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause()
         rows = screen_lines(app)
-        top = next(i for i, r in enumerate(rows) if r.startswith("─Context"))
+        top = next(i for i, r in enumerate(rows) if r.startswith("─session"))
         end = next(i for i in range(top + 1, len(rows)) if rows[i].startswith("───"))
         assert "   now " in rows[end - 1]  # the item on the context's last row
         await pilot.press("down", "down", "question_mark")
@@ -112,7 +111,7 @@ def test_snapshot_q4_reasons(snap_compare, q4) -> None:
 async def test_other_reason_asks_for_its_text_at_once(q4) -> None:
     """As in `annotate code`: ticking "other" opens its text field; typed text goes there;
     Esc unticks only "other"; Enter on the reasons stores them with the text."""
-    from annotate.tui.adjudicate import OtherPrompt
+    from annotate.tui.screens.adjudicate import OtherPrompt
 
     app = _app(q4, "mental_model")
     async with app.run_test(size=SIZE) as pilot:
@@ -134,4 +133,113 @@ async def test_other_reason_asks_for_its_text_at_once(q4) -> None:
         assert gold[first]["value"] == "no"
         assert tuple(gold[first]["codes"]) == ("n1", "other")
         assert gold[first]["other_text"] == "map m"
+    app.session.store.close()
+
+
+@pytest.fixture
+def maptask4(cli, shared, db_path, tmp_path, monkeypatch) -> Path:
+    """A Map Task dialogue (no times) with its corpus coding and three other coders, one
+    of them on a third of the items and one with a long note on every seventh: answers
+    tables of different heights from case to case (issue 31, item 7)."""
+    import csv
+    import random
+
+    from annotate.codebook import find_codebook
+
+    monkeypatch.chdir(tmp_path)
+    dialogue = shared / "maptask" / "dialogues" / "q1ec1.txt"
+    r = cli("import", str(dialogue), "--labels-as", "hcrc", "--codebook", "hcrc_moves")
+    assert r.exit_code == 0, r.output
+    cb = find_codebook("hcrc_moves").codebook
+    moves = [o.code for o in cb.questions[0].options]
+    with Store(db_path) as s:
+        corpus = [(r["action_id"], r["value"]) for r in s.label_rows("hcrc_moves")]
+    rows = []
+    coders = (("ann", 0.3, 1, 1), ("bob", 0.4, 2, 1), ("sheet", 0.4, 5, 3))
+    for coder, p, seed, every in coders:
+        rng = random.Random(seed)
+        for k, (action_id, label) in enumerate(corpus):
+            if k % every == 0:
+                wrong = rng.choice([m for m in moves if m != label])
+                value = label if rng.random() >= p else wrong
+                rows.append(
+                    {"action_id": action_id, "coder": coder, "question": "move", "value": value}
+                )
+    path = tmp_path / "coders.csv"
+    with path.open("w", newline="") as fh:
+        writer = csv.DictWriter(fh, ["action_id", "coder", "question", "value"])
+        writer.writeheader()
+        writer.writerows(rows)
+    assert cli("import-labels", str(path), "--codebook", "hcrc_moves").exit_code == 0
+    with Store(db_path) as s:
+        for action_id, _ in corpus[::7]:
+            s.set_note(action_id, cb, "ann", ["move"], "instructs or explains? not sure")
+    return db_path
+
+
+def _context_box(app) -> list[str]:
+    """The context box's rows as drawn, each with its words joined by one space (without
+    the scrollbar and the item's left border)."""
+    rows = screen_lines(app)
+    top = next(i for i, r in enumerate(rows) if r.startswith("─"))
+    end = next(i for i in range(top + 1, len(rows)) if rows[i].startswith("───"))
+    blocks = str.maketrans({chr(c): " " for c in range(0x2580, 0x25A0)})  # bars, the item's
+    return [" ".join(r.translate(blocks).split()) for r in rows[top + 1 : end]]
+
+
+async def test_the_item_and_the_turn_before_it_stay_in_view_on_every_case(maptask4) -> None:
+    """Going through the cases, then deciding case after case at 80x24 (the status line
+    flashes each time, the answers table grows and shrinks): the context box shows the item
+    being decided whole, with the turn before it above, and its title names the session,
+    on every case; a case short of votes says so, with the --coders that would decide it."""
+    from annotate.models import describe
+
+    app = _app(maptask4, "hcrc_moves")
+    hidden = []
+    short = 0
+    async with app.run_test(size=SIZE) as pilot:
+        for key in ["right"] * 10 + ["1"] * 20:  # look, then decide: on to the next case
+            await pilot.pause()
+            case = app.session.case
+            box = _context_box(app)
+            item = " ".join(describe(case.action).split())
+            before = app.session.store.context(case.action, before=1, after=0)
+            before = [a for a in before if a.seq < case.action.seq]
+            seen = " ".join(box)
+            # the item whole (its rows follow who said it), and the end of the turn before
+            # it above it
+            at = seen.rfind(item)
+            above = " ".join(describe(before[-1]).split())[-12:] if before else ""
+            if at < 0 or (above and not 0 <= seen.rfind(above, 0, at) < at):
+                hidden.append((app.session.index + 1, item[:30], box[-1]))
+            status, title = screen_lines(app)[1:3]
+            assert "session q1ec1" in title, title
+            if key == "right" and "short of votes" in case.short_reason:  # no message shown
+                assert "short of votes, 3 of 4 answered: --coders ann,bob,hcrc decides it" in status
+                short += 1
+            await pilot.press(key)
+    assert hidden == [] and short
+    app.session.store.close()
+
+
+async def test_pgdn_brings_the_turns_after_the_item_and_keeps_it_in_view(maptask4) -> None:
+    from annotate.models import describe
+
+    app = _app(maptask4, "hcrc_moves")
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("right", "right")
+        await pilot.pause()
+        case = app.session.case
+        item = " ".join(describe(case.action).split())
+        after = app.session.store.context(case.action, before=0, after=1)
+        following = " ".join(describe(next(a for a in after if a.seq > case.action.seq)).split())
+        assert following[:20] not in " ".join(_context_box(app)).split(item)[-1]
+        await pilot.press("pagedown")
+        await pilot.pause()
+        seen = " ".join(_context_box(app))
+        assert item in seen and following[:20] in seen.split(item)[-1]
+        await pilot.press("right")  # the next case: its item on the last row again
+        await pilot.pause()
+        box = _context_box(app)
+        assert " ".join(describe(app.session.case.action).split()).endswith(box[-1].split()[-1])
     app.session.store.close()

@@ -1,9 +1,10 @@
-"""Adjudication at corpus scale plans on vote patterns and writes the majority gold in bulk:
-it must plan and store exactly what the per-case path (one `Case` per item from dict rows,
-one `LabelWrite` per majority case through `save_gold`) did, on a mixed project: ties,
-flags (with and without answers), notes, skips, "Other" texts, multi-select and yes/no
-questions with reasons, kept decided and imported gold, stale majority gold, an item one
-coder answered, with and without a sample (dense positions or not)."""
+"""Adjudication's one planner (`adjudicate_majority`: vote patterns in SQL, the majority
+gold written in bulk, the cases read back from what it staged) must plan and store exactly
+what the per-case rule (one `Case` per item from dict rows, one `LabelWrite` per majority
+case through `save_gold`: the reference below) does, on a mixed project: ties, flags (with
+and without answers), notes, skips, "Other" texts, multi-select and yes/no questions with
+reasons, kept decided and imported gold, stale majority gold, an item one coder answered,
+with and without a sample (dense positions or not)."""
 
 from __future__ import annotations
 
@@ -23,8 +24,9 @@ import annotate.store.labels
 from annotate.codebook import Answer, find_codebook
 from annotate.io.importing import import_files
 from annotate.reliability import adjudication as adj
+from annotate.reliability import majority_pass
 from annotate.reliability.agreement_data import select
-from annotate.reliability.majority_pass import write_majority_in_one_pass
+from annotate.reliability.majority_pass import adjudicate_majority
 from annotate.reliability.majority_rule import majority_rule
 from annotate.store import LabelWrite, Store
 from annotate.store.agreement_runs import GOLD_CODER, GOLD_SOURCE
@@ -117,7 +119,8 @@ def _mixed_project(path: Path, tmp_path: Path, *, sample: bool | str) -> list[st
 
 
 def _reference_plan(store: Store, selection: Any) -> adj.GoldPlan:
-    """The plan as `plan_gold` made it before the vote patterns (main at 8f993e9)."""
+    """The plan by the per-case rule, as `plan_gold` made it before the vote patterns
+    (main at 8f993e9): a dict per label, a `Case` per item."""
     cb = selection.codebook
     coders = selection.coders
     sample = selection.sample if selection.action_ids is not None else None
@@ -234,51 +237,63 @@ def fixed_clock(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 
 
 def _both(path: Path, tmp_path: Path, adjudicator: str, stamp: list[str]) -> tuple[Path, Path]:
-    """Adjudicate a copy of ``path`` by the bulk path and another by the per-case path,
-    checking the plans agree; return both copies."""
-    run = len(list(tmp_path.glob("*-bulk.db")))
-    bulk, old = tmp_path / f"{run}-bulk.db", tmp_path / f"{run}-old.db"
-    one_pass = tmp_path / f"{run}-one-pass.db"
-    for copy in (bulk, old, one_pass):
+    """Adjudicate a copy of ``path`` by the one pass and another by the per-case reference,
+    checking the plans and the stored rows agree; return both copies."""
+    run = len(list(tmp_path.glob("*-one-pass.db")))
+    one_pass, old = tmp_path / f"{run}-one-pass.db", tmp_path / f"{run}-old.db"
+    for copy in (one_pass, old):
         shutil.copy(path, copy)
-    with Store(bulk) as s:
-        selection = select(s, codebook="mixed")
-        plan = adj.plan_gold(s, selection)
-        reference = _reference_plan(s, selection)
-        assert [_case(c) for c in plan.majority] == [_case(c) for c in reference.majority]
-        assert [_case(c) for c in plan.to_decide] == [_case(c) for c in reference.to_decide]
-        assert [_case(c) for c in plan.kept] == [_case(c) for c in reference.kept]
-        assert plan.too_few == reference.too_few and plan.stale == reference.stale
-        answered = Counter(
-            a.coder
-            for c in (*reference.majority, *reference.to_decide, *reference.kept)
-            for a in c.answers
-            if a.answer is not None
-        )
-        assert majority_rule(plan).answered == dict(answered)
-        written = adj.write_majority(s, plan, adjudicator)
     with Store(old) as s:
-        reference = _reference_plan(s, select(s, codebook="mixed"))
-        assert _reference_write(s, reference, adjudicator) == written
-    assert _rows(bulk) == _rows(old)
-    with Store(one_pass) as s:  # `adjudicate --majority-only`: the same plan and gold
+        selection = select(s, codebook="mixed")
+        reference = _reference_plan(s, selection)
+        answered, by_answering = _coverage(s, selection)
+        written = _reference_write(s, reference, adjudicator)
+        after = _reference_plan(s, select(s, codebook="mixed"))  # the cases as they now stand
+    with Store(one_pass) as s:
         counted = select(s, codebook="mixed", counted_ids=True)  # as the command selects
-        fast, written_fast = write_majority_in_one_pass(s, counted, adjudicator)
-        assert written_fast == written
-        assert (len(fast.majority), len(fast.to_decide), len(fast.kept)) == (
-            len(plan.majority),
-            len(plan.to_decide),
-            len(plan.kept),
+        plan, written_fast = adjudicate_majority(s, counted, adjudicator)
+        assert written_fast == written == len(plan.majority)
+        assert plan.too_few == reference.too_few and plan.stale == reference.stale
+        assert majority_rule(plan).answered == answered
+        assert plan.by_answering == by_answering
+        undecided = Counter(
+            tuple(a.answer and Answer(a.answer.value, a.answer.codes) for a in c.answers)
+            for c in reference.to_decide
+            if c.majority is None and not c.flagged_by
         )
-        assert fast.too_few == plan.too_few
-        assert fast.stale == plan.stale
-        assert fast.answered == plan.answered
-        assert [_case(c) for c in fast.to_decide] == [
-            _case(c) for c in adj.plan_gold(s, select(s, codebook="mixed")).to_decide
-        ]  # read when asked for, after the write
-    assert _rows(one_pass) == _rows(bulk)
+        assert dict(plan.undecided_votes) == dict(undecided)
+        for kind in ("majority", "to_decide", "kept"):  # read after the write
+            assert [_case(c) for c in getattr(plan, kind)] == [
+                _case(c) for c in getattr(after, kind)
+            ], kind
+    assert _rows(one_pass) == _rows(old)
     stamp[0] = f"2026-01-01T00:00:{run + 1:02d}.000Z"  # the next write's time
-    return bulk, old
+    return one_pass, old
+
+
+def _coverage(store: Store, selection: Any) -> tuple[dict[str, int], dict[int, int]]:
+    """Every (item, question) each coder answered, and (item, question) by how many coders
+    answered them (0: flagged, nobody answered), from the labels one by one."""
+    sample = selection.sample if selection.action_ids is not None else None
+    answered: Counter[str] = Counter()
+    by_item: dict[tuple[str, str], list[dict]] = {}
+    for q in selection.questions:
+        for r in store.label_rows(
+            "mixed", coders=selection.coders, sample=sample, question=q.id,
+            columns=adj.CELL_COLUMNS,
+        ):  # fmt: skip
+            by_item.setdefault((r["action_id"], q.id), []).append(r)
+    counts: Counter[int] = Counter()
+    for rows in by_item.values():
+        who = [r["coder"] for r in rows if adj._answer(r) is not None]
+        answered.update(who)
+        if who or any(r["flagged"] for r in rows):
+            counts[len(who)] += 1
+    return dict(answered), dict(sorted(counts.items(), reverse=True))
+
+
+def _plan(s: Store, adjudicator: str = "zoe") -> adj.GoldPlan:
+    return adjudicate_majority(s, select(s, codebook="mixed"), adjudicator, read_cases=True)[0]
 
 
 @pytest.mark.parametrize(
@@ -303,7 +318,7 @@ def test_bulk_gold_is_what_the_per_case_path_wrote(
     """Each way of reading a sample: every label, merged with the sample's ids (as for a
     large sample), or the sample's items looked up one by one (``SAMPLE_LOOKUP`` 0: as
     for a sample small beside the labels)."""
-    monkeypatch.setattr(adj, "SAMPLE_LOOKUP", lookup)
+    monkeypatch.setattr(majority_pass, "SAMPLE_LOOKUP", lookup)
     path = tmp_path / "mixed.db"
     _mixed_project(path, tmp_path, sample=sample)
     if sample == "sparse":  # positions no longer 0..n-1
@@ -311,7 +326,7 @@ def test_bulk_gold_is_what_the_per_case_path_wrote(
             conn.execute("DELETE FROM sample_items WHERE position IN (0, 7, 20)")
     bulk, _ = _both(path, tmp_path, "zoe", fixed_clock)
     with Store(bulk) as s:
-        plan = adj.plan_gold(s, select(s, codebook="mixed"))
+        plan = _plan(s)
         assert len(plan.majority) > 20 and len(plan.to_decide) > 10 and plan.too_few
         assert {c.question.kind for c in plan.majority} == {"single", "multi", "yes_no_reasons"}
         assert any(c.majority and c.majority.other_text for c in plan.majority)
@@ -322,7 +337,7 @@ def test_bulk_gold_is_what_the_per_case_path_wrote(
     bulk, _ = _both(bulk, tmp_path, "max", fixed_clock)
     with Store(bulk) as s:
         cb = s.stored_codebook("mixed")
-        plan = adj.plan_gold(s, select(s, codebook="mixed"))
+        plan = _plan(s)
         adj.decide(s, plan, plan.majority[0], Answer("b"), "zoe")
         imported = next(c for c in plan.majority[3:] if c.question.id == "act")
         other = Answer("a" if imported.majority != Answer("a") else "b")  # changed: replaced
@@ -335,11 +350,13 @@ def test_bulk_gold_is_what_the_per_case_path_wrote(
         for case in plan.majority[10:14]:
             for a in case.answers[:2]:
                 s.clear_answer(case.action_id, cb.name, case.question.id, a.coder)
-    with Store(bulk) as s:
-        assert len(adj.plan_gold(s, select(s, codebook="mixed")).stale) >= 6
+    trial = tmp_path / "trial.db"  # a pass on a copy: the next one must find them stale
+    shutil.copy(bulk, trial)
+    with Store(trial) as s:
+        assert len(_plan(s).stale) >= 6
     bulk, _ = _both(bulk, tmp_path, "zoe", fixed_clock)
     with Store(bulk) as s:
-        plan = adj.plan_gold(s, select(s, codebook="mixed"))
+        plan = _plan(s)
         assert len(plan.kept) == 2 and len(plan.stale) == 0  # retracted by the last run
 
 
@@ -358,71 +375,57 @@ def test_a_pattern_too_wide_for_an_integer_is_text(tmp_path: Path, fixed_clock) 
         VoteScope.packed = original  # type: ignore[method-assign]
 
 
-def test_majority_cases_are_read_only_when_asked_for(tmp_path: Path) -> None:
+def test_cases_are_read_only_when_asked_for_and_only_from_their_own_pass(
+    tmp_path: Path,
+) -> None:
     path = tmp_path / "mixed.db"
     _mixed_project(path, tmp_path, sample=True)
     with Store(path) as s:
-        plan = adj.plan_gold(s, select(s, codebook="mixed"), read_cases=False)
+        plan, written = adjudicate_majority(s, select(s, codebook="mixed"), "zoe")
         assert isinstance(plan.majority, adj.Cases) and not plan.majority.loaded
         assert not plan.to_decide.loaded and plan.n_undecided == len(plan.to_decide) > 0
-        assert adj.write_majority(s, plan, "zoe") == len(plan.majority)
-        assert not plan.majority.loaded and not plan.to_decide.loaded
+        assert written == len(plan.majority)
         assert len(plan.undecided) == plan.n_undecided  # read now, the store still open
-        assert plan.to_decide.loaded
+        assert plan.to_decide.loaded and not plan.majority.loaded
+        assert all(c.loaded is not None for c in plan.to_decide)  # the screen shows these
+        later, _ = adjudicate_majority(s, select(s, codebook="mixed"), "zoe")
+        with pytest.raises(RuntimeError, match="later adjudication pass"):
+            list(plan.majority)  # its tables were replaced: never another pass's cases
+        assert len(list(later.majority)) == len(plan.majority)
 
 
-def test_adjudication_queries_use_indexes_and_sort_nothing(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize("sample", ["large", "small", None])
+def test_reading_the_cases_uses_indexes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, sample: str | None
 ) -> None:
-    """Every statement of a plan and its bulk write, for a large sample, a small one and
-    no sample: no SCAN of a big table (see tests/test_scale_query_plans.py); the passes
-    over every label go in index order (no sort; a small sample's lookups may sort their
-    few groups); the gold goes in through the staged rows and the kinds' primary key."""
+    """The screen's cases, read back from the pass's tables: the staged votes in one scan
+    of their temporary table (each looked up in the few undecided patterns, by its key),
+    the sample's order by its index, each case's labels by the unique index; no scan of a
+    big table (see tests/test_scale_query_plans.py)."""
     from tests.test_scale_query_plans import captured, plan, unindexed
 
+    monkeypatch.setattr(majority_pass, "SAMPLE_LOOKUP", 10**9 if sample == "small" else 0)
     path = tmp_path / "mixed.db"
-    _mixed_project(path, tmp_path, sample=True)
+    _mixed_project(path, tmp_path, sample=sample is not None)
     with Store(path) as s:
-        statements: list[str] = []
-        for sample, lookup in (("main", 10**9), ("main", 0), (None, 0)):
-            monkeypatch.setattr(adj, "SAMPLE_LOOKUP", lookup)
-            if sample is None:
-                s.conn.execute("DELETE FROM samples WHERE name = 'main'")
-            selection = select(s, codebook="mixed")  # (select is agree's: tested there)
-            with captured(s) as run:
-                p = adj.plan_gold(s, selection, read_cases=False)
-                adj.write_majority(s, p, "zoe")
-            statements += run
-        hot = [
-            q
-            for q in dict.fromkeys(statements)
-            if "labels" in q or "sample_items" in q or "gold " in q
-        ]
-        assert sum("GROUP BY l.action_id, l.question" in q for q in hot) == 1
-        assert sum("GROUP BY s.position, l.question" in q for q in hot) == 1
-        assert sum("l.flagged" in q for q in hot) == 3
-        assert any("FROM sample_items INDEXED BY sample_items_action" in q for q in hot)
-        assert unindexed(s, statements) == []
-        for q in hot:
-            if q.lstrip().upper().startswith(("SELECT", "INSERT")):
-                lines = plan(s, q)
-                scans = ("SCAN labels", "SCAN coder_labels", "SCAN gold")
-                assert not [x for x in lines if x.startswith(scans)], (q, lines)
-                if "FROM sample_items s INDEXED BY sample_items_action CROSS JOIN" not in q:
-                    assert not [x for x in lines if "TEMP B-TREE" in x], (q, lines)
-        inserts = [q for q in hot if q.startswith("INSERT INTO gold") and "_gold_items" in q]
-        assert inserts
-        for q in inserts:
-            assert plan(s, q) == [
-                "SCAN g",
-                "SEARCH k USING INTEGER PRIMARY KEY (rowid=?)",
-                # a gold written again (the upsert): its answer before and after, by id
-                "CORRELATED SCALAR SUBQUERY 2",
-                "SEARCH a USING INTEGER PRIMARY KEY (rowid=?)",
-                "SEARCH b USING INTEGER PRIMARY KEY (rowid=?)",
-                "CORRELATED SCALAR SUBQUERY 3",
-                "SEARCH a USING INTEGER PRIMARY KEY (rowid=?)",
-            ]
+        selection = select(s, codebook="mixed", counted_ids=True)
+        made = adjudicate_majority(s, selection, "zoe")[0]
+        with captured(s) as run:
+            cases = [*made.majority, *made.to_decide, *made.kept]
+        assert len(cases) == len(made.majority) + len(made.to_decide) + len(made.kept)
+        # (the view `labels` is scanned as the co-routine its two indexed searches fill)
+        assert [
+            (q, line)
+            for q, line in unindexed(s, run)
+            if not (line == "SCAN labels" and "CO-ROUTINE labels" in plan(s, q))
+        ] == []
+        reads = [q for q in dict.fromkeys(run) if "temp._" in q and q.startswith("SELECT")]
+        assert len(reads) == 3
+        for q in reads:
+            lines = plan(s, q)
+            assert not [x for x in lines if "AUTOMATIC" in x], (q, lines)
+            if "_undecided" in q:
+                assert any(x.startswith("SEARCH u USING") for x in lines), lines
 
 
 def test_a_sample_of_every_action_is_not_looked_up(tmp_path: Path, fixed_clock: list[str]) -> None:
@@ -438,7 +441,7 @@ def test_a_sample_of_every_action_is_not_looked_up(tmp_path: Path, fixed_clock: 
     with Store(path) as s:
         selection = select(s, codebook="mixed", counted_ids=True)
         with captured(s) as run:
-            _, written = write_majority_in_one_pass(s, selection, "zoe")
+            _, written = adjudicate_majority(s, selection, "zoe")
         assert written > 20
         assert [q for q in run if "sample_items" in q] == []
     with Store(applied) as s:  # one more action, outside the sample: the sample is applied
@@ -449,7 +452,7 @@ def test_a_sample_of_every_action_is_not_looked_up(tmp_path: Path, fixed_clock: 
         )
         selection = select(s, codebook="mixed", counted_ids=True)
         with captured(s) as run:
-            _, written_applied = write_majority_in_one_pass(s, selection, "zoe")
+            _, written_applied = adjudicate_majority(s, selection, "zoe")
         assert any("sample_items" in q and "count(*)" not in q for q in run)
     assert written_applied == written
     assert _rows(applied) == _rows(path)
@@ -467,7 +470,7 @@ def test_the_one_pass_uses_indexes(tmp_path: Path, sample: bool | str) -> None:
     with Store(path) as s:
         selection = select(s, codebook="mixed", counted_ids=True)
         with captured(s) as run:
-            write_majority_in_one_pass(s, selection, "zoe")
+            adjudicate_majority(s, selection, "zoe")
         assert unindexed(s, run) == [
             (
                 "SELECT count(*) FROM actions",

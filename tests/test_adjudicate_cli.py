@@ -9,8 +9,9 @@ import pandas as pd
 import pytest
 
 from annotate.codebook import Answer, find_codebook
-from annotate.reliability.adjudication import majority_answer, plan_gold
+from annotate.reliability.adjudication import majority_answer
 from annotate.reliability.agreement_data import select
+from annotate.reliability.majority_pass import adjudicate_majority
 from annotate.store import Store
 from tests.conftest import DEMO, REPO
 
@@ -72,7 +73,7 @@ def test_flagged_items_go_to_the_adjudicator_even_with_a_majority(cli, demo) -> 
         for action_id in flagged:
             s.set_flag(action_id, TRAUM, "ben", ["act"])
             s.set_note(action_id, TRAUM, "ben", ["act"], "not sure: ask the group")
-        plan = plan_gold(s, select(s, codebook="traum"))
+        plan, _ = adjudicate_majority(s, select(s, codebook="traum"), "zoe", read_cases=True)
     assert len(plan.majority) == len(majority) - 3
     cases = {c.action.id: c for c in plan.to_decide}
     assert set(cases) == ties | set(flagged)
@@ -120,7 +121,7 @@ def test_decided_gold_is_never_overwritten_by_a_majority(cli, demo) -> None:
     majority, _ = _expected_majority()
     item = sorted(majority)[0]
     with Store(demo) as s:
-        plan = plan_gold(s, select(s, codebook="traum"))
+        plan, _ = adjudicate_majority(s, select(s, codebook="traum"), "zoe", read_cases=True)
         case = next(c for c in plan.majority if c.action.id == item)
         from annotate.reliability.adjudication import decide
 
@@ -128,7 +129,7 @@ def test_decided_gold_is_never_overwritten_by_a_majority(cli, demo) -> None:
     cli("adjudicate", "--majority-only", "--adjudicator", "max")
     with Store(demo) as s:
         gold = {g["action_id"]: g for g in s.label_rows("traum", coders=["gold"])}
-        again = plan_gold(s, select(s, codebook="traum"))
+        again, _ = adjudicate_majority(s, select(s, codebook="traum"), "max", read_cases=True)
     assert gold[item]["value"] == "Cancel"
     assert gold[item]["meta"]["method"] == "decided" and gold[item]["meta"]["adjudicator"] == "zoe"
     assert item in {c.action.id for c in again.kept}
@@ -202,7 +203,7 @@ def test_adjudicate_says_who_counts_and_names_a_coder_with_a_trial_label(
 
 def test_a_majority_case_reads_its_action_only_when_asked(demo) -> None:
     with Store(demo) as s:
-        plan = plan_gold(s, select(s, codebook="traum"))
+        plan, _ = adjudicate_majority(s, select(s, codebook="traum"), "zoe", read_cases=True)
         assert plan.majority and plan.to_decide
         assert all(c.loaded is None for c in plan.majority)  # --majority-only needs none
         assert all(c.loaded is not None for c in plan.to_decide)  # the screen shows these
@@ -211,3 +212,54 @@ def test_a_majority_case_reads_its_action_only_when_asked(demo) -> None:
         # shared objects: one CoderAnswer per distinct row, the same votes per pattern
         rows = [a for c in plan.majority for a in c.answers]
         assert len({id(a) for a in rows}) == len(set(rows)) < len(rows)
+
+
+def test_partial_coverage_is_stated_and_a_case_short_of_votes_explained(
+    cli, demo, tmp_path
+) -> None:
+    """Four coders who answered different items (issue 31, item 5): the counts per coder
+    are of every item they answered, how many coders answered each item is stated, and an
+    item that only two answered and agree on (a majority of 4 needs 3) goes to the
+    adjudicator with the reason and the --coders that would decide it."""
+    with Store(demo) as s:
+        ids = [r["id"] for r in s.action_rows()][:10]
+    rows = ["action_id,coder,question,value"]
+    rows += [f"{i},{c},Q1,t1" for i in ids[:4] for c in "abcd"]  # 4 of 4 agree
+    rows += [f"{i},{c},Q1,t1" for i in ids[4:7] for c in "ab"]  # only a and b: agree
+    rows += [f"{ids[7]},a,Q1,t1", f"{ids[7]},c,Q1,t2"]  # a tie
+    rows += [f"{i},d,Q1,t1" for i in ids[8:10]]  # only d
+    path = tmp_path / "partial.csv"
+    path.write_text("\n".join(rows) + "\n")
+    assert cli("import-labels", str(path), "--codebook", "mental_model").exit_code == 0
+    r = cli("adjudicate", "--codebook", "mental_model", "--majority-only", "--adjudicator", "z")
+    assert r.exit_code == 0, r.output
+    out = " ".join(r.stdout.split())
+    assert "i.e. 3 of 4 giving the same answer" in out
+    assert "items answered: a 8, b 7, c 5, d 6" in out  # every item each answered
+    assert (
+        "coders answering each item: 4 of 4 on 4, 2 of 4 on 4 (short of a majority), "
+        "1 of 4 on 2 (left for later)"
+    ) in out
+    assert (
+        "3 cases go to the adjudicator for want of votes: most of the coders who answered "
+        "them agree, but fewer answered than the 3 of 4 a majority needs; --coders a,b (the "
+        "coders who answered) would decide 3 of them by majority."
+    ) in out
+    assert "gold for 4 (item, question) cases; 4 to decide (ties and flagged, 3 short of" in out
+    with Store(demo) as s:
+        plan, _ = adjudicate_majority(
+            s, select(s, codebook="mental_model"), "z", read_cases=True
+        )
+        case = next(c for c in plan.to_decide if c.action_id == ids[4])
+        tie = next(c for c in plan.to_decide if c.action_id == ids[7])
+    assert case.short_reason == "short of votes, 2 of 4 answered: --coders a,b decides it"
+    assert case.reason == (
+        "short of votes: 2 of the 2 coders who answered agree, but a majority needs 3 of the "
+        "4 selected; --coders a,b would decide it"
+    )
+    assert tie.short_reason == "tie"
+    r = cli("adjudicate", "--codebook", "mental_model", "--majority-only", "--coders", "a,b")
+    assert r.exit_code == 0, r.output
+    out = " ".join(r.stdout.split())
+    assert "majority gold for 7 (item, question) cases; 0 to decide" in out
+    assert "want of votes" not in out

@@ -6,10 +6,10 @@ from __future__ import annotations
 import pytest
 
 from annotate.codebook import find_codebook
-from annotate.reliability.adjudication import plan_gold, write_majority
 from annotate.reliability.agreement_data import select
+from annotate.reliability.majority_pass import adjudicate_majority
 from annotate.store import Store
-from annotate.tui.adjudicate import AdjudicationScreen, OtherPrompt, make_app
+from annotate.tui.screens.adjudicate import AdjudicationScreen, OtherPrompt, make_app
 from tests.conftest import DEMO, REPO
 
 TRAUM = find_codebook("traum").codebook
@@ -24,8 +24,7 @@ def demo(cli, db_path):
 
 
 def _plan(store: Store, codebook: str = "traum"):
-    plan = plan_gold(store, select(store, codebook=codebook))
-    write_majority(store, plan, "zoe")
+    plan, _ = adjudicate_majority(store, select(store, codebook=codebook), "zoe", read_cases=True)
     return plan
 
 
@@ -46,7 +45,7 @@ async def test_ties_are_decided_with_one_key(demo) -> None:
             await pilot.pause()
             assert isinstance(app.screen, AdjudicationScreen)
             text = _screen_text(app)
-            assert f"case 1 of {len(ties)}" in text and "tie (to decide)" in text
+            assert f"case 1 of {len(ties)}" in text and "tie" in text and "to decide" in text
             first = app.session.case
             assert "Initiate" in text and "Other (describe it)" in text
             await pilot.press("4")  # Repair
@@ -116,7 +115,12 @@ async def test_last_decision_closes_the_screen_with_the_count(demo) -> None:
         gold = _gold(store)
         assert sum(g["meta"]["method"] == "decided" for g in gold.values()) == n
         assert len(gold) == 343
-        assert plan_gold(store, select(store, codebook="traum")).undecided == []
+        assert (
+            adjudicate_majority(store, select(store, codebook="traum"), "zoe", read_cases=True)[
+                0
+            ].undecided
+            == []
+        )
 
 
 async def test_flagged_item_shows_notes_and_quit_keeps_decisions(demo) -> None:
@@ -181,4 +185,5 @@ def test_nothing_to_decide_opens_no_screen(cli, demo) -> None:
     r = cli("adjudicate", "--adjudicator", "zoe")
     assert r.exit_code == 0, r.output
     assert "0 to decide (ties and flagged); " in r.stdout
-    assert r.stdout.count("\n") == 2 and r.stdout.startswith("majority: ")  # rule, summary
+    # the rule, the coders answering each item, the summary
+    assert r.stdout.count("\n") == 3 and r.stdout.startswith("majority: ")

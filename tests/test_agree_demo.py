@@ -61,13 +61,14 @@ def test_demo_table_reads_in_80_columns(demo) -> None:
     lines = out.stdout.splitlines()
     assert max(map(len, lines)) <= 80
     assert lines[0] == "Codebook traum df387c5b9632, every labelled item, coders ana, ben, caro."
-    assert "Fleiss' kappa          0.580   0.529 to 0.625   moderate; 343 items" in out.stdout
+    assert "Fleiss' kappa          0.580   0.534 to 0.630   moderate; 343 items" in out.stdout
     assert out.stderr.startswith("defaults: codebook traum (the only one with labels)")
 
 
 def test_demo_disagreements_read_in_80_columns(demo) -> None:
     out = subprocess.run(
-        [sys.executable, "-m", "annotate", "agree", "--disagreements", "--db", str(demo)],
+        [sys.executable, "-m", "annotate", "agree", "--disagreements", "--context", "0",
+         "--db", str(demo)],
         capture_output=True,
         text=True,
         env={"COLUMNS": "80", "NO_COLOR": "1", "PATH": ""},
@@ -265,11 +266,12 @@ def test_questions_nobody_answered_and_sample_items_not_coded(cli, demo, tmp_pat
     assert "Not in any figure: 10 items of the sample:" in table
     assert "Answered by no coder yet: 9 items" in table
     md = cli("agree", "--codebook", "mental_model", "--question", "Q1", "-f", "markdown").stdout
-    from annotate.render.agree import REFERENCES
+    from annotate.render.agree import cited_references
 
     items = _top_list_items(md)  # each figure's line is its own list item, as intended
     assert items[0].startswith("Left out of Fleiss' kappa: ")
-    assert items[1:] == ["Not in any figure: 10 items of the sample:", *REFERENCES]
+    cited = cited_references(md.split("\n\n")[1])  # the methods paragraph's citations
+    assert items[1:] == ["Not in any figure: 10 items of the sample:", *cited]
     assert "\n  - Answered by no coder yet: 9 items" in md
 
 
@@ -400,13 +402,17 @@ def test_labels_outside_the_sample_get_a_hint(cli, demo) -> None:
     assert "error: codebook 'mental_model' has no labels in this file" in r.stderr
     with Store(demo) as s:
         s.conn.execute("DELETE FROM sample_items WHERE sample = 'main'")
-    r = cli("agree")
+    r = cli("agree")  # the default sample holds none of them: measured where they are
+    assert r.exit_code == 0, r.output
+    assert "every labelled item: too few coders in sample 'main'" in r.stderr
+    r = cli("agree", "--sample", "main")  # named: refused, with the way out
     assert r.exit_code == 1
     assert (
         "error: agreement needs at least 2 coders; got 0 on codebook 'traum' in sample 'main'"
         in (r.stderr)
     )
     assert "hint: the labels of 'traum' are on items outside sample 'main'" in r.stderr
+    assert "pass --sample all (every labelled item)" in r.stderr
 
 
 def test_a_cohen_interval_beyond_minus_one_is_clipped_and_says_so(cli, demo, tmp_path) -> None:

@@ -165,7 +165,10 @@ def test_each_run_is_stored_and_traceable_to_its_labels(cli, maptask) -> None:
     assert f"run {out['run_id']} stored: " in r.stderr
     with Store(maptask["db"]) as s:
         run = s.agreement_run(out["run_id"])
-        assert run["settings"] == {"ci": 0.9, "n_boot": 200, "seed": 3, "ci_method": "bca"}
+        assert run["settings"] == {
+                "ci": 0.9, "n_boot": 200, "seed": 3, "ci_method": "bca",
+                "resample_order": "ratings",
+            }  # fmt: skip
         assert run["coders"] == ["ann", "bob", "hcrc"] and run["questions"] == ["move"]
         assert run["codebook"] == "hcrc_moves"
         assert run["codebook_hash"] == find_codebook("hcrc_moves").codebook.version_hash
@@ -208,8 +211,9 @@ def test_disagreements_list_every_differing_item(cli, maptask) -> None:
     with Store(maptask["db"]) as s:
         action = s.action(one["item"])
     assert one["text"] == action.content and one["session"] == action.session
+    missing = "(skipped)" if one["item"] in maptask["skipped"] else "(not coded)"
     assert one["answers"] == {
-        c: (None if pd.isna(v) else v) for c, v in wide.loc[one["item"]].items()
+        c: (missing if pd.isna(v) else v) for c, v in wide.loc[one["item"]].items()
     }
     table = cli("agree", "--disagreements").stdout
     assert table.splitlines()[:3] == [
@@ -222,7 +226,9 @@ def test_disagreements_list_every_differing_item(cli, maptask) -> None:
     assert "Fleiss" not in markdown and f"Coders differ on move: {len(differing)} items" in markdown
     rows = list(csv.DictReader(io.StringIO(cli("agree", "-f", "csv", "--disagreements").stdout)))
     assert len(rows) == len(differing)
-    assert set(rows[0]) == {"question", "item", "session", "seq", "text", "ann", "bob", "hcrc"}
+    assert set(rows[0]) == {
+        "question", "item", "session", "seq", "context", "text", "ann", "bob", "hcrc", "notes",
+    }  # fmt: skip
     with Store(maptask["db"]) as s:  # only the report (agree -f json) stored a run
         assert s.query("SELECT count(*) FROM agreement_runs")[0][0] == runs_before + 1
 

@@ -254,11 +254,21 @@ def test_bootstrap_equals_a_loop_over_resampled_items():
     codes = rng.integers(0, 4, size=(60, 3))
     codes[:, 1] = np.where(rng.random(60) < 0.5, codes[:, 0], codes[:, 1])
     result = ag.bootstrap_fleiss_ci(as_labels(codes), n_boot=200, seed=11, method="percentile")
+    ordered = in_rating_order(codes, 4)  # the items are drawn in one order, whatever the input's
     draws = np.random.default_rng(11).integers(0, 60, size=(200, 60))
-    kappas = [sm_fleiss_kappa(aggregate_raters(codes[d], n_cat=4)[0]) for d in draws]
+    kappas = [sm_fleiss_kappa(aggregate_raters(ordered[d], n_cat=4)[0]) for d in draws]
     low, high = np.quantile(kappas, [0.025, 0.975])
     assert (result.low, result.high) == pytest.approx((low, high), abs=1e-12)
     assert result.n_valid == 200 and result.seed == 11
+    shuffled = codes[np.random.default_rng(0).permutation(60)]
+    again = ag.bootstrap_fleiss_ci(as_labels(shuffled), n_boot=200, seed=11, method="percentile")
+    assert (again.low, again.high) == (result.low, result.high)
+
+
+def in_rating_order(codes: np.ndarray, k: int) -> np.ndarray:
+    """The rows sorted by their counts per category (agreement.bootstrap.complete_counts)."""
+    counts = np.stack([(codes == j).sum(axis=1) for j in range(k)], axis=1)
+    return codes[np.lexsort(counts.T[::-1])]
 
 
 def test_cohen_bootstrap_equals_a_loop_over_resampled_items():

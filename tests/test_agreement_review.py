@@ -131,6 +131,8 @@ def test_the_usable_resamples_are_counted():
 
 def test_bca_is_the_textbook_interval():
     """Same draws, statsmodels' kappa on every resample and every jackknife sample."""
+    from tests.test_agreement_properties import in_rating_order
+
     codes = agreeing(40, k=4, seed=5)
     result = ag.bootstrap_fleiss_ci(labels(codes), n_boot=2000, seed=9, method="bca")
     assert result.method == "BCa bootstrap over items"
@@ -139,8 +141,9 @@ def test_bca_is_the_textbook_interval():
         return sm_fleiss_kappa(aggregate_raters(rows, n_cat=4)[0])
 
     estimate = kappa(codes)
+    ordered = in_rating_order(codes, 4)  # the items as the bootstrap orders them
     draws = np.random.default_rng(9).integers(0, 40, size=(2000, 40))
-    boot = np.array([kappa(codes[d]) for d in draws])
+    boot = np.array([kappa(ordered[d]) for d in draws])
     jack = np.array([kappa(np.delete(codes, i, axis=0)) for i in range(40)])
     normal = NormalDist()
     z0 = normal.inv_cdf(((boot < estimate).sum() + 0.5 * (boot == estimate).sum()) / 2000)

@@ -56,7 +56,7 @@ def test_html_report_embeds_the_charts_and_tables(cli, gold_db, tmp_path) -> Non
     out = tmp_path / "report"
     r = cli("report", "--codebook", "traum", "--out", str(out))
     assert r.exit_code == 0, r.output
-    assert f"wrote {out / 'report.html'} (9 charts, 8 tables" in r.stdout
+    assert f"wrote {out / 'report.html'} (9 charts, 9 tables" in r.stdout
     assert "traum: labels by gold (228 actions), then llm:fake (115 actions)" in r.stdout
     assert "mental_model: labels by gold (343 actions)" in r.stdout
     html = (out / "report.html").read_text(encoding="utf-8")
@@ -89,8 +89,8 @@ def test_html_report_embeds_the_charts_and_tables(cli, gold_db, tmp_path) -> Non
         "Inter-coder agreement",
     ]:
         assert f">{title}</h3>" in html
-    assert html.count("<table") == 8
-    assert "<p>no LLM validation stored.</p>" in html
+    assert html.count("<table") == 9  # and llm:fake's validation (it passed its gate)
+    assert ">LLM validation</h3>" in html
     assert "<td>Acknowledge</td>" in html and "<td>hidden</td>" in html
 
 
@@ -117,10 +117,11 @@ def test_report_numbers(cli, gold_db, tmp_path) -> None:
     traum = rows[rows["codebook"] == "traum"].iloc[0]
     humans = labels.rename(columns={"action_id": "item"})[["item", "coder", "value"]]
     assert traum["fleiss kappa"] == pytest.approx(agreement.fleiss_kappa(humans).kappa, abs=1e-3)
-    assert traum["coders"] == "ana, ben, caro" and traum["items"] == 343
+    assert traum["coders"] == "ana, ben, caro" and traum["kappa items"] == 343
+    assert traum["alpha items"] == 343 and traum["sample"] == "every labelled item"
     assert traum["categories"] == 8  # 7 acts and the declared Other
     mm = rows[rows["codebook"] == "mental_model"].iloc[0]
-    assert "0 human coder(s)" in mm["note"]
+    assert "agreement needs at least 2 coders; got 0" in mm["note"]
     # grounded answers over progress, recomputed from the stored mental-model answers
     with Store(gold_db) as s:
         pos = pd.DataFrame(s.action_positions()).set_index("action_id")
@@ -159,7 +160,10 @@ def test_report_needs_gold_or_llm_or_coders(cli, tmp_path) -> None:
     import_demo(cli)
     r = cli("report", "--codebook", "traum", "--out", str(tmp_path / "r"))
     assert r.exit_code == 1
-    assert "error: codebook 'traum' has no gold or LLM labels (coders: ana, ben, caro)" in r.stderr
+    assert (
+        "error: codebook 'traum' has no gold, corpus, validated LLM or rule labels "
+        "(coders: ana, ben, caro)" in r.stderr
+    )
     assert "hint: pass --coders ana" in r.stderr
     assert not (tmp_path / "r").exists()
     r = cli("report", "--codebook", "traum", "--coders", "ana,ben", "--by", "action_type",
@@ -179,6 +183,29 @@ def test_report_needs_gold_or_llm_or_coders(cli, tmp_path) -> None:
     assert r.exit_code == 1 and "--coders: 'zoe' has no labels for codebook 'traum'" in r.stderr
     r = cli("report", "--codebook", "traum", "--by", "colour", "--coders", "ana")
     assert r.exit_code == 1 and "--by: unknown column 'colour'" in r.stderr
+
+
+def test_a_codebook_without_gold_or_llm_labels_is_named_as_such(cli, tmp_path) -> None:
+    """As after `make demo`: traum has gold, mental_model only participants' self-reports,
+    which are then its default source, each action's own report (issue 35); the line names
+    the coders instead of an empty list."""
+    data = Path(__file__).resolve().parents[1] / "data"
+    import_demo(cli)  # and the three coders' traum labels
+    assert cli("adjudicate", "--codebook", "traum", "--majority-only").exit_code == 0
+    reports = cli(
+        "import-labels", str(data / "demo_self_reports.jsonl"), "--codebook", "mental_model",
+        "--mapping", str(data / "demo_self_report_mapping.yaml"),
+    )  # fmt: skip
+    assert reports.exit_code == 0, reports.output
+    r = cli("report", "--codebook", "traum", "--out", str(tmp_path / "report"))
+    assert r.exit_code == 0, r.output
+    assert "traum: labels by gold (" in r.stdout
+    assert (
+        "mental_model: each action's own report, by the coder self:<its actor> (self:Leo "
+        "(22 actions), self:Maya (23 actions), self:Priya (34 actions), self:Tom (28 actions)) "
+        "[its only labels are own reports]"
+    ) in r.stdout
+    assert "labels by  [" not in r.stdout
 
 
 def test_report_on_a_split_part(cli, gold_db, tmp_path) -> None:
@@ -232,7 +259,7 @@ def test_report_on_one_part_restricts_every_table_and_chart(cli, gold_db, tmp_pa
     assert table8.loc[("Q1", "sessions"), "all, train mean"] == 0
     # agreement of the human coders: over the part's items
     agreement_rows = pd.read_csv(out / "agreement.csv").set_index("codebook")
-    assert int(agreement_rows.loc["traum", "items"]) == n_test
+    assert int(agreement_rows.loc["traum", "kappa items"]) == n_test
     labels = pd.read_csv(DEMO_LABELS)
     in_part = labels[labels["action_id"].isin(set(test_actions["action_id"]))]
     humans = in_part.rename(columns={"action_id": "item"})[["item", "coder", "value"]]
@@ -240,7 +267,7 @@ def test_report_on_one_part_restricts_every_table_and_chart(cli, gold_db, tmp_pa
         agreement.fleiss_kappa(humans).kappa, abs=1e-3
     )
     html = (out / "report.html").read_text()
-    assert "over every item in the test part of split &#x27;main&#x27;" in html
+    assert "over the test part of split &#x27;main&#x27; only" in html
 
 
 def test_alignment_takes_all_answers_of_an_action_from_one_coder(cli, gold_db, tmp_path) -> None:
@@ -343,7 +370,7 @@ def test_maptask_report_with_corpus_labels(cli, shared, db_path, tmp_path) -> No
     assert float(by_role.loc["instruct", "guide"]) > float(by_role.loc["instruct", "follower"])
     html = (out / "report.html").read_text()
     assert len(IMG.findall(html)) == 2
-    assert "1 human coder(s) (hcrc): no agreement to measure" in html
+    assert "agreement needs at least 2 coders; got 1 (hcrc)" in html
 
 
 def test_report_modules_load_matplotlib_only_when_drawing() -> None:

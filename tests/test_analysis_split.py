@@ -250,7 +250,10 @@ def test_split_errors_are_one_line(cli) -> None:
     assert r.exit_code == 1 and "--per: unknown grouping 'participant'" in r.stderr
     r = cli("split-sessions", "--test", "1", "--codebooks", "traum")
     assert r.exit_code == 1
-    assert "codebook 'traum' has no gold or LLM labels (coders: ana, ben, caro)" in r.stderr
+    assert (
+        "codebook 'traum' has no gold, corpus, validated LLM or rule labels "
+        "(coders: ana, ben, caro)" in r.stderr
+    )
     r = cli("stats", "--split", "nope")
     assert r.exit_code == 1 and "no session split named 'nope'" in r.stderr
 

@@ -72,8 +72,27 @@ def import_demo(cli: Callable[..., Result]) -> None:
     assert cli("import-labels", str(DEMO_LABELS), "--codebook", "traum").exit_code == 0
 
 
-def demo_with_gold(cli: Callable[..., Result], db_path: Path, tmp_path: Path) -> Path:
-    """The demo project with gold, llm:fake and gold mental-model labels (see module docs)."""
+def record_gate(
+    db_path: Path, coder: str, gate: str, kappa: float, codebook: str = "traum"
+) -> int:
+    """An `llm-label` validation run of ``coder`` with this gate (pass, fail or forced), as
+    the workflow stores it (the report reads the newest per coder)."""
+    with Store(db_path) as store:
+        run = store.start_llm_run(
+            coder=coder, model=coder.removeprefix("llm:"), endpoint_host="localhost",
+            codebook=codebook, codebook_hash="-", split=codebook, prompt_hash="-",
+            shot_ids=[], temperature=0.0, votes=1, context=2, min_kappa=0.6,
+            forced=int(gate == "forced"),
+        )  # fmt: skip
+        store.update_llm_run(run, gate=gate, kappa=kappa, status="done")
+    return run
+
+
+def demo_with_gold(
+    cli: Callable[..., Result], db_path: Path, tmp_path: Path, llm_gate: str | None = "pass"
+) -> Path:
+    """The demo project with gold, llm:fake and gold mental-model labels (see module docs);
+    llm:fake passed its validation gate (``llm_gate``; None: never validated)."""
     import_demo(cli)
     ana = demo_traum_rows("ana")
     gold = [r | {"coder": "gold"} for i, r in enumerate(ana) if i % 3 != 0]
@@ -82,6 +101,8 @@ def demo_with_gold(cli: Callable[..., Result], db_path: Path, tmp_path: Path) ->
                "traum").exit_code == 0  # fmt: skip
     assert cli("import-labels", str(write_csv(tmp_path / "llm.csv", llm)), "--codebook",
                "traum").exit_code == 0  # fmt: skip
+    if llm_gate is not None:
+        record_gate(db_path, "llm:fake", llm_gate, 0.8 if llm_gate == "pass" else 0.3)
     with Store(db_path) as store:
         mm = mental_model_rows(store, {r["action_id"]: r["value"] for r in ana})
     r = cli("import-labels", str(write_csv(tmp_path / "mm.csv", mm)), "--codebook", "mental_model")

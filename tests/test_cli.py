@@ -5,8 +5,10 @@ from __future__ import annotations
 import inspect
 import io
 import json
+import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -15,6 +17,7 @@ from typer.testing import CliRunner
 
 from annotate.cli import app
 from annotate.codebook import BUILTIN_DIR as CODEBOOKS
+from tests.conftest import REPO
 
 
 @pytest.fixture
@@ -57,9 +60,10 @@ def test_status_next_step_is_one_command_for_the_step_not_yet_done(
     def next_step() -> str:
         return json.loads(cli("status", "--format", "json").stdout)["next"]
 
-    assert next_step() == "annotate agree --codebook traum --sample main"
+    on_db = f"--db {db_path}"
+    assert next_step() == f"annotate agree --codebook traum --sample main {on_db}"
     assert cli("agree", "--codebook", "traum").exit_code == 0
-    assert next_step() == "annotate adjudicate --codebook traum --sample main"
+    assert next_step() == f"annotate adjudicate --codebook traum --sample main {on_db}"
     from annotate.store import Store
 
     with Store(db_path) as s:
@@ -67,12 +71,44 @@ def test_status_next_step_is_one_command_for_the_step_not_yet_done(
     gold = tmp_path / "gold.csv"
     gold.write_text("action_id,coder,value\n" + "".join(f"{i},gold,Initiate\n" for i in ids))
     assert cli("import-labels", str(gold), "--codebook", "traum").exit_code == 0
-    assert next_step() == "annotate split --codebook traum --sample main --shots 8 --seed 7"
+    split = "annotate split --codebook traum --sample main --shots 8 --seed 7"
+    assert next_step() == f"{split} {on_db}"
 
     fresh = tmp_path / "fresh.db"
     assert cli("import", str(shared / "platform"), db=fresh).exit_code == 0
     status = json.loads(cli("status", "--format", "json", db=fresh).stdout)
-    assert status["next"] == "annotate sample --n 33 --seed 7 --name main"  # only 33 exist
+    # only 33 exist
+    assert status["next"] == f"annotate sample --n 33 --seed 7 --name main --db {fresh}"
+
+
+def test_status_next_line_runs_as_pasted(tmp_path) -> None:
+    """The `Next:` line names the file status was asked about (quoted), so pasted into a shell
+    it works on that file; on ./annotate.db it needs no --db."""
+    (tmp_path / "data").symlink_to(REPO / "data")
+    env = {**os.environ, "COLUMNS": "200", "NO_COLOR": "1"}
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
+    env.pop("ANNOTATE_DB", None)
+
+    def sh(line: str) -> str:
+        out = subprocess.run(["bash", "-c", line], cwd=tmp_path, env=env, capture_output=True,
+                             text=True)  # fmt: skip
+        assert out.returncode == 0, f"{line}: {out.stderr}"
+        return out.stdout
+
+    def pasted(status_line: str) -> str:
+        lines = sh(status_line).splitlines()
+        return lines[-1].removeprefix("Next:").strip()
+
+    sh("annotate import data/demo --db 'my project.db'")
+    sh("annotate import-labels data/demo_labels.csv --codebook traum --db 'my project.db'")
+    first = pasted("annotate status --db 'my project.db'")
+    assert first == "annotate sample --n 180 --seed 7 --name main --db 'my project.db'"
+    sh(first)
+    second = pasted("annotate status --db 'my project.db'")
+    assert second == "annotate agree --codebook traum --sample main --db 'my project.db'"
+    assert "Fleiss' kappa" in sh(second)
+    sh("annotate import data/demo")
+    assert pasted("annotate status") == "annotate sample --n 180 --seed 7 --name main"
 
 
 def test_status_on_empty_project_points_to_import(cli, db_path) -> None:
@@ -93,6 +129,37 @@ def test_export_labels_joined_with_actions(cli, coded_db, tmp_path) -> None:
     assert len(actions.strip().splitlines()) == 20
     r = cli("export", "--format", "parquet")
     assert r.exit_code == 1 and "--format parquet needs --out FILE" in r.stderr
+
+
+def test_export_keeps_each_actions_meta_and_nests_json_in_json_lines(cli, tmp_path) -> None:
+    """`--what actions` gives each action's meta (a generic import's extra columns, the
+    screenshot reference); JSON lines nest every JSON cell (meta, gold's provenance) as
+    JSON, not as a string holding JSON; CSV keeps it as the text stored."""
+    log = tmp_path / "log.csv"
+    log.write_text("dialogue,text,screenshot,mood\nd1,go left,shots/1.png,calm\nd1,ok,,tense\n")
+    assert cli("import", str(log), "--map", "session=dialogue,content=text").exit_code == 0
+    lines = cli("export", "--what", "actions", "--format", "jsonl").stdout.splitlines()
+    metas = [json.loads(line)["meta"] for line in lines]
+    assert [m["mood"] for m in metas] == ["calm", "tense"]
+    assert metas[0]["screenshot"] == "shots/1.png"
+    frame = pd.read_csv(io.StringIO(cli("export", "--what", "actions").stdout))
+    assert [json.loads(m)["mood"] for m in frame["meta"]] == ["calm", "tense"]
+    out = tmp_path / "actions.parquet"
+    parquet = cli("export", "--what", "actions", "--format", "parquet", "--out", str(out))
+    assert parquet.exit_code == 0
+    assert json.loads(pd.read_parquet(out)["meta"][1])["mood"] == "tense"
+
+    labels = tmp_path / "gold.csv"
+    ids = [json.loads(line)["id"] for line in lines]
+    labels.write_text("action_id,coder,value\n" + "".join(f"{i},{c},Initiate\n" for i in ids
+                                                         for c in ("ana", "ben")))  # fmt: skip
+    assert cli("import-labels", str(labels), "--codebook", "traum").exit_code == 0
+    assert cli("adjudicate", "--codebook", "traum", "--majority-only",
+               "--adjudicator", "zoe").exit_code == 0  # fmt: skip
+    gold = [json.loads(line) for line in cli("export", "--what", "gold", "--format", "jsonl")
+            .stdout.splitlines()]  # fmt: skip
+    assert [g["meta"]["adjudicator"] for g in gold] == ["zoe", "zoe"]
+    assert gold[0]["meta"]["votes"] == {"ana": "Initiate", "ben": "Initiate"}
 
 
 def test_export_refuses_what_would_give_an_empty_or_lost_table(cli, coded_db, tmp_path) -> None:
@@ -129,6 +196,35 @@ def test_codebooks_commands(cli, tmp_path) -> None:
     assert "error: bad.yaml: questions[0].options[1].key: duplicate key '1'" in r.stderr
     r = cli("codebooks", "show", "nosuch", db=None)
     assert r.exit_code == 1 and "unknown codebook 'nosuch'" in r.stderr and "traum" in r.stderr
+
+
+def test_codebooks_show_and_list_with_db_read_the_versions_stored(
+    cli, tmp_path, monkeypatch, db_path
+) -> None:
+    """`--db`, as on every other command: the version the project's labels were made under,
+    also after the file changed; without it, the file."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "codebooks").mkdir()
+    mine = tmp_path / "codebooks" / "mine.yaml"
+    text = (CODEBOOKS / "traum.yaml").read_text().replace("name: traum", "name: mine", 1)
+    mine.write_text(text)
+    assert cli("import", str(REPO / "data" / "demo")).exit_code == 0
+    labels = tmp_path / "l.csv"
+    labels.write_text("".join(
+        line for line in (REPO / "data" / "demo_labels.csv").read_text().splitlines(True)[:4]
+    ))  # fmt: skip
+    assert cli("import-labels", str(labels), "--codebook", "mine").exit_code == 0
+    mine.write_text(text.replace('title: "Traum grounding acts"', 'title: "Renamed acts"'))
+
+    stored = cli("codebooks", "show", "mine").stdout  # the cli fixture passes --db
+    assert stored.startswith("Traum grounding acts (mine v1.0, hash ")
+    assert cli("codebooks", "show", "mine", db=None).stdout.startswith("Renamed acts (mine v1.0")
+    listed = json.loads(cli("codebooks", "list", "--format", "json").stdout)
+    assert [(c["name"], c["title"], c["labels"]) for c in listed] == [
+        ("mine", "Traum grounding acts", 3)
+    ]
+    r = cli("codebooks", "show", "traum")
+    assert r.exit_code == 1 and "codebook 'traum' is not in this database" in r.stderr
 
 
 def test_codebooks_validate_reports_every_mistake_of_every_file(cli, tmp_path, monkeypatch):

@@ -287,11 +287,13 @@ def test_bad_kind(tmp_path: Path) -> None:
     assert "'yes_no_reasons'" in err.message
 
 
-def test_unknown_action_type(tmp_path: Path) -> None:
+def test_action_types_are_open_but_not_empty(tmp_path: Path) -> None:
     data = raw("traum")
-    data["applies_to"] = ["message", "scribble"]
+    data["applies_to"] = ["message", "pickup"]  # an agent's action: a type like any other
+    assert load_codebook_file(write_yaml(tmp_path, data)).codebook.applies("pickup")
+    data["applies_to"] = ["message", " "]
     err = error_of(write_yaml(tmp_path, data))
-    assert err.message == "traum.yaml: applies_to: unknown action type 'scribble'"
+    assert err.message == "traum.yaml: applies_to: an action type cannot be empty"
 
 
 def test_unquoted_numeric_key_means_the_string(tmp_path: Path) -> None:
@@ -551,7 +553,13 @@ def test_make_demo_regenerates_identical_files(tmp_path: Path) -> None:
     assert generated == committed
     for name in committed:
         assert (tmp_path / "demo" / name).read_bytes() == (DATA / "demo" / name).read_bytes()
-    for name in ("demo_labels.csv", "demo_self_reports.jsonl", "demo_self_report_mapping.yaml"):
+    for name in (
+        "demo_labels.csv",
+        "demo_self_reports.jsonl",
+        "demo_self_report_mapping.yaml",
+        "demo_traces/overcooked.jsonl",
+        "demo_traces_labels.csv",
+    ):
         assert (tmp_path / name).read_bytes() == (DATA / name).read_bytes()
     # the self-annotation demo (log, checkpoints, screenshots) too
     committed_self = sorted(p.relative_to(DATA) for p in (DATA / "demo_self").rglob("*.*"))

@@ -491,3 +491,34 @@ def test_readme_is_a_short_front_door():
     links = re.findall(r"\]\(((?:docs|benchmarks)/[^)#]+)", text)
     assert len(links) >= 10
     assert [link for link in links if not (REPO / link).is_file()] == []
+
+
+def test_help_lists_the_commands_in_the_workflows_order():
+    """`annotate --help` lists the commands in the order of the workflow table of
+    docs/index.md: import first, then sample, code, agree, gold, the LLM, report, export."""
+    out = subprocess.run(
+        [sys.executable, "-m", "annotate", "--help"],
+        capture_output=True,
+        text=True,
+        env=os.environ | {"COLUMNS": "100", "NO_COLOR": "1"},
+    )
+    listed = re.findall(r"^│ ([a-z][a-z-]+) ", out.stdout.split("Commands", 1)[1], re.M)
+    table = [row for row in (DOCS / "index.md").read_text().splitlines() if row.startswith("| ")]
+    workflow = [name for row in table for name in re.findall(r"`annotate ([a-z-]+)`", row)]
+    assert listed == workflow
+
+
+def test_benchmarks_page_is_the_current_table_with_its_history_beside():
+    """benchmarks/README.md: the current figures (each row with its goal, and a date and
+    commit), short; the notebook's history in dated files it links to."""
+    page = REPO / "benchmarks" / "README.md"
+    text = page.read_text()
+    assert len(text.split()) <= 2000
+    links = re.findall(r"\]\((history/[^)]+)\)", text)
+    assert links and all((page.parent / link).is_file() for link in links)
+    history = sorted((page.parent / "history").glob("*.md"))
+    assert {f"history/{p.name}" for p in history} <= set(links)
+    assert all(re.match(r"\d{4}-\d\d-\d\d-", p.name) for p in history)
+    rows = [r for r in text.splitlines() if r.startswith("| ") and not r.startswith("| figure")]
+    dated = [r for r in rows if re.search(r"\| 20\d\d-\d\d-\d\d \| [0-9a-f]{7} \|", r)]
+    assert len(rows) >= 30 and len(dated) >= 15

@@ -120,7 +120,7 @@ def test_csv_reads_back_every_odd_cell(odd_db) -> None:
             assert float(got["elapsed_s"]) == pytest.approx(want["elapsed_s"], rel=1e-14)
     # text is quoted, numbers are not: "007" stays text, seq is a number
     line = next(x for x in _text(odd_db, "actions", "csv").splitlines() if '"007"' in x)
-    assert line.endswith(',"007"') and ",14," in line
+    assert line.endswith(',"007",""') and ",14," in line  # content, then an empty meta
     frame = pd.read_csv(io.StringIO(_text(odd_db, "actions", "csv")), keep_default_na=False)
     assert frame["seq"].dtype.kind == "i"
 

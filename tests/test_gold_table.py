@@ -224,9 +224,9 @@ def _three_coders(path: Path) -> tuple[Store, object, list[str]]:
 
 def _one_pass(s: Store) -> tuple:
     from annotate.reliability.agreement_data import select
-    from annotate.reliability.majority_pass import write_majority_in_one_pass
+    from annotate.reliability.majority_pass import adjudicate_majority
 
-    plan, written = write_majority_in_one_pass(s, select(s, codebook="traum"), "zoe")
+    plan, written = adjudicate_majority(s, select(s, codebook="traum"), "zoe")
     return plan.stale, written
 
 
@@ -321,12 +321,13 @@ def test_a_decision_of_the_same_answer_keeps_the_revision(tmp_path: Path) -> Non
     an agreement run compares; deciding another answer changes both."""
     from annotate.reliability import adjudication as adj
     from annotate.reliability.agreement_data import select
+    from annotate.reliability.majority_pass import adjudicate_majority
 
     s, _, ids = _three_coders(tmp_path / "p.db")
     with s:
         _one_pass(s)
         before = _gold(s, ids[0])
-        plan = adj.plan_gold(s, select(s, codebook="traum"))
+        plan, _ = adjudicate_majority(s, select(s, codebook="traum"), "zoe")
         [case] = [c for c in plan.majority if c.action_id == ids[0]]
         adj.decide(s, plan, case, Answer("Initiate"), "zoe")
         same = _gold(s, ids[0])

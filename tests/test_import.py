@@ -206,7 +206,7 @@ def test_generic_csv_with_column_mapping(cli, db_path, tmp_path) -> None:
         "d1,guide,go left,message,a\n"
         "d1,follower,ok,message,b\n"
         "d2,guide,start at the mill,message,c\n"
-        "d1,follower,,draw,d\n"
+        "d1,follower,,message,d\n"
     )
     r = cli(
         "import",
@@ -217,8 +217,8 @@ def test_generic_csv_with_column_mapping(cli, db_path, tmp_path) -> None:
         "visible",
     )
     assert r.exit_code == 1
-    assert f"{f}:5: missing field 'text'" in r.stderr
-    f.write_text(f.read_text().replace("d1,follower,,draw,d", "d1,follower,[stroke],draw,d"))
+    assert f"{f}:5: missing field 'text' (a message needs text" in r.stderr
+    f.write_text(f.read_text().replace("d1,follower,,message,d", "d1,follower,,draw,d"))
     r = cli(
         "import",
         str(f),

@@ -226,18 +226,31 @@ def test_a_run_keeps_the_revision_of_every_label_it_used(coded: Store) -> None:
         assert len({r["other_text"] for r in rows} & set(TRICKY)) >= 3
 
 
-def test_the_gold_adjudicate_writes_carries_the_revision_of_its_content(coded: Store) -> None:
-    from annotate.reliability.adjudication import plan_gold, write_majority
+def test_the_gold_adjudicate_writes_keeps_its_revision_while_its_answer_stays(
+    coded: Store,
+) -> None:
+    """The majority gold goes in by one SQL statement (no SHA-256 per item in Python): a
+    new gold gets a revision as a raw SQL write does (new, never 0), which stays while its
+    answer stays (another adjudicator, another run) and changes with the answer; the
+    coders' labels keep the revision of their content."""
+    from annotate.reliability.majority_pass import adjudicate_majority
     from annotate.store.revisions import stored_revision
 
     selection = select(coded, codebook="traum", sample=None, purpose="adjudication")
-    assert write_majority(coded, plan_gold(coded, selection), "lead") > 0
-    rows = coded.conn.execute(
+    assert adjudicate_majority(coded, selection, "lead")[1] > 0
+    query = (
         "SELECT action_id, question, coder, value, codes, other_text, codebook_hash, revision "
-        "FROM labels"
-    ).fetchall()
-    assert any(r["coder"] == "gold" for r in rows)
-    assert all(r["revision"] == stored_revision(tuple(r)[:7]) for r in rows)
+        "FROM labels ORDER BY action_id, coder"
+    )
+    rows = coded.conn.execute(query).fetchall()
+    gold = {r["action_id"]: r["revision"] for r in rows if r["coder"] == "gold"}
+    assert gold and 0 not in gold.values() and None not in gold.values()
+    assert all(r["revision"] == stored_revision(tuple(r)[:7]) for r in rows if r["coder"] != "gold")
+    assert adjudicate_majority(coded, selection, "zoe")[1] == len(gold)
+    again = {
+        r["action_id"]: r["revision"] for r in coded.conn.execute(query) if r["coder"] == "gold"
+    }
+    assert again == gold
 
 
 def test_a_revision_hashes_the_content_json_dumps_makes() -> None:

@@ -274,12 +274,14 @@ def test_full_flow_then_a_rerun_sends_nothing(cli, maptask, llm_env, db_path):
     r = llm_label(cli)
     assert r.exit_code == 0, r.output
     assert llm_env.state.requests == 212  # zero new requests
-    assert "0 requests sent, 212 from cache" in r.stdout
+    assert "same as run 1 (done, gate pass): the same command" in r.stdout
+    assert "nothing sent, nothing new stored" in r.stdout
+    assert "Fleiss' kappa, LLM + gold" in r.stdout  # its validation, shown again
 
     status = json.loads(cli("status", "--format", "json").stdout)
-    assert [run["id"] for run in status["llm_runs"]] == [1, 2]  # the re-run is a run too
+    assert [run["id"] for run in status["llm_runs"]] == [1]  # an identical re-run adds none
     assert status["llm_coders"]["hcrc_moves"] == [CODER]
-    assert status["next"] == "annotate report --codebook hcrc_moves"
+    assert status["next"] == f"annotate report --codebook hcrc_moves --db {db_path}"
 
 
 def test_target_sample_labels_only_that_sample(cli, maptask, llm_env, db_path):
@@ -336,14 +338,19 @@ def test_kill_and_resume_never_pays_twice(cli, maptask, llm_env, db_path):
     assert sorted(kept) == stored  # what the killed run stored was not stored again
     assert db_rows(db_path, "SELECT count(*) FROM llm_items WHERE run_id = 1") == [(212,)]
 
-    # a finished run, run again, is a new run answered from the cache: its report is the
+    # the same command again adds nothing: it is the same as the finished run
+    llm_env.state.reset_counts()
+    same = llm_label(cli)
+    assert "same as run 1 (done, gate pass)" in same.stdout and llm_env.state.requests == 0
+    # run with another gate, it is a new run answered from the cache: its report is the
     # report of a run never interrupted, and it equals the resumed run's
     llm_env.state.reset_counts()
-    again = llm_label(cli)
+    again = llm_label(cli, "--min-kappa", "0.5")
     assert again.exit_code == 0, again.output
     assert "resuming" not in again.output and llm_env.state.requests == 0
     report = "SELECT status, gate, kappa, report FROM llm_runs WHERE id = ?"
     assert db_rows(db_path, report, (2,)) == db_rows(db_path, report, (1,))
+    assert db_rows(db_path, "SELECT min_kappa FROM llm_runs ORDER BY id") == [(0.6,), (0.5,)]
     counts = "SELECT phase, count(*), sum(valid) FROM llm_items WHERE run_id = ? GROUP BY phase"
     assert db_rows(db_path, counts, (2,)) == db_rows(db_path, counts, (1,))
     phase_lines = [
@@ -386,7 +393,8 @@ def test_a_different_command_never_resumes_an_unfinished_run(cli, maptask, llm_e
         (
             lambda s: (s.faults.append(Fault("hang", times=1)), setattr(s, "hang_s", 3)),
             ["--timeout", "0.5"],
-            "1 retries",
+            "1 retries (1 requests timed out after --timeout 0.5 s: the server answered more "
+            "slowly than that; see --concurrency)",
         ),
     ],
     ids=["429-retry-after", "500", "timeout"],
@@ -416,7 +424,8 @@ def test_response_format_fallback_is_detected_and_remembered(
     llm_env.state.accept = accept
     r = llm_label(cli, "--validate-only")
     assert r.exit_code == 0, r.output
-    assert {k: v for k, v in llm_env.state.statuses.items() if k != 200} == refused
+    # 404: the concurrency probe's GET /props and /slots (the test server has neither)
+    assert {k: v for k, v in llm_env.state.statuses.items() if k not in (200, 404)} == refused
     assert "72 requests sent, 0 from cache, 0 retries;" in r.stdout
     assert f"; response_format {mode}\n  response_format json_schema -> " in r.stdout
     assert db_rows(db_path, "SELECT response_format FROM llm_runs") == [(mode,)]
@@ -432,7 +441,7 @@ def test_response_format_fallback_is_detected_and_remembered(
     r = llm_label(cli, "--validate-only", "--context", "3")
     assert r.exit_code == 0, r.output
     assert f"response_format {mode}\n" in r.stdout and " -> " not in r.stdout
-    assert llm_env.state.statuses == {200: 72}
+    assert llm_env.state.statuses == {200: 72, 404: 2}  # 404: the concurrency probe
     status = cli("status", "--format", "csv")
     assert f",{mode}," in status.stdout
 
@@ -488,11 +497,11 @@ def test_unusable_reply_is_retried_once_then_stored_invalid(
     exported = [json.loads(line) for line in out.stdout.splitlines()]
     assert len(exported) == 72 and {e["coder"] for e in exported} == {CODER}
     [bad] = [e for e in exported if not e["valid"]]
-    assert bad["action_id"] == target.id and json.loads(bad["raw_replies"]) == raw
+    assert bad["action_id"] == target.id and bad["raw_replies"] == raw  # JSON, not a string
     assert bad["error"] == err and bad["content"] == target.content
     with Store(db_path) as s:
         info = s.split_info("hcrc_moves")
-    assert json.loads(bad["shot_ids"]) == list(info.shots) and bad["temperature"] == 0
+    assert bad["shot_ids"] == list(info.shots) and bad["temperature"] == 0
     assert all(e["prompt_hash"] and e["codebook_hash"] and e["model"] == MODEL for e in exported)
     assert not db_rows(
         db_path, "SELECT 1 FROM labels WHERE coder = ? AND action_id = ?", (CODER, target.id)
@@ -627,21 +636,22 @@ def test_mental_model_is_answered_in_one_json_object(
 
 def test_export_has_each_item_once_per_run_that_labelled_it(cli, maptask, llm_env, db_path):
     llm_env.state.label_for = agreeing(maptask, 0.9)
-    for args in (["--validate-only"], ["--validate-only"], []):  # the 2nd and 3rd: from cache
+    # the 2nd is the same as run 1 (nothing stored); the 3rd takes the held-out from cache
+    for args in (["--validate-only"], ["--validate-only"], []):
         r = llm_label(cli, *args)
         assert r.exit_code == 0, r.output
     stored = db_rows(
         db_path, "SELECT run_id, phase, cached, count(*) FROM llm_items GROUP BY 1, 2, 3"
     )
-    assert stored == [(1, "validate", 0, 72), (2, "validate", 1, 72), (3, "label", 0, 140),
-                      (3, "validate", 1, 72)]  # fmt: skip
+    assert stored == [(1, "validate", 0, 72), (2, "label", 0, 140),
+                      (2, "validate", 1, 72)]  # fmt: skip
     out = cli("export", "--what", "llm", "--format", "jsonl")
     assert out.exit_code == 0, out.output
     rows = [json.loads(line) for line in out.stdout.splitlines()]
     assert len(rows) == 212 == len({r["action_id"] for r in rows})
     assert Counter((r["run_id"], r["phase"], r["cached"]) for r in rows) == {
-        (1, "validate", 0): 72, (3, "label", 0): 140}  # fmt: skip
-    assert db_rows(db_path, "SELECT id FROM llm_runs ORDER BY id") == [(1,), (2,), (3,)]
+        (1, "validate", 0): 72, (2, "label", 0): 140}  # fmt: skip
+    assert db_rows(db_path, "SELECT id FROM llm_runs ORDER BY id") == [(1,), (2,)]
 
 
 def test_validate_only_by_role_and_condition(cli, maptask, llm_env, db_path):
@@ -675,3 +685,33 @@ def test_validate_only_by_role_and_condition(cli, maptask, llm_env, db_path):
         assert c["fleiss"] == pytest.approx(kappa)
     r = llm_label(cli, "--validate-only", "--by", "role,mood")
     assert r.exit_code == 1 and "--by: unknown column 'mood'" in r.stderr
+
+
+# -- concurrency: what the server says, else step down while it answers one at a time -----------
+
+
+def test_concurrency_steps_down_on_a_server_that_answers_one_at_a_time(cli, maptask, llm_env):
+    llm_env.state.label_for = agreeing(maptask, 0.9)
+    llm_env.state.serial, llm_env.state.latency = True, 0.15  # no /props: llama-cpp-python
+    r = llm_label(cli, "--validate-only")
+    assert r.exit_code == 0, r.output
+    assert "\n  concurrency 8 -> 4 (the server answered one request at a time: median " in (
+        r.stdout
+    )
+    assert "; concurrency 1; " in r.stdout  # 8 -> 4 -> 2 -> 1
+
+
+def test_concurrency_is_the_servers_slots_where_it_says(cli, maptask, llm_env):
+    llm_env.state.label_for = agreeing(maptask, 0.9)
+    llm_env.state.slots = 3  # llama.cpp's llama-server: GET /props -> total_slots
+    r = llm_label(cli, "--validate-only")
+    assert r.exit_code == 0, r.output
+    assert "; concurrency 3; " in r.stdout and "concurrency 3 ->" not in r.stdout
+
+
+def test_concurrency_given_is_kept(cli, maptask, llm_env):
+    llm_env.state.label_for = agreeing(maptask, 0.9)
+    llm_env.state.serial, llm_env.state.latency = True, 0.05
+    r = llm_label(cli, "--validate-only", "--concurrency", "4")
+    assert r.exit_code == 0, r.output
+    assert "; concurrency 4; " in r.stdout and "concurrency 4 ->" not in r.stdout

@@ -174,7 +174,8 @@ def test_validate_gate_force_and_a_rerun_that_sends_nothing(project, real_server
     before = real_server.requests()
     again = annotate(project, real_server, *label(*url, "--target", "rest", "--force"))
     assert real_server.requests() == before  # the server's own log: zero requests
-    assert "0 requests sent" in again.stdout
+    assert "same as run 2 (done, gate forced)" in again.stdout  # and no run 3
+    assert query(project, "SELECT max(id) FROM llm_runs")[0][0] == 2
 
 
 def test_kill_9_mid_run_then_resume_requests_nothing_already_answered(project, real_server):

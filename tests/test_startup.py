@@ -202,9 +202,9 @@ def test_a_command_module_is_imported_out_of_the_collectors_way(demo_db: Path) -
     paused, then frozen (kept out of its scans); the command runs with the collector on."""
     spy = (
         "import annotate.status\n"
-        "def spy(store):\n"
+        "def spy(store, *args):\n"
         "    seen.update(on=gc.isenabled(), frozen=gc.get_freeze_count())\n"
-        "    return real(store)\n"
+        "    return real(store, *args)\n"
         "real, annotate.status.project_status = annotate.status.project_status, spy\n"
     )
     seen = _seen_while_running(spy, ["status", "--db", str(demo_db)])

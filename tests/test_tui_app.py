@@ -429,3 +429,34 @@ async def test_text_prompts_leave_no_fragments_beside_their_border(db) -> None:
             assert all(len(r.rstrip()) == SIZE[0] for r in box)
             assert any("   now " in r for r in rows)  # the item is still on screen
             await keys(pilot, "escape")
+
+
+@pytest.mark.parametrize(
+    ("book", "named", "foreign"), [("hcrc_moves", "Instruct", "Repair"), ("traum", "Initiate", "")]
+)
+async def test_the_note_field_gives_an_example_in_the_codebooks_words(db, book, named, foreign):
+    """An HCRC session's note field names HCRC moves, not Traum's acts."""
+    from textual.widgets import Input
+
+    app = make_app(db, book, "dora")
+    async with app.run_test(size=SIZE) as pilot:
+        await keys(pilot, "m")
+        assert isinstance(app.screen, TextPrompt)
+        placeholder = app.screen.query_one("#prompt-input", Input).placeholder
+        assert named in placeholder and (not foreign or foreign not in placeholder)
+
+
+async def test_a_message_about_an_item_goes_when_the_next_item_opens(db) -> None:
+    """"Note saved." is said on the item noted, and not shown on the next one."""
+    from annotate.tui.widgets.status import StatusBar
+
+    app = make_app(db, "traum", "dora")
+    async with app.run_test(size=SIZE) as pilot:
+        await keys(pilot, "m", "unsure", "enter")
+        assert "Note saved." in screen_text(app)
+        await keys(pilot, "1")  # answered: the next item opens at once
+        assert app.session.index == 1
+        assert "Note saved." not in screen_text(app)
+        assert app.screen.query_one(StatusBar).message is None  # gone before its 4 seconds
+        await keys(pilot, "left")
+        assert "Note saved." not in screen_text(app)  # nor when the noted item opens again

@@ -174,6 +174,22 @@ async def test_context_n_is_the_number_of_earlier_turns(tmp_path, size) -> None:
     assert len(app.session.context_rows()) == 3 and len(shown) == 2
 
 
+@pytest.mark.parametrize("codebook", ["traum", "mental_model"])
+async def test_a_tall_screen_leaves_no_empty_space_above_the_context(tmp_path, codebook) -> None:
+    """A browser's terminal (`code --web`, 50 rows here): the turns start right under the
+    context's title and the options follow the item; what is left is above the keys."""
+    app = make_app(project(tmp_path), codebook, "dora")
+    async with app.run_test(size=(120, 50)) as pilot:
+        await pilot.pause()
+        await pilot.pause()
+        turns, blank = context_turns(app)
+        lines = screen_lines(app)
+    assert blank == 0 and len(turns) == 9  # 8 earlier turns and the item
+    item = next(i for i, line in enumerate(lines) if "   now " in line)
+    assert lines[item + 1].startswith("─")  # the question's border right under the item
+    assert not lines[-3].strip() and lines[-2].lstrip().startswith("←/→")  # spare room at the foot
+
+
 # -- the real logs (the reproductions of issue 14) ----------------------------------------
 
 _REAL: dict[str, Path] = {}

@@ -11,7 +11,7 @@ questions have no codes to compare and are left out. The counting is SQL
 
 - by act: the action type, and, when the report's codebook is another one with a
   single-choice question, the action's code there (from the report's label source: gold,
-  else the LLM coder, or ``--coders``);
+  then the corpus coding, then a validated LLM coder, or ``--coders``);
 - over session progress: an action at position p (0 .. n - 1, all the session's actions in
   order) is in decile floor(10 p / n).
 """

@@ -1,6 +1,10 @@
-"""Which coder's label counts for an action: gold where present, else the LLM coder(s); or
-each action's own report (the coder ``self:<its actor>``), by ``--source own-reports`` or
-when a codebook's only labels are participants' own reports."""
+"""Which coder's label counts for an action: gold where present, then a corpus coding, then
+an LLM coder that passed its validation gate, then the rule sets (``rule:*``, `annotate
+audit`); any other coder only when named (--coders).
+
+An LLM coder that did not pass its gate (failed, or labelled with --force) is never a
+default source; named, it is used and flagged: every table and chart that rests on its
+labels says so, with its kappa (:attr:`LabelSource.flags`)."""
 
 from __future__ import annotations
 
@@ -10,7 +14,7 @@ from typing import Any
 
 import pandas as pd
 
-from annotate.coders import GOLD, SELF_PREFIX, is_llm
+from annotate.coders import GOLD, SELF_PREFIX, is_llm, is_rule
 from annotate.errors import UsageError
 from annotate.store import Store
 
@@ -35,7 +39,12 @@ class LabelSource:
     used: dict[str, int] = field(default_factory=dict)
     default: bool = True
     per_action: bool = False
+    gates: dict[str, Gate] = field(default_factory=dict)
+    """The validation gate of each LLM coder in ``priority``."""
+    left_out: tuple[str, ...] = ()
+    """LLM coders with labels that the default leaves out (gate not passed)."""
     own_reports: bool = False
+    """Each action's label is its own actor's report (the coder ``self:<participant>``)."""
 
     def describe(self) -> str:
         if self.own_reports:
@@ -45,11 +54,44 @@ class LabelSource:
                 f"{self.codebook}: each action's own report, by the coder self:<its actor> "
                 f"({', '.join(parts) or 'none'}) [{why}]"
             )
+        if not self.priority:  # nobody's labels count by default: say so, name no one
+            return f"{self.codebook}: no gold or LLM labels (--coders names the coders to use)"
         parts = [f"{c} ({self.used.get(c, 0)} actions)" for c in self.priority]
-        how = "gold where present, else the LLM coder(s)" if self.default else "--coders"
+        how = DEFAULT_ORDER if self.default else "--coders"
         if self.per_action:
             how += "; all answers of an action from one coder"
-        return f"{self.codebook}: labels by " + ", then ".join(parts) + f" [{how}]"
+        text = f"{self.codebook}: labels by " + ", then ".join(parts or ["nobody"]) + f" [{how}]"
+        text += "".join(f" {flag}" for flag in self.flags)
+        if self.left_out:
+            text += (
+                f" Not used: {', '.join(self.left_out)} (did not pass the validation gate; "
+                "name it with --coders to use it, marked)."
+            )
+        return text
+
+    @property
+    def flags(self) -> tuple[str, ...]:
+        """One warning per used coder that did not pass its gate, e.g. "llm:x FAILED its
+        validation gate (Fleiss' kappa -0.323 < 0.6, labelled with --force)"."""
+        return tuple(
+            self.gates[c].warning()
+            for c in self.priority
+            if c in self.gates and not self.gates[c].passed and self.used.get(c)
+        )
+
+    def mark(self) -> str:
+        """A short mark for chart and table titles ("" when every coder used passed)."""
+        failed = [c for c in self.priority if c in self.gates and not self.gates[c].passed
+                  and self.used.get(c)]  # fmt: skip
+        return "".join(f" [{self.gates[c].short()}]" for c in failed)
+
+    def rests_on(self, labels: pd.DataFrame) -> str:
+        """Which coders gave these labels and how many actions each, e.g. "gold (112
+        actions), hcrc (231 actions)": what a figure over them rests on."""
+        used = _used(labels)
+        return ", ".join(f"{c} ({used[c]} actions)" for c in self.priority if used.get(c)) or (
+            "nobody"
+        )
 
     def restricted(self, action_ids: Collection[str]) -> LabelSource:
         """The same source over these actions only (``used`` counted again)."""
@@ -64,9 +106,70 @@ def _used(frame: pd.DataFrame) -> dict[str, int]:
     return {str(k): int(v) for k, v in used.items()}
 
 
-def default_priority(available: Sequence[str]) -> list[str]:
-    """Gold first, then every LLM coder (by name)."""
-    return ([GOLD] if GOLD in available else []) + sorted(c for c in available if is_llm(c))
+
+
+DEFAULT_ORDER = (
+    "gold, then the corpus coding, then LLM coders that passed their gate, then rule sets"
+)
+
+
+@dataclass(frozen=True)
+class Gate:
+    """The newest validation of an LLM coder (`llm-label`)."""
+
+    coder: str
+    gate: str | None
+    """``pass``, ``fail`` or ``forced``; None: never validated."""
+    kappa: float | None = None
+    min_kappa: float | None = None
+    run_id: int | None = None
+
+    @property
+    def passed(self) -> bool:
+        return self.gate == "pass"
+
+    def _kappa(self) -> str:
+        return "no kappa" if self.kappa is None else f"Fleiss' kappa {self.kappa:.3f}"
+
+    def short(self) -> str:
+        if self.gate is None:
+            return f"{self.coder}: never validated"
+        return f"{self.coder}: FAILED validation, {self._kappa()}"
+
+    def warning(self) -> str:
+        if self.gate is None:
+            return f"{self.coder} was never validated against gold (no llm-label gate)."
+        below = f" < {self.min_kappa:g}" if self.min_kappa is not None else ""
+        forced = ", labelled with --force" if self.gate == "forced" else ""
+        return (
+            f"{self.coder} FAILED its validation gate ({self._kappa()}{below}{forced}; "
+            f"run {self.run_id}): its labels are not validated data."
+        )
+
+
+def llm_gates(store: Store) -> dict[str, Gate]:
+    """Each LLM coder's newest validation gate."""
+    gates: dict[str, Gate] = {}
+    for run in store.llm_validation_runs():  # newest first
+        coder = run.get("coder")
+        if coder and coder not in gates:
+            gates[coder] = Gate(
+                coder, run.get("gate"), run.get("kappa"), run.get("min_kappa"), run.get("id")
+            )
+    return gates
+
+
+def default_priority(
+    available: Sequence[str], corpus: Collection[str], gates: dict[str, Gate]
+) -> list[str]:
+    """The sources of a label when none is named, in order: gold, then the corpus coding(s),
+    then each LLM coder that passed its gate, then each rule set (``rule:*``, deterministic:
+    no gate) (a new kind of source is one more line)."""
+    order = [GOLD] if GOLD in available else []
+    order += sorted(c for c in available if c in corpus and c != GOLD)
+    order += sorted(c for c in available if is_llm(c) and c in gates and gates[c].passed)
+    order += sorted(c for c in available if is_rule(c) and c not in order)
+    return order
 
 
 def pick_first(
@@ -100,10 +203,10 @@ def label_source(
 ) -> LabelSource:
     """The labels of ``codebook`` that count (see :class:`LabelSource`).
 
-    Without ``coders``: gold where present, else the LLM coder(s); each action's own report
-    when every coder of the codebook is a participant (``self:*``). ``source`` =
-    :data:`OWN_REPORTS`: each action's own report. With ``required`` an empty result is a
-    :class:`UsageError` naming the coders that do exist.
+    Without ``coders``: :func:`default_priority`; each action's own report when every
+    coder of the codebook is a participant (``self:*``). ``source`` = :data:`OWN_REPORTS`:
+    each action's own report. With ``required`` an empty result is a :class:`UsageError`
+    naming the coders that do exist.
     """
     available = store.coders(codebook)
     if source is not None and source not in SOURCES:
@@ -116,7 +219,12 @@ def label_source(
     if source == OWN_REPORTS or (not coders and only_self):
         return own_report_source(store, codebook, required=required, named=source is not None)
     default = not coders
-    priority = list(coders) if coders else default_priority(available)
+    gates = llm_gates(store) if any(is_llm(c) for c in available) else {}
+    for c in available:  # an LLM coder's labels without a validation run: never validated
+        if is_llm(c) and c not in gates:
+            gates[c] = Gate(c, None)
+    corpus = store.corpus_coders() if default else ()
+    priority = list(coders) if coders else default_priority(available, corpus, gates)
     unknown = [c for c in priority if c not in available]
     if coders and unknown and required:
         raise UsageError(
@@ -131,10 +239,21 @@ def label_source(
                 hint="import or code some first (annotate import-labels, annotate code)",
             )
         raise UsageError(
-            f"codebook '{codebook}' has no gold or LLM labels (coders: {', '.join(available)})",
+            f"codebook '{codebook}' has no gold, corpus, validated LLM or rule labels "
+            f"(coders: {', '.join(available)})",
             hint=f"pass --coders {available[0]} (comma-separated, first one that answered wins)",
         )
-    return LabelSource(codebook, tuple(priority), frame, _used(frame), default, per_action)
+    left_out = tuple(c for c in available if is_llm(c) and c not in priority) if default else ()
+    return LabelSource(
+        codebook,
+        tuple(priority),
+        frame,
+        _used(frame),
+        default,
+        per_action,
+        {c: gates[c] for c in priority if c in gates},
+        left_out,
+    )
 
 
 def own_report_source(

@@ -5,8 +5,8 @@
 writes one self-contained HTML page (:mod:`annotate.analysis.html`) plus a CSV per table.
 
 Which labels count: for each action and question the first coder of the priority list who
-answered it (default: ``gold`` where present, else the LLM coder(s) ``llm:*`` by name; see
-:mod:`annotate.analysis.coders`). The report says which coder supplied how many actions.
+answered it (default: ``gold``, then the corpus coding, then LLM coders that passed their
+gate; see :mod:`annotate.analysis.coders`). The report says which coder supplied how many actions.
 Mental-model answers are taken whole: for each action, every answer comes from the first
 coder of the list who answered any of its questions, so Q1, Q2 and Q4 of one action are
 never mixed from two coders.
@@ -52,19 +52,24 @@ import pandas as pd
 from annotate.analysis.alignment import alignment_sections
 from annotate.analysis.coders import LabelSource, label_source
 from annotate.analysis.figure4 import DECILES, Grounded, figure4_section, grounded_codes
+from annotate.analysis.grouping import groups_of, parse_by
 from annotate.analysis.report_model import Chart, Report, ReportFiles, Section, Table
 from annotate.analysis.stats import MEASURES, NO_VALUE, role_key, stats
 from annotate.analysis.table8 import table8_section
 from annotate.codebook import Codebook, Question
 from annotate.coders import SELF_PREFIX
 from annotate.errors import AnnotateError, NotFoundError, UsageError
-from annotate.reliability.agreement_data import is_human, undeclared_other
+from annotate.reliability.settings import (
+    DEFAULT_CI,
+    DEFAULT_CI_METHOD,
+    DEFAULT_N_BOOT,
+    DEFAULT_SEED,
+    settings_words,
+)
 from annotate.render.cells import safe_cell
 from annotate.store import Store
 
-BY_CHOICES = ("condition", "role", "action_type")
 PARTS = ("all", "train", "test")
-AGREEMENT_BOOT = 1000
 NO_LLM_VALIDATION = "no LLM validation stored"
 
 
@@ -186,8 +191,7 @@ class Scope:
 
     def frame(self, ids: Collection[str], *, positions: bool = False) -> pd.DataFrame:
         """The actions of ``ids`` in scope: session, condition, role, action type (and with
-        ``positions`` the position of each in its session and the session's length), split
-        part when split."""
+        ``positions`` the progress bin of each in its session), split part when split."""
         columns = FACT_COLUMNS + (["position", "session_length"] if positions else [])
         frame = pd.DataFrame(self.store.action_facts(ids, positions=positions), columns=columns)
         frame["condition"] = frame["condition"].fillna(NO_VALUE)
@@ -209,9 +213,7 @@ def _mean_sd(mean: float | None, sd: float | None) -> str:
     return f"{mean:.1f}" + (f" ({sd:.1f})" if sd is not None else "")
 
 
-def data_section(
-    store: Store, split: str | None, scope: Scope, part: str | None = None
-) -> Section:
+def data_section(store: Store, split: str | None, scope: Scope, part: str | None = None) -> Section:
     rows = stats(store, split, counts=scope.counts if scope.part is None else None)
     if part in ("train", "test"):
         rows = [r for r in rows if r["split"] == part]
@@ -247,21 +249,34 @@ def data_section(
     )
 
 
+def grouped_actions(scope: Scope, action_ids: Collection[str], by: Sequence[str]) -> pd.DataFrame:
+    """The actions in scope with the columns of :meth:`Scope.frame` and of each grouping of
+    ``by`` (``meta.*`` paths and the columns the frame lacks: :func:`groups_of`)."""
+    actions = scope.frame(action_ids)
+    extra = [b for b in by if b not in actions.columns]
+    if extra and not actions.empty:
+        actions = actions.merge(
+            groups_of(scope.store, actions["action_id"], extra), on="action_id", how="left"
+        )
+    return actions
+
+
 def distribution_section(
     codebook: Codebook,
     source: LabelSource,
     scope: Scope,
-    by: str,
+    by: str | Sequence[str],
     split: str | None,
     part: str | None = None,
 ) -> Section:
-    actions = scope.frame(source.labels["action_id"].unique())
+    by = parse_by(by)
+    actions = grouped_actions(scope, source.labels["action_id"].unique(), by)
     joined = source.labels.merge(actions, on="action_id", how="inner")
     section = Section(f"Codes: {codebook.title}", [source.describe()])
     if joined.empty:
         section.paragraphs.append("No labels on the actions in this report.")
         return section
-    groupings = [by] + [g for g in ("role",) if g != by and scope.has_roles]
+    groupings = by + [g for g in ("role",) if g not in by and scope.has_roles]
     if split and part not in ("train", "test"):  # one part: a by-split table says nothing
         groupings.append("split")
     for question in codebook.questions:
@@ -277,6 +292,8 @@ def distribution_section(
         codes = question_codes(question, seen, sets=multi)
         labels = {o.code: o.label for o in question.options}
         labels.update({"other": "Other", "yes": "Yes", "no": "No"})
+        mark = source.mark()  # a coder that failed its gate, on every title and legend
+        who = source.rests_on(answers)
         for grouping in groupings:
             shares, sizes = code_shares(answers, grouping, codes, multi=multi)
             key = f"{codebook.name}_{question.id}_by_{grouping}"
@@ -284,25 +301,113 @@ def distribution_section(
             section.items.append(
                 _share_table(
                     key,
-                    f"{codebook.name} {question.id}: share of each code by {grouping}",
+                    f"{codebook.name} {question.id}: share of each code by {grouping}{mark}",
                     shares,
                     sizes,
                     labels,
-                    note=f"Share of {what} per {grouping}; the last row is n.",
+                    note=f"Share of {what} per {grouping}; the last row is n. Labels by {who}."
+                    + "".join(f" {flag}" for flag in source.flags),
                 )
             )
+            data = _chart_data(shares, sizes, labels)
+            if mark:
+                data.columns.name = f"{grouping}{mark}"
             section.items.append(
                 Chart(
                     key,
-                    f"{codebook.title} ({question.id}) by {grouping}",
+                    f"{codebook.title} ({question.id}) by {grouping}{mark}",
                     "bars",
-                    _chart_data(shares, sizes, labels),
+                    data,
                     xlabel=f"share of {what}",
                     ylabel="code",
                     caption=f"n per {grouping}: "
-                    + ", ".join(f"{g} {int(n)}" for g, n in sizes.items()),
+                    + ", ".join(f"{g} {int(n)}" for g, n in sizes.items())
+                    + f". Labels by {who}."
+                    + "".join(f" {flag}" for flag in source.flags),
                 )
             )
+    return section
+
+
+def flag_failed_coders(
+    section: Section, *sources: LabelSource, items: Sequence[Table | Chart] | None = None
+) -> None:
+    """Mark every table and chart of ``section`` (or those of ``items``) that rests on a
+    coder who did not pass its validation gate (named with --coders): the title and the
+    legend, and say why."""
+    mark = "".join(dict.fromkeys(s.mark() for s in sources if s.mark()))
+    if not mark:
+        return
+    for item in section.items if items is None else items:
+        if mark not in item.title:
+            item.title += mark
+        if isinstance(item, Chart):
+            if item.kind == "bars" and mark not in str(item.data.columns.name or ""):
+                item.data.columns.name = f"{item.data.columns.name or 'series'}{mark}"
+            item.caption = (item.caption + " " if item.caption else "") + mark.strip()
+    for flag in dict.fromkeys(f for s in sources for f in s.flags):
+        if flag not in section.paragraphs:
+            section.paragraphs.append(flag)
+
+
+def tgco_section(
+    store: Store, codebook: Codebook, source: LabelSource, scope: Scope, by: Sequence[str]
+) -> Section | None:
+    """TGCO's metrics and outcome composition per group, for a question coded with its
+    five outcomes (:mod:`annotate.analysis.tgco_metrics`)."""
+    from annotate.analysis import tgco_metrics as tm
+    from annotate.rules import tgco
+
+    question = next((q for q in codebook.questions if tm.is_tgco(q.codes)), None)
+    if question is None:
+        return None
+    labels = source.labels[source.labels["question"] == question.id]
+    frame = labels[["action_id", "coder", "value"]].rename(columns={"value": "outcome"})
+    frame = frame.merge(grouped_actions(scope, frame["action_id"], by), on="action_id")
+    section = Section("Trace-grounded metrics (TGCO)", [tm.__doc__.split("\n\n")[1]])
+    if frame.empty:
+        section.paragraphs.append("No TGCO outcomes on the actions in this report.")
+        return section
+    facts = pd.DataFrame(
+        store.action_fields(frame["action_id"], ["content"], ["tokens"]),
+        columns=["action_id", "content", "tokens"],
+    )
+    words = facts["content"].fillna("").str.split().str.len()
+    facts["tokens"] = pd.to_numeric(facts["tokens"], errors="coerce").fillna(words)
+    frame = frame.merge(facts[["action_id", "tokens"]], on="action_id", how="left")
+    rule = "rule:" + tgco.NAME
+    delayed = dict(store.label_meta_values(codebook.name, question.id, rule, "delayed"))
+    frame["delayed"] = [
+        bool(delayed[a]) if c == rule and delayed.get(a) is not None else None
+        for a, c in zip(frame["action_id"], frame["coder"], strict=True)
+    ]
+    for grouping in by:
+        rows = tm.metrics_by(frame, grouping)
+        shown = [
+            {k: round(v, 3) if isinstance(v, float) else v for k, v in r.items()} for r in rows
+        ]
+        key = f"{codebook.name}{tm.METRICS_KEY}{grouping}"
+        section.items.append(
+            Table(
+                key,
+                f"TGCO metrics by {grouping}",
+                [grouping, *tm.METRIC_COLUMNS],
+                shown,
+                "n = messages coded; rates as defined above; - where a denominator is 0.",
+            )
+        )
+        stacked = tm.composition(rows, grouping)
+        stacked = stacked.loc[:, (stacked > 0).any(axis=0)]
+        section.items.append(
+            Chart(
+                f"{codebook.name}_composition_by_{grouping}",
+                f"TGCO outcome composition by {grouping}",
+                "stacked",
+                stacked,
+                xlabel="share of messages (n per group)",
+                ylabel=grouping,
+            )
+        )
     return section
 
 
@@ -390,9 +495,12 @@ def mental_model_sections(
         )
         if act_q is not None and "Q2" in wide.columns:
             _act_items(figure, codebook, act_q, source, wide, mm_book)
+        flag_failed_coders(figure, source, mm)  # the acts and the answers
         sections.append(figure)
         answers = mm.labels.merge(actions, on="action_id", how="inner")
-        sections.append(table8_section(mm_book, answers, describe=mm.describe(), split=split))
+        table8 = table8_section(mm_book, answers, describe=mm.describe(), split=split)
+        flag_failed_coders(table8, mm)
+        sections.append(table8)
     return sections
 
 
@@ -468,102 +576,89 @@ def _fmt(value: float | None) -> float | None:
 
 
 def agreement_rows(
-    store: Store, n_boot: int = AGREEMENT_BOOT, action_ids: Collection[str] | None = None
+    store: Store, n_boot: int = DEFAULT_N_BOOT, action_ids: Collection[str] | None = None
 ) -> list[dict[str, Any]]:
-    """Agreement of the human coders on every labelled codebook and question (over
-    ``action_ids`` only, when given)."""
-    import agreement  # lazy: only the report needs it
+    """Agreement on every labelled codebook as `annotate agree` measures it with its
+    defaults (the same selection, settings and function: the same digits), one row per
+    question; over ``action_ids`` only, when given. ``run`` names the stored run with the
+    same labels and settings, whose figures these are."""
+    from annotate.reliability.agreement_data import run_agreement, select
 
     rows: list[dict[str, Any]] = []
     for name in store.labelled_codebooks():
-        humans = [c for c in store.coders(name) if is_human(c)]
         try:
-            book = store.stored_codebook(name)
-        except AnnotateError:
-            rows.append({"codebook": name, "note": "codebook text not stored"})
+            selection = select(store, codebook=name, command=f"annotate agree --codebook {name}")
+            run = run_agreement(store, selection, n_boot=n_boot, save=False, only=action_ids)
+        except AnnotateError as exc:
+            rows.append({"codebook": name, "question": "all", "note": exc.message})
             continue
-        if len(humans) < 2:
-            who = f" ({humans[0]})" if humans else ""
-            rows.append(
-                {
-                    "codebook": name,
-                    "question": "all",
-                    "coders": ", ".join(humans),
-                    "note": f"{len(humans)} human coder(s){who}: no agreement to measure",
-                }
-            )
-            continue
-        for q in book.questions:
-            base = {"codebook": name, "question": q.id, "coders": ", ".join(humans)}
-            labels = store.question_answers(name, q.id, humans, action_ids)
-            if not labels:
-                rows.append({**base, "note": "no answers"})
-                continue
-            frame = pd.DataFrame(labels, columns=["action_id", "coder", "value", "codes"])
-            try:
-                if q.kind == "multi":
-                    long = pd.DataFrame(
-                        {
-                            "item": frame["action_id"],
-                            "coder": frame["coder"],
-                            "value": frame["codes"].map(set),
-                        }
-                    )
-                    used = [c for codes in frame["codes"] for c in codes or ()]
-                    cats = q.set_codes + list(undeclared_other(q.set_codes, used))
-                    ms = agreement.multi_select_report(long, categories=cats)
-                    rows.append(
-                        {
-                            **base,
-                            "items": ms.n_items,
-                            "items (all coders)": ms.items_used,
-                            "categories": len(cats),
-                            "alpha": _fmt(ms.alpha_masi.alpha),
-                            "agreement": _fmt(ms.exact_agreement.proportion),
-                            "note": "multi-select: alpha with MASI distance; exact-set agreement",
-                        }
-                    )
-                    continue
-                long = frame.rename(columns={"action_id": "item"})[["item", "coder", "value"]]
-                used = long["value"].unique().tolist()  # a value at a time: 0.25 s at 300k
-                cats = q.codes + list(undeclared_other(q.codes, used))
-                rep = agreement.agreement_report(long, categories=cats, n_boot=n_boot, seed=0)
-            except ValueError as exc:
-                rows.append({**base, "note": str(exc)})
-                continue
-            ci = rep.fleiss_ci
-            rows.append(
-                {
-                    **base,
-                    "items": rep.n_items,
-                    "items (all coders)": rep.items_used,
-                    "categories": len(cats),
-                    "fleiss kappa": _fmt(rep.fleiss.kappa),
-                    "95% CI": "-"
-                    if ci.low is None or ci.high is None
-                    else f"{ci.low:.3f} to {ci.high:.3f}",
-                    "band": rep.fleiss.band,
-                    "alpha": _fmt(rep.alpha.alpha),
-                    "AC1": _fmt(rep.ac1.ac1),
-                    "agreement": _fmt(rep.percent_agreement.proportion),
-                    "note": (rep.fleiss.kappa is None and rep.fleiss.undefined_reason) or "",
-                }
-            )
+        for q in run.results["results"]:
+            rows.append(figure_row(run.results, q, run.run_id if run.same_as_stored else None))
     return rows
+
+
+def _round(value: float | None) -> float | None:
+    """As `agree` prints it (3 places): the CSV holds the digits the pages show."""
+    return None if value is None else round(float(value), 3)
+
+
+def figure_row(results: dict[str, Any], q: dict[str, Any], run_id: int | None) -> dict[str, Any]:
+    """One question of an agreement run's results as a row of the report's table: each
+    statistic with the n of items it used, the interval as two numbers."""
+    sample = results["sample"]
+    row: dict[str, Any] = {
+        "codebook": results["codebook"],
+        "question": q["question"],
+        "coders": ", ".join(results["coders"]),
+        "sample": sample if sample else "every labelled item",
+        "run": run_id,
+        "categories": q["categories"][0]["n"] if q.get("categories") else None,
+    }
+    v = q.get("value")
+    if v is not None:
+        f, ci = v["fleiss"], v["fleiss_ci"]
+        row |= {
+            "fleiss kappa": _round(f["kappa"]),
+            "ci_low": _round(ci.get("low")),
+            "ci_high": _round(ci.get("high")),
+            "kappa items": f["n_items"],
+            "band": f["band"],
+            "alpha": _round(v["alpha"]["alpha"]),
+            "alpha items": v["alpha"]["n_items"],
+            "AC1": _round(v["ac1"]["ac1"]),
+            "AC1 items": v["ac1"]["n_items"],
+            "agreement": _round(v["percent_agreement"]["proportion"]),
+            "note": (f["kappa"] is None and f["undefined_reason"]) or "",
+        }
+        return row
+    sets = q.get("codes") or q.get("reasons")
+    if sets is not None:
+        masi = sets["alpha_masi"]
+        row |= {
+            "alpha": _round(masi["alpha"]),
+            "alpha items": masi["n_items"],
+            "agreement": _round(sets["exact_agreement"]["proportion"]),
+            "note": "multi-select: alpha with MASI distance; exact-set agreement",
+        }
+    return row
 
 
 AGREEMENT_COLUMNS = [
     "codebook",
     "question",
     "coders",
-    "items",
-    "items (all coders)",
+    "sample",
+    "run",
     "categories",
     "fleiss kappa",
-    "95% CI",
+    "ci_low",
+    "ci_high",
+    "kappa items",
     "band",
     "alpha",
+    "alpha items",
     "AC1",
+    "AC1 items",
     "agreement",
     "note",
 ]
@@ -661,19 +756,23 @@ def _scalar(value: Any, width: int = 80) -> Any:
 
 def agreement_section(
     store: Store,
-    n_boot: int = AGREEMENT_BOOT,
+    n_boot: int = DEFAULT_N_BOOT,
     action_ids: Collection[str] | None = None,
     scope: str = "",
 ) -> Section:
     """``action_ids``/``scope``: restrict the measured agreement to these actions, and say
     so (stored runs cannot be restricted: they are shown as run)."""
-    where = f" in {scope}" if scope else ""
+    where = f", over {scope} only" if scope else ""
+    settings = settings_words(DEFAULT_CI, n_boot, DEFAULT_SEED, DEFAULT_CI_METHOD)
     section = Section(
         "Agreement",
         [
-            f"Human coders only (not gold, llm:* or self:*), over every item{where} at least two "
-            "of them answered; Fleiss' kappa uses the items all of them answered (95% "
-            f"BCa bootstrap CI, {n_boot} resamples, seed 0).",
+            "Each codebook as `annotate agree --codebook NAME` measures it (sample 'main' "
+            "where it exists, else every labelled item; the human coders, not gold, llm:* or "
+            f"self:*; {settings}){where}. Each statistic is given with the items it used: "
+            "Fleiss' kappa the items every coder answered, alpha and AC1 the items two or "
+            "more coders answered. 'run' names the stored `agree` run with the same labels "
+            "and settings, whose figures these are.",
         ],
     )
     rows = agreement_rows(store, n_boot, action_ids)
@@ -724,11 +823,29 @@ def llm_section(store: Store, scope: str = "") -> Section:
         Table(
             "llm_validation",
             "LLM validation",
-            columns,
-            [{c: _scalar(r.get(c)) for c in columns} for r in runs],
+            [*columns, *GATE_COLUMNS],
+            [{c: _scalar(r.get(c)) for c in columns} | gate_figure(r.get("report")) for r in runs],
+            "ci_low, ci_high, items: the interval of the gate kappa and the held-out items it "
+            "used, as `llm-label` printed them (the stored validation).",
         )
     )
     return section
+
+
+GATE_COLUMNS = ["ci_low", "ci_high", "items"]
+
+
+def gate_figure(report: Any) -> dict[str, Any]:
+    """The interval and n of the question whose Fleiss' kappa is the gate figure, from a
+    stored validation report."""
+    empty = dict.fromkeys(GATE_COLUMNS)
+    if not isinstance(report, dict) or report.get("kappa") is None:
+        return empty
+    for q in report.get("questions") or ():
+        if q.get("fleiss") == report["kappa"]:
+            low, high = q.get("fleiss_ci") or (None, None)
+            return {"ci_low": _round(low), "ci_high": _round(high), "items": q.get("n_items")}
+    return empty
 
 
 # -- the library calls --------------------------------------------------------------------
@@ -738,11 +855,11 @@ def build_report(
     store: Store,
     codebook: str,
     *,
-    by: str = "condition",
+    by: str | Sequence[str] = "condition",
     coders: Sequence[str] | None = None,
     split: str | None = None,
     part: str | None = None,
-    n_boot: int = AGREEMENT_BOOT,
+    n_boot: int = DEFAULT_N_BOOT,
     label_from: str | None = None,
     bins: int = DECILES,
 ) -> Report:
@@ -754,8 +871,7 @@ def build_report(
     started = time.perf_counter()
     if bins < 1:
         raise UsageError("--progress-bins must be 1 or more")
-    if by not in BY_CHOICES:
-        raise UsageError(f"--by: unknown column '{by}'", hint="choices: " + ", ".join(BY_CHOICES))
+    by = parse_by(by)
     if part and part not in PARTS:
         raise UsageError(f"--part: unknown part '{part}'", hint="choices: all, train, test")
     if part and part != "all" and not split:
@@ -784,13 +900,20 @@ def build_report(
         data_section(store, split, actions, part),
         distribution_section(book, source, actions, by, split, part),
     ]
+    tgco = tgco_section(store, book, source, actions, by)
+    if tgco is not None:
+        sections.append(tgco)
     sections += mental_model_sections(
         store, book, source, actions, coders, label_from=label_from, split=split, bins=bins
     )
     sessions = actions.sessions if one_part else None
-    sections += alignment_sections(
+    aligned = alignment_sections(
         store, book, source.priority, sessions, part_scope and f" in {part_scope}"
     )
+    for section in aligned:  # the tables by the report's codes rest on its labels
+        by_code = [i for i in section.items if i.key.endswith(f"_by_{book.name}")]
+        flag_failed_coders(section, source, items=by_code)
+    sections += aligned
     sections.append(
         agreement_section(
             store, n_boot, set(actions.action_ids()) if one_part else None, scope=part_scope
@@ -800,7 +923,7 @@ def build_report(
     scope = f"split '{split}'" + (f", {part} part" if part else "") if split else "all sessions"
     paragraphs = [
         f"Project file: {store.path}. Codebook: {book.name} {book.version_hash} "
-        f"({book.title}). Scope: {scope}. Grouped by {by}.",
+        f"({book.title}). Scope: {scope}. Grouped by {', '.join(by)}.",
     ]
     report = Report(f"Report: {book.title}", paragraphs, sections)
     report.seconds = time.perf_counter() - started

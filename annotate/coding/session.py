@@ -38,7 +38,7 @@ from annotate.coders import is_human
 from annotate.coding.choices import Choice, question_choices
 from annotate.errors import CodebookError, NotFoundError, UsageError
 from annotate.media import meta_screenshot_ref
-from annotate.models import Action, describe
+from annotate.models import Action, describe_with
 from annotate.store import Store
 from annotate.store.coding import CodingQueries, parse_time
 
@@ -353,6 +353,43 @@ def _time_of(action: Action, start: datetime | None) -> float | None:
     return action.elapsed_s
 
 
+def time_in_session(queries: CodingQueries, action: Action) -> float | None:
+    """Seconds into its session at which the action happened (None: the log has no times)."""
+    return _time_of(action, queries.session_start(action.session))
+
+
+def item_context_rows(
+    store: Store,
+    queries: CodingQueries,
+    action: Action,
+    before: int,
+    after: int,
+    *,
+    show: Sequence[str] = (),
+) -> list[ContextRow]:
+    """The action among its ``before`` preceding and ``after`` following turns, each with
+    its time relative to the action's and the ``show`` fields of its meta (what the coding
+    and adjudication screens show)."""
+    around = store.context(action, before=before, after=after)
+    start = queries.session_start(action.session)
+    t0 = _time_of(action, start)
+    item = ContextRow(
+        action, describe_with(action, show), 0.0 if t0 is not None else None, True, False
+    )
+    rows: list[ContextRow] = []
+    placed = False
+    for a in around:
+        if not placed and a.seq > action.seq:
+            rows.append(item)
+            placed = True
+        t = _time_of(a, start)
+        offset = t - t0 if t is not None and t0 is not None else None
+        rows.append(ContextRow(a, describe_with(a, show), offset, False, placed))
+    if not placed:
+        rows.append(item)
+    return rows
+
+
 def human_coders(store: Store) -> list[str]:
     """The human coders recorded in the project file (any codebook; not gold nor LLMs)."""
     return [c for c in store.coders() if is_human(c)]
@@ -432,6 +469,7 @@ class CodingSession:
         *,
         context: int = 8,
         lookahead: int = 0,
+        show: Sequence[str] | None = None,
         clock: Callable[[], float] = time.monotonic,
         new_coder: bool = False,
     ):
@@ -443,6 +481,8 @@ class CodingSession:
         self.coder = coder
         self.context = context
         self.lookahead = lookahead
+        self.show = list(show) if show is not None else list(self.codebook.context_fields)
+        """``meta`` fields shown beside each turn (``--show``, else the codebook's)."""
         self.clock = clock
         self.sample = self._sample_name(sample)
         self.is_new_coder = self._check_coder(new_coder)
@@ -960,30 +1000,15 @@ class CodingSession:
 
     def context_rows(self, more: int = 0) -> list[ContextRow]:
         """The item among its preceding (``context + more``) and following turns."""
-        action = self.item.action
-        around = self.store.context(action, before=self.context + more, after=self.lookahead)
-        start = self.queries.session_start(action.session)
-        t0 = _time_of(action, start)
-        rows: list[ContextRow] = []
-        placed = False
-        for a in around:
-            if not placed and a.seq > action.seq:
-                rows.append(
-                    ContextRow(
-                        action, describe(action), 0.0 if t0 is not None else None, True, False
-                    )
-                )
-                placed = True
-            t = _time_of(a, start)
-            offset = t - t0 if t is not None and t0 is not None else None
-            rows.append(ContextRow(a, describe(a), offset, False, placed))
-        if not placed:
-            rows.append(
-                ContextRow(action, describe(action), 0.0 if t0 is not None else None, True, False)
-            )
-        return rows
+        return item_context_rows(
+            self.store,
+            self.queries,
+            self.item.action,
+            self.context + more,
+            self.lookahead,
+            show=self.show,
+        )
 
     def item_time(self) -> float | None:
         """Seconds into its session at which the current item happened."""
-        action = self.item.action
-        return _time_of(action, self.queries.session_start(action.session))
+        return time_in_session(self.queries, self.item.action)

@@ -21,11 +21,14 @@ from annotate.commands.common import (
     split_list,
 )
 from annotate.errors import UsageError
+from annotate.reliability.settings import DEFAULT_CI, DEFAULT_N_BOOT
+from annotate.reliability.settings import DEFAULT_CI_METHOD as DEFAULT_METHOD
 from annotate.render.agree import (
     print_defaults,
     print_runs,
     render_disagreements,
     render_results,
+    render_verification,
     run_line,
 )
 from annotate.render.rows import OutputFormat
@@ -40,14 +43,14 @@ CodebookOption = Annotated[
 ]
 SampleOption = Annotated[
     str | None,
-    typer.Option(help="Sample name (default: 'main' if it exists, else every labelled item)."),
+    typer.Option(
+        help="Sample name, or 'all' for every labelled item (default: 'main' if it exists "
+        "and two or more coders answered in it, else every labelled item, with a note)."
+    ),
 ]
 QuestionOption = Annotated[
     str | None, typer.Option(help="Only this question (default: every question).")
 ]
-
-DEFAULT_CI = 0.95
-DEFAULT_N_BOOT = 1000
 
 
 class CiMethod(StrEnum):
@@ -57,7 +60,7 @@ class CiMethod(StrEnum):
     percentile = "percentile"
 
 
-DEFAULT_CI_METHOD = CiMethod.bca
+DEFAULT_CI_METHOD = CiMethod(DEFAULT_METHOD)
 
 
 # -- the commands -----------------------------------------------------------------------------
@@ -86,10 +89,29 @@ def agree_command(
         bool,
         typer.Option(
             "--disagreements",
-            help="Instead of the figures, list every item where the coders differ, with its "
-            "text and each coder's label (no run is stored).",
+            help="Instead of the figures, list every item where the coders differ, with the "
+            "turns before it (--context), its text, each coder's label ('(skipped)' or '(not "
+            "coded)' where none), and the coders' notes and flags (no run is stored).",
         ),
     ] = False,
+    verify_figures: Annotated[
+        bool,
+        typer.Option(
+            "--verify",
+            help="Recompute every figure a reference library computes from the same matrix "
+            "(statsmodels: Fleiss' and Cohen's kappa, weighted at ordered levels; krippendorff: "
+            "alpha at each level), print each library's version and the largest difference "
+            "(exit 1 when they differ); the Markdown methods text then says so.",
+        ),
+    ] = False,
+    context: Annotated[
+        int,
+        typer.Option(
+            "--context",
+            min=0,
+            help="With --disagreements: the turns before each item shown with it.",
+        ),
+    ] = 2,
     run: Annotated[
         int | None,
         typer.Option(
@@ -143,6 +165,8 @@ def agree_command(
             seed=seed or None,
             ci_method=ci_method.value if ci_method is not DEFAULT_CI_METHOD else None,
             disagreements=disagreements,
+            context=context if context != 2 else None,
+            verify=verify_figures,
         )
         if disagreements:
             selection = select(
@@ -150,7 +174,7 @@ def agree_command(
                 question=question, command=command,
             )  # fmt: skip
             print_defaults(selection.defaults, fmt)
-            render_disagreements(list_disagreements(store, selection), fmt)
+            render_disagreements(list_disagreements(store, selection, context), fmt)
             return
         result = agree(
             store,
@@ -166,13 +190,22 @@ def agree_command(
             ci_method=ci_method.value,
         )
         print_defaults(result.selection.defaults, fmt)
-        render_results(result.to_dict(), fmt)
+        results = result.to_dict()
+        if verify_figures:
+            from annotate.reliability.verify import verify
+
+            results["verified"] = verify(result).to_dict()
+        render_results(results, fmt)
+        if verify_figures:
+            render_verification(results["verified"], fmt)
     if result.run_id is None:
         run_line(
             f"run not stored ({db} can only be read here): {result.n_labels} labels, sha256 "
             f"{result.labels_hash[:12]}.",
             fmt,
         )
+        if verify_figures and not results["verified"]["ok"]:
+            raise typer.Exit(1)
         return
     done = (
         f"same as run {result.run_id}, nothing new stored"
@@ -184,6 +217,8 @@ def agree_command(
         f"(`annotate agree --run {result.run_id}` shows it).",
         fmt,
     )
+    if verify_figures and not results["verified"]["ok"]:
+        raise typer.Exit(1)
 
 
 def adjudicate_command(
@@ -207,17 +242,18 @@ def adjudicate_command(
     """Make gold labels: majority vote, then a screen for ties and flagged items.
 
     A strict majority of the selected coders decides (more than half of them on every item,
-    whoever answered it; the first line says how many votes that is, and a warning names a
-    coder with far fewer labels than the others). Ties and flagged items go to a screen that shows
-    the item in its context, every coder's answer and note, and takes one key (the codebook's
-    shortcuts) for the final label.
+    whoever answered it; the first line says how many votes that is, the next how many coders
+    answered each item, then the cases short of votes with the --coders that would decide
+    them, and a warning names a coder with far fewer labels than the others). Ties, cases
+    short of votes and flagged items go to a screen that shows the item in its context,
+    every coder's answer and note, and takes one key (the codebook's shortcuts) for the
+    final label.
 
     Gold is stored as coder 'gold', with who adjudicated and how (majority or decided).
     """
     from annotate.memory import fixed_mmap_threshold
-    from annotate.reliability.adjudication import plan_gold, write_majority
     from annotate.reliability.agreement_data import select
-    from annotate.reliability.majority_pass import write_majority_in_one_pass
+    from annotate.reliability.majority_pass import adjudicate_majority
     from annotate.reliability.majority_rule import majority_rule
 
     fixed_mmap_threshold()  # the labels are read in chunks: give each back when done
@@ -230,7 +266,7 @@ def adjudicate_command(
             coders=split_list(coders) or None,
             question=question,
             purpose="adjudication",
-            counted_ids=majority_only,  # its SQL reads the sample where it lies
+            counted_ids=True,  # the pass's SQL reads the sample where it lies
             command=rerun(
                 "annotate adjudicate",
                 db,
@@ -241,21 +277,22 @@ def adjudicate_command(
                 majority_only=majority_only,
             ),
         )
-        if majority_only:  # planned and written in one pass in SQL: no object per item
-            plan, written = write_majority_in_one_pass(store, selection, name)
-        else:
-            plan = plan_gold(store, selection)
+        # one pass decides and writes the majority gold; the screen reads what is left
+        plan, written = adjudicate_majority(store, selection, name, read_cases=not majority_only)
         rule = majority_rule(plan)
         console.print(rule.line(), markup=False, soft_wrap=True)
+        console.print(rule.coverage(), markup=False, soft_wrap=True)
+        if short := rule.short_line():
+            console.print(short, markup=False, soft_wrap=True)
         if warning := rule.warning():
             err_console.print(warning, markup=False, soft_wrap=True)
-        if not majority_only:
-            written = write_majority(store, plan, name)
         undecided = plan.n_undecided
         where = f"{plan.codebook.name}" + (f", sample '{plan.sample}'" if plan.sample else "")
         console.print(
             f"{where}, coders {', '.join(plan.coders)}: majority gold for {written} "
-            f"(item, question) cases; {undecided} to decide (ties and flagged)"
+            f"(item, question) cases; {undecided} to decide (ties and flagged"
+            + (f", {rule.short_of_votes} short of votes" if rule.short_of_votes else "")
+            + ")"
             + (f"; {len(plan.kept)} already decided, kept" if plan.kept else "")
             + (
                 f"; {len(plan.stale)} majority gold retracted (no majority any more)"
@@ -279,7 +316,7 @@ def adjudicate_command(
                     markup=False,
                 )
             return
-        from annotate.tui.adjudicate import run_adjudication
+        from annotate.tui.screens.adjudicate import run_adjudication
 
         decided = run_adjudication(store, plan, name)
         left = len(plan.undecided)

@@ -23,6 +23,7 @@ from annotate.render.rows import Col, OutputFormat, print_rows, to_json
 from annotate.render.stats import stats_columns, stats_table, stats_wide
 
 if TYPE_CHECKING:
+    from annotate.analysis.report_model import Report
     from annotate.analysis.session_split import SessionSplitResult
 
 SplitOption = Annotated[
@@ -63,7 +64,12 @@ def stats_command(
 def report_command(
     codebook: Annotated[str, typer.Option(help="The codebook whose codes the report shows.")],
     by: Annotated[
-        str, typer.Option(help="Group the code distribution by: condition, role, action_type.")
+        str,
+        typer.Option(
+            help="Group the code distribution (and TGCO's metrics) by: condition, role, "
+            "action_type, session, participant, or any meta path (meta.pairing); "
+            "comma-separated for several, a table each."
+        ),
     ] = "condition",
     coders: PreferredCodersOption = None,
     split: Annotated[
@@ -90,7 +96,9 @@ def report_command(
 
     Code distributions by condition and role, Figure 4 (alignment by grounding act and over
     the task) and Table 8 (mental-model shares per session) from the mental-model labels,
-    agreement of every codebook and the LLM validation runs. Prints which labels count and
+    agreement of every codebook and the LLM validation runs; for TGCO outcomes, FollowRate,
+    CommCost, ParseRate and DelayedRate with n per group and the outcome composition chart.
+    Prints which labels count and
     where it wrote them.
     """
     from annotate.analysis.report import build_report, write_report
@@ -110,12 +118,36 @@ def report_command(
                 if line not in said:
                     console.print(line, markup=False, soft_wrap=True)
                 said.add(line)
+    for line in metric_lines(report):
+        console.print(line, markup=False, soft_wrap=True)
     console.print(
         f"wrote {files.html} ({len(files.charts)} charts, {len(files.tables)} tables; "
         f"PNG and CSV files in {out}/) in {report.seconds + files.seconds:.1f} s",
         markup=False,
         soft_wrap=True,
     )
+
+
+def metric_lines(report: Report) -> list[str]:
+    """A line per TGCO metrics table: FollowRate and CommCost of each group, with n."""
+    from annotate.analysis.tgco_metrics import METRICS_KEY
+
+    lines = []
+    for table in report.tables():
+        if METRICS_KEY not in table.key:
+            continue
+        by = table.columns[0]
+        groups = [
+            f"{r[by]} FollowRate {_rate(r['FollowRate'])} (n = {r['N_req']}), "
+            f"CommCost {_rate(r['CommCost'])}"
+            for r in table.rows
+        ]
+        lines.append(f"{table.title}: " + "; ".join(groups))
+    return lines
+
+
+def _rate(value: float | None) -> str:
+    return "-" if value is None else f"{value:.3f}".rstrip("0").rstrip(".")
 
 
 def split_sessions_command(
@@ -306,7 +338,7 @@ def merge_command(
 
 
 def register(app: typer.Typer) -> None:
-    app.command("stats")(stats_command)
-    app.command("report")(report_command)
-    app.command("split-sessions")(split_sessions_command)
     app.command("merge")(merge_command)
+    app.command("stats")(stats_command)
+    app.command("split-sessions")(split_sessions_command)
+    app.command("report")(report_command)

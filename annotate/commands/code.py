@@ -18,7 +18,7 @@ from annotate.commands.code_self import (
     SessionOption,
     code_self,
 )
-from annotate.commands.common import DEFAULT_DB_PATH, DbOption, console
+from annotate.commands.common import DEFAULT_DB_PATH, DbOption, console, split_list
 from annotate.errors import UsageError
 from annotate.media import MediaLocator
 
@@ -47,6 +47,14 @@ def code_command(
         int, typer.Option(help="Preceding turns shown around the item (PgUp shows more).")
     ] = 8,
     lookahead: Annotated[int, typer.Option(help="Following turns shown after the item.")] = 0,
+    show: Annotated[
+        str | None,
+        typer.Option(
+            help="Fields of each turn's meta shown beside it, comma-separated (e.g. "
+            "'verifier,recipe_relevant'; dotted paths reach inside). Default: the "
+            "codebook's context_fields. The LLM prompt (llm-label --show) shows the same.",
+        ),
+    ] = None,
     web: Annotated[
         bool, typer.Option("--web", help="Serve the app to a browser on 127.0.0.1 instead.")
     ] = False,
@@ -124,6 +132,7 @@ def code_command(
             sample,
             context=context,
             lookahead=lookahead,
+            show=None if show is None else split_list(show),
             new_coder=new_coder,
             media=media,
         )
@@ -144,7 +153,7 @@ def code_command(
             context=context,
             lookahead=lookahead,
             new_coder=new_coder,
-            extra=media.options(),
+            extra=[*media.options(), *(["--show", show] if show is not None else [])],
         )
         from annotate.tui.web_server import new_token, web_url
 

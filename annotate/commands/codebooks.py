@@ -14,19 +14,42 @@ from annotate.codebook import (
     find_codebook,
     load_codebook_file,
 )
-from annotate.commands.common import FormatOption, console, err_console, print_error
+from annotate.commands.common import (
+    FormatOption,
+    console,
+    err_console,
+    open_store,
+    print_error,
+)
 from annotate.errors import CodebookError
 from annotate.render.prose import reflow
 from annotate.render.rows import Col, OutputFormat, print_rows, to_json
 
 app = typer.Typer(help="List, show and validate codebooks.", no_args_is_help=True)
 
+StoredOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--db",
+        envvar="ANNOTATE_DB",
+        help="A project file: the codebook versions stored in it (those its labels were made "
+        "under) instead of the codebook files.",
+    ),
+]
+
 
 @app.command("list")
-def list_command(fmt: FormatOption = OutputFormat.table) -> None:
+def list_command(fmt: FormatOption = OutputFormat.table, db: StoredOption = None) -> None:
     """Codebooks found in ./codebooks and the shipped ones, with their version hash and path.
 
-    A file that does not load is named on stderr and left out; the others are listed."""
+    A file that does not load is named on stderr and left out; the others are listed. With
+    --db, the versions stored in that project file instead, with their labels."""
+    if db is not None:
+        with open_store(db) as store:
+            stored = store.codebook_versions()
+        columns = ["name", "version_hash", Col("title", wrap=True), "version", "added_at", "labels"]
+        print_rows(console, stored, columns, fmt)
+        return
     rows = []
     for name, path in available_codebooks().items():
         try:
@@ -59,9 +82,17 @@ def list_command(fmt: FormatOption = OutputFormat.table) -> None:
 def show_command(
     name: Annotated[str, typer.Argument(help="Codebook name or YAML path.", metavar="NAME")],
     fmt: FormatOption = OutputFormat.table,
+    db: StoredOption = None,
 ) -> None:
-    """A codebook's questions, options, shortcut keys and definitions."""
-    cb = find_codebook(name).codebook
+    """A codebook's questions, options, shortcut keys and definitions.
+
+    With --db, the newest version stored in that project file, as its coders saw it (the
+    file may have changed since)."""
+    if db is None:
+        cb = find_codebook(name).codebook
+    else:
+        with open_store(db) as store:
+            cb = store.stored_codebook(name)
     if fmt is OutputFormat.json:
         console.print(
             to_json(cb.model_dump(mode="json") | {"version_hash": cb.version_hash}), markup=False

@@ -51,14 +51,16 @@ ComparedCodersOption = Annotated[
     str | None,
     typer.Option(
         help="Coders to compare, comma-separated (default: every human coder with labels; "
-        "'gold', 'llm:*' and self-reports 'self:*' count only when named)."
+        "'gold', 'llm:*', self-reports 'self:*' and rule sets 'rule:*' count only when named)."
     ),
 ]
 PreferredCodersOption = Annotated[
     str | None,
     typer.Option(
         help="Whose labels count, comma-separated in order of preference (the first coder "
-        "who answered wins). Default: gold where present, else the LLM coder(s)."
+        "who answered wins). Default: gold, then the corpus coding, then LLM coders that "
+        "passed their validation gate, then rule sets (rule:*); a coder that failed its gate "
+        "is used only when named here, and marked on every table and chart."
     ),
 ]
 

@@ -29,7 +29,9 @@ def import_command(
         typer.Option(
             "--map",
             help="For jsonl/csv: which source column holds each field, e.g. "
-            "'content=text,session=dialogue'. Fields: " + ", ".join(FIELDS) + ".",
+            "'content=text,session=dialogue'; a dotted path reads nested JSON "
+            "('content=message.text'), and meta.NAME=PATH keeps a value in meta under NAME "
+            "('meta.verifier=feedback.error'). Fields: " + ", ".join(FIELDS) + ", meta.NAME.",
         ),
     ] = None,
     condition: Annotated[
@@ -69,7 +71,7 @@ def import_command(
     from annotate.io.importing import LabelsAs, import_files
 
     options = ImportOptions(
-        mapping=parse_pairs(mapping or [], "--map", FIELDS),
+        mapping=parse_pairs(mapping or [], "--map", FIELDS, ("meta.",)),
         condition=condition,
         roles=parse_pairs(role or [], "--role"),
     )

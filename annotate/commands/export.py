@@ -25,7 +25,10 @@ def export_command(
     out: Annotated[Path | None, typer.Option(help="Write here (default: standard output).")] = None,
     codebook: Annotated[str | None, typer.Option(help="Only this codebook's labels.")] = None,
     coders: Annotated[str | None, typer.Option(help="Only these coders (comma-separated).")] = None,
-    sample: Annotated[str | None, typer.Option(help="Only the actions of this sample.")] = None,
+    sample: Annotated[
+        str | None,
+        typer.Option(help="Only the actions of this sample ('all' or left out: every action)."),
+    ] = None,
     split: Annotated[
         str | None,
         typer.Option(help="Add a 'split' column (train/test) from this stored session split."),
@@ -57,7 +60,7 @@ def export_command(
             what,
             codebook=codebook,
             coders=[c.strip() for c in coders.split(",")] if coders else None,
-            sample=sample,
+            sample=None if sample == "all" else sample,
             split=split,
         )
         rows = write(store, query, fmt, out, safe_csv=safe_csv)

@@ -12,7 +12,14 @@ import typer
 from annotate.codebook import find_codebook
 from annotate.coding.seeds import check_seed
 from annotate.commands import llm_options as o
-from annotate.commands.common import DEFAULT_DB_PATH, DbOption, console, err_console, open_store
+from annotate.commands.common import (
+    DEFAULT_DB_PATH,
+    DbOption,
+    console,
+    err_console,
+    open_store,
+    split_list,
+)
 from annotate.errors import StoreError, UsageError
 from annotate.render.llm import (
     phase_line,
@@ -56,7 +63,8 @@ def split_command(
         str, typer.Option(help="Coder whose labels are the gold standard (e.g. an expert's).")
     ] = "gold",
     sample: Annotated[
-        str | None, typer.Option(help="Only gold items of this sample (default: all).")
+        str | None,
+        typer.Option(help="Only gold items of this sample ('all' or left out: every gold item)."),
     ] = None,
     name: Annotated[
         str | None, typer.Option(help="Store the split under this name (default: the codebook's).")
@@ -87,12 +95,12 @@ def split_command(
             shots=shots,
             seed=seed,
             gold=gold,
-            sample=sample,
+            sample=None if sample == "all" else sample,
             name=name,
             replace=replace,
             strategy=strategy,
         )
-    console.print(split_line(result, gold, seed), markup=False)
+    console.print(split_line(result, gold, seed), markup=False, soft_wrap=True)
 
 
 def split_line(result: SplitResult, gold: str, seed: int) -> str:
@@ -156,12 +164,14 @@ def llm_label_command(
     force: o.ForceOption = False,
     dry_run: o.DryRunOption = False,
     context: o.ContextOption = DEFAULT_CONTEXT,
+    lookahead: o.LookaheadOption = 0,
+    show: o.ShowOption = None,
     temperature: o.TemperatureOption = 0.0,
     votes: o.VotesOption = 1,
     uncertain_sample: o.UncertainSampleOption = None,
     below: o.BelowOption = 0.8,
     response_format: o.ResponseFormatOption = None,
-    concurrency: o.ConcurrencyOption = 8,
+    concurrency: o.ConcurrencyOption = None,
     timeout: o.TimeoutOption = 60.0,
     max_retries: o.MaxRetriesOption = 5,
     price_in: o.PriceInOption = 0.0,
@@ -186,6 +196,8 @@ def llm_label_command(
         batch_discount=batch_discount, uncertain_sample=uncertain_sample, votes=votes,
         context=context, below=below,
     )  # fmt: skip
+    if lookahead < 0:
+        raise UsageError("--lookahead must be 0 or more")
     offline = batch_export is not None
     groups = o.by_columns(by)
     if codebook is None:
@@ -215,6 +227,8 @@ def llm_label_command(
         target=target,
         price=price,
         context=context,
+        lookahead=lookahead,
+        show=None if show is None else tuple(split_list(show)),
         uncertain_sample=uncertain_sample,
         below=below,
         response_format=response_format,  # type: ignore[arg-type]  # checked by LabelJob
@@ -278,6 +292,8 @@ def llm_label_command(
                 "consider --temperature 0.7",
                 markup=False,
             )
+        if _same_as_before(job):
+            return
         run_id = job.start(resume=True)
         if job.resumed is not None:
             r = job.resumed
@@ -325,6 +341,30 @@ def llm_label_command(
                 f"{labelled.failed} items could not be coded ({labelled.failures[0]})",
                 hint="run the same command again: answered items are not sent twice",
             )
+
+
+def _same_as_before(job: LabelJob) -> bool:
+    """An identical re-run (the same command, every item answered by a finished run, the
+    same gate figure): show that run's validation and store nothing, as `agree` does."""
+    from llm_coder.validate import validation_report
+
+    same = job.same_finished_run()
+    if same is None:
+        return False
+    stored = job.store.llm_run(same)
+    job.run_id = same
+    report = validation_report(job.store, job, job.phase_results("validate"))
+    if report.kappa != stored["kappa"]:  # gold or the human coders changed since
+        job.run_id = None
+        return False
+    render_validation(report, job.options.min_kappa)
+    console.print(
+        f"same as run {same} ({stored['status']}, gate {stored['gate']}): the same command, "
+        "and every item was answered in that run; nothing sent, nothing new stored.",
+        markup=False,
+        soft_wrap=True,
+    )
+    return True
 
 
 def register(app: typer.Typer) -> None:

@@ -66,6 +66,17 @@ ContextOption = Annotated[
     int,
     typer.Option(help="Preceding actions shown with each item (as `annotate code --context`)."),
 ]
+LookaheadOption = Annotated[
+    int,
+    typer.Option(help="Following actions shown after each item (as `annotate code --lookahead`)."),
+]
+ShowOption = Annotated[
+    str | None,
+    typer.Option(
+        help="Fields of each action's meta shown beside it, comma-separated (as `annotate "
+        "code --show`; default: the codebook's context_fields)."
+    ),
+]
 TemperatureOption = Annotated[float, typer.Option(help="Sampling temperature.")]
 VotesOption = Annotated[
     int, typer.Option(help="Ask K times; the majority wins, its share is the confidence.")
@@ -85,7 +96,15 @@ ResponseFormatOption = Annotated[
         "down when the endpoint refuses one).",
     ),
 ]
-ConcurrencyOption = Annotated[int, typer.Option(help="Requests in flight at once.")]
+ConcurrencyOption = Annotated[
+    int | None,
+    typer.Option(
+        help="Requests in flight at once (default: the server's parallel slots where it says, "
+        "as llama.cpp's /props does; else 8, halved while the server answers one request at a "
+        "time or a request times out, as llama-cpp-python's does).",
+        show_default=False,
+    ),
+]
 TimeoutOption = Annotated[float, typer.Option(help="Seconds before one request is retried.")]
 MaxRetriesOption = Annotated[
     int, typer.Option(help="Retries per request on 429, 5xx, timeouts (with backoff).")

@@ -42,6 +42,11 @@ def sample_command(
 ) -> None:
     """Draw a reproducible random sample of actions and store it by name."""
     check_seed(seed)
+    if name == "all":
+        raise UsageError(
+            "--name all is taken: `--sample all` means every labelled item",
+            hint="choose another name",
+        )
     columns = split_list(stratify)
     unknown = [c for c in columns if c not in STRATIFY_COLUMNS]
     if unknown:

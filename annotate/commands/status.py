@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import shlex
+from pathlib import Path
+
 import typer
 
 from annotate.commands.common import DEFAULT_DB_PATH, DbOption, FormatOption, console, open_store
@@ -12,8 +15,9 @@ def status_command(fmt: FormatOption = OutputFormat.table, db: DbOption = DEFAUL
     """What the project file holds and the next command that makes sense."""
     from annotate.status import project_status  # the store and the statistics: when run
 
+    db_option = "" if Path(db) == DEFAULT_DB_PATH else f"--db {shlex.quote(str(db))}"
     with open_store(db) as store:
-        status = project_status(store)
+        status = project_status(store, db_option)
     if fmt is OutputFormat.json:
         console.print(to_json(status), markup=False, soft_wrap=True)
         return

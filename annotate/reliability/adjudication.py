@@ -16,18 +16,19 @@ A decided gold is never overwritten by a later majority vote. A majority gold wh
 is gone (a coder changed or flagged an answer, or other coders were selected) is retracted
 when the majority gold is written again; the case then goes to the adjudicator.
 
-At corpus scale (1M items) the plan is made from vote patterns (each item's answers packed
-into one number by SQL, :mod:`annotate.store.gold_votes`) and NumPy arrays: a :class:`Case`
-is made only for the cases someone looks at, and the majority gold is written by one
-``INSERT ... SELECT`` with one provenance JSON per distinct pattern of answers.
+One planner decides (:mod:`annotate.reliability.majority_pass`, for `--majority-only` and
+the screen alike): SQL packs each item's answers into a vote pattern
+(:mod:`annotate.store.gold_votes`), the few distinct patterns are decided here
+(:func:`majority_answer`, :func:`fits`), the majority gold is written by one
+``INSERT ... SELECT``, and a :class:`Case` is made only for the cases someone looks at,
+read back from what the pass staged (:func:`read_cases`).
 """
 
 from __future__ import annotations
 
-import json
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from annotate.codebook import NO, OTHER, Answer, Codebook, Question
@@ -38,9 +39,7 @@ from annotate.models import Action
 from annotate.reliability.agreement_data import Selection
 from annotate.store import LabelWrite, Store
 from annotate.store.agreement_runs import GOLD_CODER, GOLD_SOURCE
-from annotate.store.gold_votes import GoldKind, VoteScope
-from annotate.store.item_ids import ItemIds, Later
-from annotate.store.label_cells import LabelScope
+from annotate.store.item_ids import Later
 
 Method = Literal["majority", "decided"]
 
@@ -153,10 +152,12 @@ class Case:
             return "majority", f"majority {self.votes} of {len(self.answers)}"
         counts = Counter(_key(a.answer) for a in self.answers if a.answer is not None)
         top = max(counts.values())
-        if top * 2 > self.n_answers and self.n_answers < len(self.answers):
-            return "no strict majority", (
-                f"{top} of {self.n_answers} answers agree, but {len(self.answers)} coders "
-                "were selected (no strict majority)"
+        n, selected = self.n_answers, len(self.answers)
+        if short_of_votes([a.answer for a in self.answers], selected):
+            coders = "--coders " + ",".join(a.coder for a in self.answers if a.answer is not None)
+            return f"short of votes, {n} of {selected} answered: {coders} decides it", (
+                f"short of votes: {top} of the {n} coders who answered agree, but a majority "
+                f"needs {selected // 2 + 1} of the {selected} selected; {coders} would decide it"
             )
         return "tie", "tie: " + " vs ".join(
             f"{answer_text(Answer(v, tuple(sorted(c))))} ({n})" for (v, c), n in counts.items()
@@ -185,6 +186,14 @@ def majority_answer(answers: Sequence[Answer | None], n_coders: int) -> tuple[An
     return Answer(value, tuple(sorted(codes)), other_text if uses_other else None), votes
 
 
+def short_of_votes(answers: Sequence[Answer | None], n_coders: int) -> bool:
+    """Whether votes without a majority lack one only for want of votes: fewer coders
+    answered than selected, and more than half of those who did agree (the coders who
+    answered, selected alone, would decide it)."""
+    given = [a for a in answers if a is not None]
+    return 0 < len(given) < n_coders and majority_answer(given, len(given))[0] is not None
+
+
 class Cases(Later[Case]):
     """Cases made when first asked for (its length is known at once): a plan counts the
     cases of every kind from the vote patterns, and reads the rows of a case (notes, flags,
@@ -196,22 +205,6 @@ class Cases(Later[Case]):
         items = self.items
         assert isinstance(items, list)
         return items
-
-
-@dataclass(frozen=True)
-class MajorityVotes:
-    """The majority gold of a plan as arrays, for :func:`write_majority`: the cases in the
-    order the labels were read (item id, then question), each as its item, question and
-    vote pattern."""
-
-    items: Sequence[str]
-    """Action ids by item number."""
-    questions: tuple[Question, ...]
-    patterns: Sequence[tuple[Answer | None, ...]]
-    """Each selected coder's answer (None: none), by pattern number."""
-    item: Any
-    question: Any
-    pattern: Any
 
 
 @dataclass(frozen=True)
@@ -232,9 +225,15 @@ class GoldPlan:
     stale: tuple[tuple[str, str], ...] = ()
     """(action id, question) of majority gold that no majority backs any more."""
     answered: dict[str, int] = field(default_factory=dict)
-    """Cases (item and question) each coder answered, among the plan's cases."""
-    votes: MajorityVotes | None = None
-    """The majority cases as arrays (what :func:`write_majority` writes)."""
+    """Cases (item and question) each coder answered, those left for later included."""
+    by_answering: dict[int, int] = field(default_factory=dict)
+    """Cases (item and question) by how many of the selected coders answered them (0: a
+    flagged case nobody answered), the most first."""
+    undecided_votes: tuple[tuple[tuple[Answer | None, ...], int], ...] = ()
+    """The distinct votes (each selected coder's answer without its "Other" text, None:
+    none) of the cases without a majority that no coder flagged, each with how many cases:
+    what the majority rule and the coverage of the coders say
+    (:mod:`annotate.reliability.majority_rule`)."""
 
     @property
     def undecided(self) -> list[Case]:
@@ -315,286 +314,18 @@ def _coder_answer(
     return found
 
 
-def _numbered_values(questions: Sequence[Question]) -> tuple[str, ...]:
-    """The values SQL numbers for the vote patterns: every question's codes and "other"."""
-    return tuple(dict.fromkeys([*(c for q in questions for c in q.codes), OTHER]))
-
-
-@dataclass
-class _Patterns:
-    """Vote patterns as SQL packs them, numbered as they come, and decoded to answers."""
-
-    scope: VoteScope
-    number: dict[Any, int] = field(default_factory=dict)
-    made: dict[tuple[Any, ...], Answer] = field(default_factory=dict)
-
-    def numbers(self, patterns: Sequence[Any], rich: Sequence[str | None]) -> list[int]:
-        number = self.number
-        keys = (p if r is None else (p, r) for p, r in zip(patterns, rich, strict=True))
-        return [number.setdefault(k, len(number)) for k in keys]
-
-    def answers(self) -> list[tuple[Answer | None, ...]]:
-        """Each pattern's answers, by pattern number."""
-        return [self.decode(key) for key in self.number]
-
-    def decode(self, key: Any) -> tuple[Answer | None, ...]:
-        """The answers of a pattern (with its JSON, as ``(pattern, rich)``, when it has one)."""
-        pattern, rich = key if isinstance(key, tuple) else (key, None)
-        scope = self.scope
-        n = len(scope.labels.coders)
-        numbers = [0] * n
-        if isinstance(pattern, int):
-            mask = (1 << scope.value_bits) - 1
-            numbers = [(pattern >> (i * scope.value_bits)) & mask for i in range(n)]
-        elif pattern:
-            for part in pattern.split(","):
-                coder, value = part.split(":")
-                numbers[int(coder)] = int(value)
-        values = scope.values
-        answers = [
-            _made(values[v - 1], (), None, self.made) if 1 <= v <= len(values) else None
-            for v in numbers
-        ]
-        for coder, value, codes, other_text in json.loads(f"[{rich}]") if rich else ():
-            answers[coder] = _made(
-                value, tuple(json.loads(codes)) if codes else (), other_text, self.made
-            )
-        return tuple(answers)
-
-
-SAMPLE_LOOKUP = 8
-"""A sample's items are looked up one by one when this many times their number is fewer
-than the labels (each lookup costs several times the label a full pass reads)."""
-
-
-def plan_gold(store: Store, selection: Selection, *, read_cases: bool = True) -> GoldPlan:
-    """Read the labels and gold of the selection and sort every item into a plan.
-
-    The sorting works on vote patterns (SQL packs each item's answers into one number) and
-    NumPy arrays; :class:`Case` objects are made for the cases a person sees (ties, flagged,
-    kept gold) with the plan (``read_cases``; else when first asked for), and for the
-    majority cases only when asked for (``--majority-only`` writes their gold without)."""
-    import numpy as np
-
-    cb = selection.codebook
-    coders = selection.coders
-    questions = selection.questions
-    nq = len(questions)
-    sample = selection.sample if selection.action_ids is not None else None
-    labels = LabelScope(cb.name, tuple(q.id for q in questions), coders, sample)
-    scope = VoteScope(labels, _numbered_values(questions))
-    patterns = _Patterns(scope)
-    with store.read_snapshot():
-        numbering = _ItemNumbers(store, selection)
-        # a sample small beside the labels: its items' labels are looked up, else read all
-        n_sample = len(selection.action_ids) if selection.action_ids is not None else None
-        through = n_sample is not None and n_sample * SAMPLE_LOOKUP < store.labels_upper_bound()
-        item_parts, question_parts, pattern_parts = [], [], []
-        in_sample = (lambda positions: positions) if through else numbering.merger()
-        for rows in store.vote_patterns(scope, through_sample=through):
-            ids, qs, packed, rich = zip(*rows, strict=True)
-            at = in_sample(ids)
-            item_parts.append(np.array(at, dtype=np.int64) if sample is not None else at)
-            question_parts.append(np.array(qs, dtype=np.int64))
-            pattern_parts.append(np.array(patterns.numbers(packed, rich), dtype=np.int64))
-        flags = store.flagged_cells(labels, through_sample=through)
-        golds = store.gold_states(
-            replace(labels, coders=(GOLD_CODER,)), GOLD_SOURCE, through_sample=through
-        )
-        numbering.add(f[0] for f in flags)
-        items = numbering.items
-        item = numbering.numbers(item_parts)
-        del item_parts
-        question = np.concatenate(question_parts) if question_parts else np.zeros(0, np.int64)
-        pattern = np.concatenate(pattern_parts) if pattern_parts else np.zeros(0, np.int64)
-        inside = item >= 0  # the sample's items
-        item, question, pattern = item[inside], question[inside], pattern[inside]
-        # flagged (item, question): a case even without answers (then with none)
-        flag_items = numbering.numbers([[f[0] for f in flags]])
-        flag_keys = np.unique(flag_items * nq + np.array([f[1] for f in flags], dtype=np.int64))
-        keys = item * nq + question
-        flag_only = np.setdiff1d(flag_keys, keys, assume_unique=True)
-        if len(flag_only):
-            none = patterns.numbers([None], [None])[0]
-            item = np.concatenate([item, flag_only // nq])
-            question = np.concatenate([question, flag_only % nq])
-            pattern = np.concatenate([pattern, np.full(len(flag_only), none, np.int64)])
-            keys = np.concatenate([keys, flag_only])
-        flagged = _positions(flag_keys, keys) >= 0  # (searches the few flags: no sort of all)
-        answers = patterns.answers()
-        n_answers = np.array([sum(a is not None for a in p) for p in answers], dtype=np.int64)
-        fit = np.array(
-            [
-                [best is not None and fits(best, q) for q in questions]
-                for best, _ in (majority_answer(p, len(coders)) for p in answers)
-            ],
-            dtype=bool,
-        ).reshape(len(answers), nq)
-        # gold already stored: kept (decided, or not made here), or made by a majority
-        gold_at: Sequence[Any] = [g[0] for g in golds]
-        if sample is not None and golds and not through:  # the gold of the sample's items
-            gold_at = numbering.merger()(gold_at)
-            golds = [g for g, at in zip(golds, gold_at, strict=True) if at >= 0]
-            gold_at = [at for at in gold_at if at >= 0]
-        gold_item = numbering.numbers([gold_at])  # -1: an item without labels
-        gold_keys = gold_item * nq + np.array([g[1] for g in golds], dtype=np.int64)
-        gold_case = _positions(keys, gold_keys)
-        gold_case[gold_item < 0] = -1
-        kept_gold = np.array([not g[2] or g[3] == "decided" for g in golds], dtype=bool)
-        kept = np.zeros(len(keys), dtype=bool)
-        kept[gold_case[(gold_case >= 0) & kept_gold]] = True
-
-        n = n_answers[pattern]
-        wanted = (n >= 2) | flagged
-        too_few = int(((n == 1) & ~flagged).sum())
-        kept &= wanted
-        majority = wanted & ~kept & ~flagged & fit[pattern, question]
-        to_decide = wanted & ~kept & ~majority
-        stale_rows = [
-            (g[0] if sample is None else items[i], g[1])
-            for g, i, case in zip(golds, gold_item.tolist(), gold_case.tolist(), strict=True)
-            if g[2] and g[3] == "majority" and (case < 0 or not majority[case])
-        ]
-        stale = tuple((a, questions[q].id) for a, q in sorted(stale_rows, key=lambda r: r[::-1]))
-        counts = np.bincount(pattern[wanted], minlength=len(answers))
-        answered = {
-            c: int(sum(counts[p] for p, a in enumerate(answers) if a[i] is not None))
-            for i, c in enumerate(coders)
-        }
-
-        def cases(mask: Any, shown: bool) -> Cases:
-            at = np.flatnonzero(mask)
-            at = at[np.lexsort((item[at], question[at]))]  # by question, then item
-            cells = (question[at], item[at])
-            return Cases(len(at), lambda: _read_cases(store, selection, items, cells, shown))
-
-        plan = GoldPlan(
-            cb,
-            selection.sample,
-            coders,
-            majority=cases(majority, False),
-            to_decide=cases(to_decide, True),
-            kept=cases(kept, True),
-            too_few=too_few,
-            stale=stale,
-            answered=answered,
-            votes=MajorityVotes(
-                items, questions, answers, item[majority], question[majority], pattern[majority]
-            ),
-        )
-        if read_cases:  # the screen shows these: read them in the same snapshot
-            for shown in (plan.to_decide, plan.kept):
-                assert isinstance(shown, Cases)
-                shown.cases  # noqa: B018
-    return plan
-
-
-def _positions(keys: Any, wanted: Any) -> Any:
-    """Where each of ``wanted`` is in ``keys`` (distinct integers), -1 where it is not."""
-    import numpy as np
-
-    if not len(keys) or not len(wanted):
-        return np.full(len(wanted), -1, dtype=np.int64)
-    order = np.argsort(keys, kind="stable")
-    at = np.minimum(np.searchsorted(keys[order], wanted), len(keys) - 1)
-    return np.where(keys[order][at] == wanted, order[at], -1)
-
-
-class _ItemNumbers:
-    """Items as numbers: with a sample, the index of the item in the sample; without, the
-    index in the sorted ids of the items with labels or flags (:meth:`add` every id before
-    the first number)."""
-
-    def __init__(self, store: Store, selection: Selection):
-        self.store = store
-        self.sample = selection.sample if selection.action_ids is not None else None
-        self.sample_ids = selection.action_ids
-        self.positions: Any = None
-        """The sample's positions in order, when they are not 0..n-1."""
-        if self.sample is not None and not store.sample_positions_dense(self.sample):
-            self.positions = store.sample_positions(self.sample)
-        self.found: set[str] = set()
-        self.ids: list[str] | None = None
-        self.number: dict[str, int] = {}
-
-    def merger(self) -> Callable[[Sequence[str]], Any]:
-        """A function from ids (each call's after the last's, ascending) to what
-        :meth:`numbers` reads: with a sample, their positions (-1: not in the sample), by
-        one merge with the sample's ids in the same order (no dict of a million ids);
-        without, the ids (kept, to number them)."""
-        if self.sample is None:
-
-            def keep(ids: Sequence[str]) -> Sequence[str]:
-                self.found.update(ids)
-                return ids
-
-            return keep
-        rows = self.store.sample_items_by_id(self.sample)
-        state = [next(rows, (None, -1))]
-
-        def positions(ids: Sequence[str]) -> list[int]:
-            at, position = state[0]
-            out = []
-            append = out.append
-            for a in ids:
-                while at is not None and at < a:
-                    at, position = next(rows, (None, -1))
-                append(position if at == a else -1)
-            state[0] = (at, position)
-            return out
-
-        return positions
-
-    def add(self, ids: Iterable[Any]) -> None:
-        if self.sample is None:
-            assert self.ids is None, "every id is added before the first number"
-            self.found.update(ids)
-
-    @property
-    def items(self) -> Sequence[str]:
-        if self.sample_ids is not None:
-            return self.sample_ids
-        if self.ids is None:
-            self.ids = sorted(self.found)
-            self.number = {a: i for i, a in enumerate(self.ids)}
-        return self.ids
-
-    def numbers(self, parts: Sequence[Sequence[Any]]) -> Any:
-        """The numbers of the items in these parts (sample positions, or ids without a
-        sample, as :meth:`merger` makes them): -1 for none (outside the sample)."""
-        import numpy as np
-
-        if self.sample is None:
-            self.items  # noqa: B018
-            return np.array(
-                [self.number.get(k, -1) for part in parts for k in part], dtype=np.int64
-            )
-        found = (
-            np.concatenate([np.asarray(p, dtype=np.int64) for p in parts])
-            if parts
-            else np.zeros(0, dtype=np.int64)
-        )
-        if self.positions is None:
-            return found
-        return np.where(found >= 0, np.searchsorted(self.positions, found), -1)
-
-
-def _read_cases(
-    store: Store,
-    selection: Selection,
-    items: Sequence[str],
-    cells: tuple[Any, Any],
-    shown: bool,
+def read_cases(
+    store: Store, selection: Selection, cells: Sequence[tuple[int, str]], shown: bool
 ) -> list[Case]:
-    """The cases of these question numbers and item numbers (two arrays), in this order,
-    with every coder's row (answer, note, flag) and the gold; ``shown``: with their
-    actions too."""
+    """The cases of these (question index, action id), in this order (by question), with
+    every coder's row (answer, note, flag) and the gold; ``shown``: with their actions
+    too."""
     cb = selection.codebook
     coders = selection.coders
     out: list[Case] = []
     by_question: dict[int, list[str]] = {}
-    for q, i in zip(cells[0].tolist(), cells[1].tolist(), strict=True):
-        by_question.setdefault(q, []).append(items[i])
+    for q, action_id in cells:
+        by_question.setdefault(q, []).append(action_id)
     with store.read_snapshot():
         for q_number, ids in by_question.items():
             q = selection.questions[q_number]
@@ -651,66 +382,6 @@ def gold_meta(case: Case, method: Method, adjudicator: str, coders: Sequence[str
         "votes": case.votes_meta(),
         "reason": case.reason,
     }
-
-
-def _gold_kinds(plan: GoldPlan, adjudicator: str) -> tuple[list[GoldKind], Any]:
-    """The distinct majority golds of the plan (answer and provenance) and, for each
-    majority case, the number of its gold."""
-    import numpy as np
-
-    votes = plan.votes
-    assert votes is not None
-    nq = len(votes.questions)
-    kinds_of, kind = np.unique(votes.pattern * nq + votes.question, return_inverse=True)
-    kinds = []
-    for key in kinds_of.tolist():
-        answers = votes.patterns[key // nq]
-        q = votes.questions[key % nq]
-        best, n = majority_answer(answers, len(plan.coders))
-        assert best is not None
-        best.check(q)  # as every gold written is (a majority fits its question)
-        case = Case(
-            "",
-            q,
-            tuple(CoderAnswer(c, a) for c, a in zip(plan.coders, answers, strict=True)),
-            best,
-            n,
-            (),
-        )
-        kinds.append(GoldKind.of(q.id, best, gold_meta(case, "majority", adjudicator, plan.coders)))
-    return kinds, kind
-
-
-def _gold_rows(votes: MajorityVotes, kind: Any, chunk: int = 1 << 16) -> Iterator[tuple]:
-    """(action id, gold number) of each majority case, a chunk of the arrays at a time."""
-    ids = votes.items
-    for start in range(0, len(kind), chunk):
-        numbers = votes.item[start : start + chunk]
-        found = ids.at(numbers) if isinstance(ids, ItemIds) else [ids[i] for i in numbers.tolist()]
-        yield from zip(found, kind[start : start + chunk].tolist(), strict=True)
-
-
-def write_majority(store: Store, plan: GoldPlan, adjudicator: str) -> int:
-    """Store the majority gold of the plan and retract its stale majority gold, in one
-    transaction; return how many cases have majority gold.
-
-    The gold goes in with one ``INSERT ... SELECT`` over staged rows (one provenance JSON
-    per distinct pattern of answers), in the order the labels were read (item id), which
-    is the order of every index of ``labels`` that the gold enters."""
-    votes = plan.votes
-    assert votes is not None
-    n = len(votes.item)
-    with store.transaction(), store.larger_cache():
-        if n:
-            kinds, kind = _gold_kinds(plan, adjudicator)
-            store.write_gold(plan.codebook, GOLD_SOURCE, kinds, _gold_rows(votes, kind))
-        store.clear_answers(plan.codebook.name, GOLD_CODER, plan.stale)
-    retracted = set(plan.stale)
-    if retracted and (not isinstance(plan.to_decide, Cases) or plan.to_decide.loaded):
-        for case in plan.to_decide:
-            if (case.action_id, case.question.id) in retracted:
-                case.gold, case.gold_meta = None, {}
-    return n
 
 
 def decide(store: Store, plan: GoldPlan, case: Case, answer: Answer, adjudicator: str) -> None:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -28,6 +28,12 @@ from annotate.coding.answers import codes_text
 from annotate.errors import AnnotateError, CodebookError, NotFoundError, UsageError
 from annotate.models import describe
 from annotate.reliability.question_labels import QuestionData, labels_hash_of, read_questions
+from annotate.reliability.settings import (
+    DEFAULT_CI,
+    DEFAULT_CI_METHOD,
+    DEFAULT_N_BOOT,
+    DEFAULT_SEED,
+)
 from annotate.store.agreement_runs import AgreementRunRecord
 from annotate.store.item_ids import ItemIds
 from annotate.store.revisions import content_revision, revision_hex
@@ -37,9 +43,8 @@ if TYPE_CHECKING:
     from annotate.store import Store
 
 DEFAULT_SAMPLE = "main"
-DEFAULT_N_BOOT = 1000
-DEFAULT_SEED = 0
-DEFAULT_CI_METHOD = "bca"  # agreement.bootstrap.DEFAULT_METHOD
+EVERY_ITEM = "all"
+"""``--sample all``: every labelled item, whatever samples exist."""
 MIN_CODERS = 2
 
 
@@ -254,23 +259,68 @@ def select(
 ) -> Selection:
     """Resolve the inputs of a run; every mistake is a one-line error naming the choices.
 
-    Defaults: sample ``main`` if it exists, else every labelled item; the one codebook with
+    Defaults: sample ``main`` if it exists (for agreement, when too few coders answered in
+    it, every labelled item, with a note), else every labelled item (``all`` names every
+    labelled item whatever samples exist); the one codebook with
     ``min_coders`` or more coders on shared items there (``command`` is what the error
     suggests running, with --codebook, when several or none do); every human coder with
     answers (``gold`` and ``llm:*`` count only when named in ``coders``); every question of
     the codebook. ``counted_ids``: the sample's ids are read when first asked for, only
     their number now (:class:`~annotate.store.item_ids.Later`).
     """
-    notes: list[str] = []
-    action_ids: Sequence[str] | None = None
+    if sample == EVERY_ITEM:
+        return _select(
+            store, codebook, None, None, coders, question, min_coders, purpose, command,
+            ["every labelled item (--sample all)"],
+        )  # fmt: skip
     if sample is not None:  # NotFoundError names the samples
         action_ids = store.sample_item_ids(sample, counted=counted_ids)
-    elif any(s["name"] == DEFAULT_SAMPLE for s in store.samples()):
-        sample = DEFAULT_SAMPLE
-        action_ids = store.sample_item_ids(sample, counted=counted_ids)
-        notes.append(f"sample {sample}")
-    else:
-        notes.append("every labelled item (there is no sample 'main')")
+        return _select(
+            store, codebook, sample, action_ids, coders, question, min_coders, purpose,
+            command, [],
+        )  # fmt: skip
+    if not any(s["name"] == DEFAULT_SAMPLE for s in store.samples()):
+        return _select(
+            store, codebook, None, None, coders, question, min_coders, purpose, command,
+            ["every labelled item (there is no sample 'main')"],
+        )  # fmt: skip
+    action_ids = store.sample_item_ids(DEFAULT_SAMPLE, counted=counted_ids)
+    try:
+        return _select(
+            store, codebook, DEFAULT_SAMPLE, action_ids, coders, question, min_coders, purpose,
+            command, [f"sample {DEFAULT_SAMPLE}"],
+        )  # fmt: skip
+    except UsageError as in_main:
+        if purpose != "agreement":  # gold is made where the command says, or nowhere
+            raise
+        # the labels lie outside 'main' (imported on other items): measure them where they
+        # are, and say so, rather than refuse
+        try:
+            found = _select(
+                store, codebook, None, None, coders, question, min_coders, purpose, command, [],
+            )  # fmt: skip
+        except AnnotateError:
+            raise in_main from None
+        note = (
+            f"every labelled item: too few coders in sample '{DEFAULT_SAMPLE}' "
+            f"({in_main.message}), so the labels outside it are measured (--sample all "
+            f"says so; --sample {DEFAULT_SAMPLE} refuses)"
+        )
+        return replace(found, defaults=(note, *found.defaults))
+
+
+def _select(
+    store: Store,
+    codebook: str | None,
+    sample: str | None,
+    action_ids: Sequence[str] | None,
+    coders: Sequence[str] | None,
+    question: str | None,
+    min_coders: int,
+    purpose: str,
+    command: str,
+    notes: list[str],
+) -> Selection:
     if codebook is not None and store.has_answers(codebook):  # no count over every label
         cb = _codebook_version(store, codebook)
     else:
@@ -307,7 +357,7 @@ def select(
         if not available and action_ids is not None:
             hint = (
                 f"the labels of '{cb.name}' are on items outside sample '{sample}': "
-                "pass --sample NAME, or code this sample"
+                "pass --sample all (every labelled item) or --sample NAME, or code this sample"
             )
         elif len(available) < min_coders:
             hint = _second_coder(cb.name, sample) + "; coders: " + _choices(available)
@@ -527,6 +577,11 @@ class LeftOut:
         return {"item": self.item, "part": self.part, "reason": self.reason}
 
 
+SKIPPED = "(skipped)"
+NOT_CODED = "(not coded)"
+"""What a coder's cell says in the disagreement list when they gave no answer."""
+
+
 @dataclass(frozen=True)
 class Disagreement:
     item: str
@@ -534,6 +589,13 @@ class Disagreement:
     seq: int
     text: str
     answers: dict[str, str | None]
+    """Each coder's answer as text, or :data:`SKIPPED` or :data:`NOT_CODED`."""
+    context: tuple[str, ...] = ()
+    """The turns before the item ("speaker: text"), oldest first (``--context``)."""
+    notes: dict[str, str] = field(default_factory=dict)
+    """Coder -> their note on the item."""
+    flagged: tuple[str, ...] = ()
+    """Coders who flagged the item."""
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -542,6 +604,9 @@ class Disagreement:
             "seq": self.seq,
             "text": self.text,
             "answers": self.answers,
+            "context": list(self.context),
+            "notes": self.notes,
+            "flagged": list(self.flagged),
         }
 
 
@@ -657,32 +722,40 @@ def _differing(data: QuestionData) -> list[int]:
 
 
 def _disagreements(
-    store: Store, data: QuestionData, differing: list[int], codebook: str
+    store: Store, data: QuestionData, differing: list[int], codebook: str, context: int = 0
 ) -> tuple[Disagreement, ...]:
     if not differing:
         return ()
     ids = [data.items[i] for i in differing]
     actions = {a.id: a for a in store.actions_by_ids(ids)}
-    texts = {
-        (r["action_id"], r["coder"]): codes_text(r["value"], r["codes"], r["other_text"])
+    rows = {
+        (r["action_id"], r["coder"]): r
         for r in store.label_rows(
-            codebook,
-            coders=data.coders,
-            action_ids=ids,
-            question=data.question.id,
-            answered_only=True,
+            codebook, coders=data.coders, action_ids=ids, question=data.question.id
         )
     }
+
+    def answer(item: str, coder: str) -> str:
+        r = rows.get((item, coder))
+        if r is not None and (r["value"] is not None or r["codes"]):
+            return codes_text(r["value"], r["codes"], r["other_text"])
+        return SKIPPED if r is not None and r["skipped"] else NOT_CODED
+
     out = []
     for i in differing:
         a = actions[data.items[i]]
+        mine = [rows[(a.id, c)] for c in data.coders if (a.id, c) in rows]
+        before = store.context(a, before=context) if context else []
         out.append(
             Disagreement(
                 a.id,
                 a.session,
                 a.seq,
                 describe(a),
-                {c: texts.get((a.id, c)) for c in data.coders},
+                {c: answer(a.id, c) for c in data.coders},
+                tuple(f"{b.speaker}: {describe(b)}" for b in before),
+                {r["coder"]: r["note"] for r in mine if r["note"]},
+                tuple(r["coder"] for r in mine if r["flagged"]),
             )
         )
     return tuple(out)
@@ -707,21 +780,28 @@ def run_agreement(
     store: Store,
     selection: Selection,
     *,
-    ci: float = 0.95,
+    ci: float = DEFAULT_CI,
     n_boot: int = DEFAULT_N_BOOT,
     seed: int = DEFAULT_SEED,
     save: bool = True,
     ci_method: str = DEFAULT_CI_METHOD,
+    only: Collection[str] | None = None,
 ) -> AgreementRun:
     """Every agreement figure of the selected questions; the run is stored unless ``save``
-    is False. The labels of all questions are read in one consistent snapshot.
+    is False (an identical stored run is named either way: ``run_id`` with
+    ``same_as_stored``). The labels of all questions are read in one consistent snapshot.
     ``ci_method`` is the bootstrap interval of Fleiss' kappa (bca or percentile); each
-    question's alpha uses its codebook ``level``."""
+    question's alpha uses its codebook ``level``. ``only``: measure these items of the
+    selection only (the report's part of a split); such a run is neither stored nor looked
+    up."""
     _check_settings(ci, n_boot, ci_method)
     from agreement import agreement_report, multi_select_report
 
     with store.read_snapshot():
         datas, read = read_questions(store, selection)
+    if only is not None:
+        datas = [d.restricted(only) for d in datas]
+        save = False
     results: list[QuestionResult] = []
     for data in datas:
         q = data.question
@@ -766,7 +846,16 @@ def run_agreement(
     label_ids = read.label_ids
     hashes = read.codebook_hashes
     sel = selection
-    settings = {"ci": ci, "n_boot": n_boot, "seed": seed, "ci_method": ci_method}
+    settings = {
+        "ci": ci,
+        "n_boot": n_boot,
+        "seed": seed,
+        "ci_method": ci_method,
+        # resamples draw the complete items sorted by their ratings (agreement.bootstrap.
+        # complete_counts), not in sample order: runs stored before drew others, so an
+        # identical run made now is not "the same as" one of them
+        "resample_order": "ratings",
+    }
     digest = read.labels_hash
     inputs = {
         "codebook": sel.codebook.name,
@@ -784,7 +873,7 @@ def run_agreement(
     }
     payload = inputs | {"results": [r.to_dict() for r in results]}
     run_id = stored_before = None
-    if save:
+    if only is None:
         record = AgreementRunRecord(
             codebook=sel.codebook.name,
             codebook_hash=sel.codebook.version_hash,
@@ -801,7 +890,7 @@ def run_agreement(
             aligned_digests=read.revisions.view(np.uint64),
         )
         stored_before = store.same_agreement_run(record)
-        run_id = stored_before or store.save_agreement_run(record)
+        run_id = stored_before or (store.save_agreement_run(record) if save else None)
     return AgreementRun(
         selection=sel,
         settings=settings,
@@ -829,7 +918,7 @@ def agree(
     sample: str | None = None,
     coders: Sequence[str] | None = None,
     question: str | None = None,
-    ci: float = 0.95,
+    ci: float = DEFAULT_CI,
     n_boot: int = DEFAULT_N_BOOT,
     seed: int = DEFAULT_SEED,
     command: str = "annotate agree",
@@ -865,12 +954,13 @@ class DisagreementList:
         }
 
 
-def list_disagreements(store: Store, selection: Selection) -> DisagreementList:
+def list_disagreements(store: Store, selection: Selection, context: int = 0) -> DisagreementList:
+    """``context``: how many turns before each item to show with it."""
     with store.read_snapshot():
         datas, _ = read_questions(store, selection)
+        name = selection.codebook.name
         found = tuple(
-            (d.question, _disagreements(store, d, _differing(d), selection.codebook.name))
-            for d in datas
+            (d.question, _disagreements(store, d, _differing(d), name, context)) for d in datas
         )
     return DisagreementList(selection, found)
 

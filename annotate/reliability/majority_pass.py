@@ -1,42 +1,45 @@
-"""`annotate adjudicate --majority-only` in one pass: the plan of :func:`plan_gold` and the
-write of :func:`write_majority`, without an object or a row in Python per item.
+"""The one gold planner of `annotate adjudicate` (with or without `--majority-only`): one
+pass decides every case of the selection, writes the majority gold and retracts the
+majority gold no majority backs any more; the screen then reads the cases it left to decide.
 
 SQLite packs each item's votes into one number (its pattern) in one ordered pass over the
 labels and keeps them in a temporary table. The few hundred distinct patterns are decided
-here, by the same rules as :func:`plan_gold` (:func:`majority_answer`, :func:`fits`); the
-cases a number cannot say (codes, an "Other" text), the flagged ones and those whose gold
-must be kept are few, and are read one by one. The majority gold is then written from the
-temporary table by one ``INSERT ... SELECT`` joined with the decided patterns.
+here (:func:`majority_answer`, :func:`fits`); the cases a number cannot say (codes, an
+"Other" text), the flagged ones and those whose gold must be kept are few, and are read one
+by one. The majority gold is then written from the temporary table by one
+``INSERT ... SELECT`` joined with the decided patterns; what the pass decided stays in its
+tables, from which a plan's cases are read when someone looks at them.
 
-At 1M items x 3 coders this is what makes the goal of issue 17 (< 6 s) reachable: the plan
-and write of :mod:`annotate.reliability.adjudication` read a million rows into Python.
+At 1M items x 3 coders this is what makes the goal of issue 17 (< 6 s) reachable: no
+object or row in Python per item.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+import json
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from annotate.codebook import OTHER, Answer
 from annotate.coding.answers import answer_text
-from annotate.reliability import adjudication
 from annotate.reliability.adjudication import (
     GOLD_CODER,
     GOLD_SOURCE,
     Case,
     Cases,
     GoldPlan,
-    _numbered_values,
-    _Patterns,
+    _made,
     fits,
     majority_answer,
-    plan_gold,
 )
+from annotate.reliability.adjudication import read_cases as read_cases_of
 from annotate.store.gold_votes import GoldKind, VoteScope
 from annotate.store.label_cells import LabelScope
 
 if TYPE_CHECKING:
-    from annotate.codebook import Answer
+    from annotate.codebook import Question
     from annotate.reliability.agreement_data import Selection
     from annotate.store import Store
 
@@ -46,6 +49,46 @@ ANSWERS_KEPT = 50_000
 
 FLAGGED, KEPT = 1, 2
 """The bits of why a case is set aside (:meth:`Store.stage_set_aside`)."""
+
+SAMPLE_LOOKUP = 8
+"""A sample's items are looked up one by one when this many times their number is fewer
+than the labels (each lookup costs several times the label a full pass reads)."""
+
+
+def numbered_values(questions: Sequence[Question]) -> tuple[str, ...]:
+    """The values SQL numbers for the vote patterns: every question's codes and "other"."""
+    return tuple(dict.fromkeys([*(c for q in questions for c in q.codes), OTHER]))
+
+
+@dataclass
+class _Patterns:
+    """Vote patterns as SQL packs them, decoded to answers (one object per distinct one)."""
+
+    scope: VoteScope
+    made: dict[tuple[Any, ...], Answer] = field(default_factory=dict)
+
+    def decode(self, pattern: Any, rich: str | None) -> tuple[Answer | None, ...]:
+        """The answers of a pattern and its JSON of the answers a number cannot say."""
+        scope = self.scope
+        n = len(scope.labels.coders)
+        numbers = [0] * n
+        if isinstance(pattern, int):
+            mask = (1 << scope.value_bits) - 1
+            numbers = [(pattern >> (i * scope.value_bits)) & mask for i in range(n)]
+        elif pattern:
+            for part in pattern.split(","):
+                coder, value = part.split(":")
+                numbers[int(coder)] = int(value)
+        values = scope.values
+        answers = [
+            _made(values[v - 1], (), None, self.made) if 1 <= v <= len(values) else None
+            for v in numbers
+        ]
+        for coder, value, codes, other_text in json.loads(f"[{rich}]") if rich else ():
+            answers[coder] = _made(
+                value, tuple(json.loads(codes)) if codes else (), other_text, self.made
+            )
+        return tuple(answers)
 
 
 @dataclass(frozen=True)
@@ -61,7 +104,7 @@ class _Votes:
 
 @dataclass
 class _Tally:
-    """Cases by kind, as :func:`plan_gold` sorts them."""
+    """Cases by kind, and the votes of the undecided ones no coder flagged."""
 
     coders: tuple[str, ...]
     majority: int = 0
@@ -71,37 +114,51 @@ class _Tally:
 
     def __post_init__(self) -> None:
         self.answered = dict.fromkeys(self.coders, 0)
+        self.by_answering: Counter[int] = Counter()
+        self.undecided: Counter[tuple[Answer | None, ...]] = Counter()
 
-    def add(self, votes: _Votes | None, why: int, cases: int, sign: int = 1) -> bool:
+    def add(self, votes: _Votes | None, why: int, cases: int, sign: int = 1) -> str | None:
         """Count ``cases`` cases of these votes (None: no answer) set aside for ``why``
-        (``sign`` -1: take them back); return whether they have majority gold."""
+        (``sign`` -1: take them back); return their kind: ``majority``, ``to_decide``,
+        ``kept``, or None (answered by one coder: left for later)."""
         n = votes.n if votes else 0
         flagged, kept = bool(why & FLAGGED), bool(why & KEPT)
-        wanted = n >= 2 or flagged
-        self.too_few += sign * cases * (n == 1 and not flagged)
-        if not wanted:
-            return False
+        self.by_answering[n] += sign * cases * (n > 0 or flagged)
         if votes:
             for coder, answer in zip(self.coders, votes.answers, strict=True):
                 self.answered[coder] += sign * cases * (answer is not None)
+        wanted = n >= 2 or flagged
+        self.too_few += sign * cases * (n == 1 and not flagged)
+        if not wanted:
+            return None
         if kept:
             self.kept += sign * cases
-            return False
-        majority = not flagged and votes is not None and votes.fit
-        if majority:
+            return "kept"
+        if not flagged and votes is not None and votes.fit:
             self.majority += sign * cases
-        else:
-            self.to_decide += sign * cases
-        return majority
+            return "majority"
+        self.to_decide += sign * cases
+        if not flagged and votes is not None and votes.best is None:
+            self.undecided[_without_texts(votes.answers)] += sign * cases
+        return "to_decide"
 
 
-def write_majority_in_one_pass(
-    store: Store, selection: Selection, adjudicator: str
+def _without_texts(answers: tuple[Answer | None, ...]) -> tuple[Answer | None, ...]:
+    """The answers as a vote counts them (an "Other" text does not split a majority): the
+    undecided votes stay as few as their patterns, whatever texts the coders wrote."""
+    return tuple(
+        a if a is None or a.other_text is None else Answer(a.value, a.codes) for a in answers
+    )
+
+
+def adjudicate_majority(
+    store: Store, selection: Selection, adjudicator: str, *, read_cases: bool = False
 ) -> tuple[GoldPlan, int]:
-    """Decide and store the majority gold of the selection, retract the majority gold no
-    majority backs any more; return the plan (its cases read only when asked for) and how
-    many cases have majority gold: what :func:`plan_gold` with ``read_cases=False`` and
-    :func:`write_majority` give."""
+    """Decide every case of the selection, store the majority gold and retract the
+    majority gold no majority backs any more; return the plan and how many cases have
+    majority gold. The plan's cases are read from what this pass staged: the ones the
+    screen shows (to decide, kept) at once with ``read_cases``, the others when first asked
+    for (the store still open, before another pass)."""
     cb = selection.codebook
     coders = selection.coders
     questions = selection.questions
@@ -111,7 +168,7 @@ def write_majority_in_one_pass(
     def votes_of(q: int, pattern: Any, rich: str | None) -> _Votes:
         found = decided.get((q, pattern)) if rich is None else None
         if found is None:
-            answers = patterns.decode(pattern if rich is None else (pattern, rich))
+            answers = patterns.decode(pattern, rich)
             best, votes = majority_answer(answers, len(coders))
             n = sum(a is not None for a in answers)
             fit = best is not None and fits(best, questions[q])
@@ -128,31 +185,39 @@ def write_majority_in_one_pass(
         # a sample of every action keeps nothing out (a lookup per item at 1M: 0.7 s)
         sample = selection.sample if n_sample is not None and not every_action else None
         labels = LabelScope(cb.name, tuple(q.id for q in questions), coders, sample)
-        scope = VoteScope(labels, _numbered_values(questions))
+        scope = VoteScope(labels, numbered_values(questions))
         patterns = _Patterns(scope)
-        lookup = adjudication.SAMPLE_LOOKUP
-        through = sample is not None and n_sample * lookup < store.labels_upper_bound()
+        through = sample is not None and n_sample * SAMPLE_LOOKUP < store.labels_upper_bound()
         store.stage_votes(scope, through_sample=through)
+        staged = store.staged_pass
         plain = store.staged_pattern_counts(scope)
         set_aside = store.stage_set_aside(labels, GOLD_SOURCE, through_sample=through)
         majority_patterns: list[tuple[int, Any]] = []
+        undecided: list[tuple[int, Any, str | None]] = []
         for q, pattern, cases in plain:
-            if tally.add(votes_of(q, pattern, None), 0, cases):
+            kind = tally.add(votes_of(q, pattern, None), 0, cases)
+            if kind == "majority":
                 majority_patterns.append((q, pattern))
+            elif kind == "to_decide":
+                undecided.append((q, pattern, None))
         store.stage_rich_majority()
         for chunk in store.staged_rich_patterns():  # each distinct votes once, in chunks
             rich_kinds = []
             for q, pattern, rich, cases, not_aside in chunk:
                 votes = votes_of(q, pattern, rich)
-                if tally.add(votes, 0, cases) and not_aside:
-                    kind = _gold_kind(votes, questions[q], coders, adjudicator)
-                    rich_kinds.append((q, pattern, rich, kind))
+                kind = tally.add(votes, 0, cases)
+                if kind == "majority" and not_aside:
+                    gold = _gold_kind(votes, questions[q], coders, adjudicator)
+                    rich_kinds.append((q, pattern, rich, gold))
+                elif kind == "to_decide":
+                    undecided.append((q, pattern, rich))
             store.add_rich_kinds(rich_kinds)
-        for _, q, why, pattern, rich in set_aside:  # counted again as what they are
+        classified: list[tuple[str | None, str, int]] = []
+        for action_id, q, why, pattern, rich in set_aside:  # counted again as what they are
             votes = votes_of(q, pattern, rich) if pattern is not None else None
             if votes is not None:
                 tally.add(votes, 0, 1, sign=-1)
-            tally.add(votes, why, 1)
+            classified.append((tally.add(votes, why, 1), action_id, q))
         kinds: list[GoldKind] = []
         kind_of: dict[tuple[int, Any], int] = {}
 
@@ -162,8 +227,8 @@ def write_majority_in_one_pass(
                 kinds.append(_gold_kind(decided[q, pattern], questions[q], coders, adjudicator))
             return kind_of[q, pattern]
 
-        staged = [(q, p, kind(q, p)) for q, p in majority_patterns]
-        store.stage_pattern_kinds(cb, GOLD_SOURCE, kinds, staged)
+        staged_kinds = [(q, p, kind(q, p)) for q, p in majority_patterns]
+        store.stage_pattern_kinds(cb, GOLD_SOURCE, kinds, staged_kinds)
         stale = tuple(  # read before the gold is written
             store.staged_stale_gold(labels, GOLD_SOURCE, actions_only=every_action)
         )
@@ -171,23 +236,37 @@ def write_majority_in_one_pass(
         store.write_staged_majority(cb.name)
         store.clear_answers(cb.name, GOLD_CODER, stale)
 
-    def later(kind: str) -> Callable[[], list[Case]]:
-        def read() -> list[Case]:
-            return list(getattr(plan_gold(store, selection, read_cases=False), kind))
+    order = selection.sample if selection.action_ids is not None else None
+    unstaged = [True]
 
-        return read
+    def cases(kind: str, n: int, shown: bool) -> Cases:
+        def read() -> list[Case]:
+            if unstaged and staged == store.staged_pass:  # the kinds, for the first read
+                store.stage_undecided(undecided)
+                store.classify_set_aside(classified)
+                unstaged.clear()
+            cells = store.staged_cases(kind, order, staged)
+            return read_cases_of(store, selection, cells, shown)
+
+        return Cases(n, read)
 
     plan = GoldPlan(
         cb,
         selection.sample,
         coders,
-        majority=Cases(tally.majority, later("majority")),
-        to_decide=Cases(tally.to_decide, later("to_decide")),
-        kept=Cases(tally.kept, later("kept")),
+        majority=cases("majority", tally.majority, False),
+        to_decide=cases("to_decide", tally.to_decide, True),
+        kept=cases("kept", tally.kept, True),
         too_few=tally.too_few,
         stale=stale,
         answered=tally.answered,
+        by_answering={n: c for n, c in sorted(tally.by_answering.items(), reverse=True) if c},
+        undecided_votes=tuple((v, n) for v, n in tally.undecided.items() if n > 0),
     )
+    if read_cases:
+        for shown in (plan.to_decide, plan.kept):
+            assert isinstance(shown, Cases)
+            shown.cases  # noqa: B018
     return plan, tally.majority
 
 

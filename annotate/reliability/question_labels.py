@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -62,6 +62,26 @@ class QuestionData:
         given = self.codes[self.codes >= 0]
         counts = np.bincount(given, minlength=len(self.names)) if given.size else []
         return {n: int(c) for n, c in zip(self.names, counts, strict=False) if c}
+
+    def restricted(self, ids: Collection[str]) -> QuestionData:
+        """The same table over the items of ``ids`` only (in the same order)."""
+        wanted = set(ids)
+        keep = [i for i, item in enumerate(self.items) if item in wanted]
+        row_of = {old: new for new, old in enumerate(keep)}
+        items: Sequence[str]
+        if isinstance(self.items, ItemIds):
+            items = self.items.take(np.asarray(keep, dtype=np.intp))
+        else:
+            items = tuple(self.items[i] for i in keep)
+        return replace(
+            self,
+            items=items,
+            codes=self.codes[keep] if keep else self.codes[:0],
+            sets={(row_of[i], j): v for (i, j), v in self.sets.items() if i in row_of},
+            skipped={k: v for k, v in self.skipped.items() if k in wanted},
+            not_coded=tuple((i, r) for i, r in self.not_coded if i in wanted),
+            n_labels=int((self.codes[keep] >= 0).sum()) if keep else 0,
+        )
 
     def differing(self) -> list[int]:
         """Rows where the coders who answered did not all give the same answer."""

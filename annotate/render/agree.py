@@ -12,7 +12,7 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from annotate.reliability.agreement_data import categories_line
+from annotate.reliability.agreement_data import NOT_CODED, SKIPPED, categories_line
 from annotate.render.console import console, err_console
 from annotate.render.rows import OutputFormat, csv_text, markdown_table, to_json
 from annotate.render.tables import PER_COLUMN, Col, column_widths, vertical
@@ -606,13 +606,50 @@ def _levels_words(qs: list[dict[str, Any]]) -> str:
     return " and ".join(words)
 
 
+def _coverage(results: dict[str, Any]) -> str:
+    """Per question, the items each statistic used, e.g. "For act, Fleiss' kappa used the 14
+    items all 4 coders answered; alpha and AC1 the 32 items two or more coders answered."""
+    n = len(results["coders"])
+    parts = []
+    for q in results["results"]:
+        v = q.get("value")
+        if v is not None:
+            f, a, g = v["fleiss"]["n_items"], v["alpha"]["n_items"], v["ac1"]["n_items"]
+            pair = (
+                f"alpha and AC1 the {_items(a)}"
+                if a == g
+                else f"alpha the {_items(a)} and AC1 the {_items(g)}"
+            )
+            parts.append(
+                f"For {q['question']}, Fleiss' kappa used the {_items(f)} all {n} coders "
+                f"answered; {pair} two or more coders answered."
+            )
+        elif _sets(q) is not None:
+            parts.append(
+                f"For {q['question']}, MASI alpha used the "
+                f"{_items(_sets(q)['alpha_masi']['n_items'])} two or more coders answered."
+            )
+        else:
+            parts.append(f"For {q['question']}, no figure: no item was answered.")
+    return " ".join(parts)
+
+
+def cited_references(text: str) -> list[str]:
+    """The references the text cites (author and year in one citation), in list order."""
+    import re
+
+    found = []
+    for ref in REFERENCES:
+        author = ref.split(",", 1)[0]
+        year = re.search(r"\((\d{4})\)", ref)
+        if year and re.search(rf"\b{re.escape(author)}\b[^.;]{{0,40}}?\b{year[1]}\b", text):
+            found.append(ref)
+    return found
+
+
 def methods_sentence(results: dict[str, Any]) -> str:
     s = results["settings"]
     qs = results["results"]
-    n_items = sorted({q["n_items"] for q in qs})
-    items = " to ".join(str(n) for n in (n_items[0], n_items[-1])) if n_items else "0"
-    if len(n_items) == 1:
-        items = str(n_items[0])
     coders = results["coders"]
     # runs stored before Gwet's generalized kappa lack it: their sentence does not name it
     gwet = any((q["value"] or {}).get("fleiss_generalized") is not None for q in qs)
@@ -632,10 +669,10 @@ def methods_sentence(results: dict[str, Any]) -> str:
         else "the other figures use every item with two or more answers."
     )
     sentence = (
-        f"Agreement among {len(coders)} coders on {items} items "
-        f"({results['codebook']} codebook"
-        + (f", sample '{results['sample']}'" if results["sample"] else "")
-        + ") was measured with Fleiss' kappa (Fleiss, 1971), with a "
+        f"Agreement among {len(coders)} coders ({', '.join(coders)}) on the "
+        f"{results['codebook']} codebook"
+        + (f" (sample '{results['sample']}')" if results["sample"] else " (every labelled item)")
+        + " was measured with Fleiss' kappa (Fleiss, 1971), with a "
         f"{100 * s['ci']:g}% {_method_words(s)} confidence interval over items "
         f"({s['n_boot']:,} resamples, seed {s['seed']}) and a z-test using the asymptotic "
         "standard error under the null (Fleiss, Nee & Landis, 1979), given on at least 2k² "
@@ -658,6 +695,9 @@ def methods_sentence(results: dict[str, Any]) -> str:
             "MASI distance (Passonneau, 2006) and, code by code, with binary (chosen or not) "
             "Fleiss' kappa and nominal alpha."
         )
+    sentence += " " + _coverage(results)
+    if results.get("verified"):
+        sentence += " " + verified_sentence(results["verified"])
     for q in qs:
         if _sets(q) is None or not q["n_items"]:
             continue
@@ -690,7 +730,8 @@ def _md(
 
 
 def render_markdown(results: dict[str, Any]) -> None:
-    out = [f"## Inter-coder agreement: {results['codebook']}", "", methods_sentence(results), ""]
+    methods = methods_sentence(results)
+    out = [f"## Inter-coder agreement: {results['codebook']}", "", methods, ""]
     level = _level(results)
     for q in results["results"]:
         out.append(
@@ -723,9 +764,9 @@ def render_markdown(results: dict[str, Any]) -> None:
             out.append(_md(pair_rows(q, "pairwise_weighted"), columns, title=weighted_title(q)))
         out += _left_out_lines(q, bullet="  - ", head="- ")  # a list item per figure
         out.append("")
-    out.append("References")
+    out.append("### References")
     out.append("")
-    out += [f"- {ref}" for ref in REFERENCES]
+    out += [f"- {ref}" for ref in cited_references(methods)]
     out.append("")
     out.append(
         f"<!-- annotate agree run {results.get('run_id')}: {results['n_labels']} labels, "
@@ -862,7 +903,68 @@ def csv_rows(results: dict[str, Any]) -> list[dict[str, Any]]:
             add(x["part"], "left_out", x["item"], note=x["reason"])
         for x in q["not_coded"]:
             add("value" if q["value"] else part, "not_coded", x["item"], note=x["reason"])
+    verified = results.get("verified")
+    for c in (verified or {}).get("checks", ()):
+        version = verified["versions"][c["library"]]
+        _adder(rows, c["question"])(
+            "verify", c["statistic"], f"{c['library']} {version}", estimate=c["reference"],
+            note=None if c["difference"] is None else f"difference {c['difference']:.3g}",
+        )  # fmt: skip
     return [{k: _csv_value(v) for k, v in r.items()} for r in rows]
+
+
+# -- verification ------------------------------------------------------------------------------
+
+
+def verified_sentence(verified: dict[str, Any]) -> str:
+    """E.g. "Every kappa and alpha was verified against statsmodels 0.15.0 and krippendorff
+    0.9.0, recomputed from the same matrix (largest difference 2.2e-16)."."""
+    v = verified["versions"]
+    libraries = f"statsmodels {v['statsmodels']} and krippendorff {v['krippendorff']}"
+    if not verified["ok"]:
+        return (
+            f"Recomputed with {libraries} from the same matrix, the figures DIFFER (largest "
+            f"difference {verified['max_difference']:.3g}): see the verification table."
+        )
+    return (
+        f"Every kappa and alpha was verified against {libraries} (Fleiss' and Cohen's kappa; "
+        f"alpha), recomputed from the same matrix (largest difference "
+        f"{verified['max_difference']:.2g})."
+    )
+
+
+def verification_rows(verified: dict[str, Any]) -> list[dict[str, Any]]:
+    return [
+        {
+            "question": c["question"],
+            "statistic": c["statistic"],
+            "annotate": _num(c["annotate"], 6),
+            "reference": _num(c["reference"], 6),
+            "library": c["library"],
+            "difference": "-" if c["difference"] is None else f"{c['difference']:.2g}",
+        }
+        for c in verified["checks"]
+    ]
+
+
+def render_verification(verified: dict[str, Any], fmt: OutputFormat) -> None:
+    """The table after the figures (table and Markdown; JSON and CSV carry it inline)."""
+    if fmt not in (OutputFormat.table, OutputFormat.markdown):
+        if not verified["ok"]:
+            err_console.print(verified_sentence(verified), markup=False, soft_wrap=True)
+        return
+    columns = [("question", "Question"), ("statistic", "Statistic"), ("annotate", "annotate"),
+               ("reference", "Reference"), ("library", "Library"),
+               ("difference", "Difference")]  # fmt: skip
+    rows = verification_rows(verified)
+    if fmt is OutputFormat.markdown:
+        text = _md(rows, columns, title="Verification")
+        console.print(text, markup=False, highlight=False, soft_wrap=True)
+    else:
+        title = "Verification (the same matrix, reference libraries)"
+        spec = [(k, h, "left") for k, h in columns]
+        console.print(_table(title, spec, rows, wrap=frozenset({"statistic"})))
+    console.print(verified_sentence(verified), markup=False, soft_wrap=True)
 
 
 # -- disagreements ----------------------------------------------------------------------------
@@ -876,11 +978,12 @@ def render_disagreements(found: DisagreementList, fmt: OutputFormat) -> None:
     coders = list(found.selection.coders)
     if fmt is OutputFormat.csv:
         rows = [
-            {"question": q.id, **d.to_dict(), **{c: d.answers.get(c) for c in coders}}
+            {"question": q.id, **d.to_dict(), **{c: d.answers.get(c) for c in coders},
+             "context": " | ".join(d.context), "notes": _remarks(d)}
             for q, ds in found.questions
             for d in ds
-        ]
-        columns = ["question", "item", "session", "seq", "text", *coders]
+        ]  # fmt: skip
+        columns = ["question", "item", "session", "seq", "context", "text", *coders, "notes"]
         console.print(csv_text(rows, columns), end="", markup=False, highlight=False,
                       soft_wrap=True)  # fmt: skip
         return
@@ -898,13 +1001,15 @@ def render_disagreements(found: DisagreementList, fmt: OutputFormat) -> None:
         if not ds:
             console.print(title, markup=False)
             continue
+        markdown = fmt is OutputFormat.markdown
         rows = [
-            {"n": k + 1, "item": d.item, "text": d.text,
-             **{c: d.answers.get(c) or "-" for c in coders}}
+            {"n": k + 1, "item": d.item, "text": _in_context(d, markdown),
+             **{c: d.answers.get(c) or "-" for c in coders}, "notes": _remarks(d)}
             for k, d in enumerate(ds)
         ]  # fmt: skip
-        if fmt is OutputFormat.markdown:
-            columns = [("n", "#"), ("item", "Item"), ("text", "Text"), *((c, c) for c in coders)]
+        if markdown:
+            columns = [("n", "#"), ("item", "Item"), ("text", "Text"), *((c, c) for c in coders),
+                       ("notes", "Notes and flags")]  # fmt: skip
             console.print(_md(rows, columns, title=title), markup=False, highlight=False,
                           soft_wrap=True)  # fmt: skip
             continue
@@ -912,9 +1017,29 @@ def render_disagreements(found: DisagreementList, fmt: OutputFormat) -> None:
             r["item"] = short_id(r["item"])
         columns = [("n", "#", "right"), ("item", "Item", "left"), ("text", "Text", "left")]
         columns += [(c, c, "left") for c in coders]
-        wrap = frozenset({"text", *coders})
+        columns.append(("notes", "Notes", "left"))
+        wrap = frozenset({"text", "notes", *coders})
         widths = {c: max(len(c), ANSWER_WIDTH) for c in coders}  # long answers wrap first
         console.print(_table(title, columns, rows, wrap, max_widths=widths))
+    console.print(
+        f"{SKIPPED}: the coder skipped the item; {NOT_CODED}: the coder has not answered it.",
+        markup=False,
+    )
+
+
+def _in_context(d: Any, markdown: bool) -> str:
+    """The item's text after the turns before it (each on a line; "> " marks the item)."""
+    if not d.context:
+        return d.text
+    sep = " <br> " if markdown else "\n"
+    return sep.join([*(f"  {c}" for c in d.context), f"> {d.text}"])
+
+
+def _remarks(d: Any) -> str:
+    """The coders' notes and flags on the item, e.g. "ana: unclear; ben flagged"."""
+    parts = [f"{c}: {note}" for c, note in d.notes.items()]
+    parts += [f"{c} flagged" for c in d.flagged]
+    return "; ".join(parts)
 
 
 # -- what the command prints around the figures ----------------------------------------------

@@ -64,10 +64,19 @@ def run_line(job: LabelJob, run_id: int) -> str:
 def phase_line(job: LabelJob, result: PhaseResult) -> str:
     money = f", cost {format_cost(result.cost)}" if job.options.price.known else ""
     changes = "".join(f"\n  response_format {change}" for change in result.format_changes)
+    changes += "".join(f"\n  concurrency {change}" for change in result.concurrency_changes)
+    timed_out = (
+        f" ({result.timeouts} requests timed out after --timeout {job.options.timeout_s:g} s: "
+        "the server answered more slowly than that; see --concurrency)"
+        if result.timeouts
+        else ""
+    )
     return (
         f"{result.phase}: {result.items} items ({result.valid} valid, {result.invalid} invalid, "
         f"{result.failed} failed); {result.sent} requests sent, {result.cached} from cache, "
-        f"{result.retries} retries; {result.tokens_in:,} tokens in, {result.tokens_out:,} out"
+        f"{result.retries} retries{timed_out}; concurrency {result.concurrency}; "
+        f"{result.tokens_in:,} tokens in, "
+        f"{result.tokens_out:,} out"
         f"{money}; {result.seconds:.1f}s; response_format {result.response_format}{changes}"
     )
 
@@ -80,6 +89,18 @@ def validation_tables(q: QuestionReport) -> list[tuple[str, list[dict[str, Any]]
         {"measure": name, "value": value, "ci": _ci(ci), "n": n}
         for name, value, ci, n in (
             ("Fleiss' kappa, LLM + gold", q.fleiss, q.fleiss_ci, q.n_items),
+            *(
+                [
+                    (
+                        "Fleiss' kappa, valid replies only (as agree)",
+                        q.fleiss_valid,
+                        q.fleiss_valid_ci,
+                        q.n_valid,
+                    )
+                ]
+                if q.n_invalid
+                else []
+            ),
             ("Cohen's kappa, LLM vs gold", q.cohen, q.cohen_ci, q.n_items),
             ("accuracy", q.accuracy, None, q.n_items),
             (f"Fleiss' kappa, humans ({humans})", q.fleiss_humans, None, q.n_items_humans),
@@ -109,7 +130,8 @@ def validation_tables(q: QuestionReport) -> list[tuple[str, list[dict[str, Any]]
 
 
 def _ci(ci: tuple[float | None, float | None] | None) -> str:
-    return f"{cell(ci[0])} – {cell(ci[1])}" if ci and ci[0] is not None else "-"
+    """As `agree` prints an interval ("0.501 to 0.661")."""
+    return f"{cell(ci[0])} to {cell(ci[1])}" if ci and ci[0] is not None else "-"
 
 
 def render_validation(report: ValidationReport, min_kappa: float) -> None:

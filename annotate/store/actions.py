@@ -305,6 +305,18 @@ class ActionsMixin(StoreBase):
             )
         ]
 
+    @contextmanager
+    def trace_rows(self, action_types: Sequence[str] = ()) -> Iterator[sqlite3.Cursor]:
+        """``(id, session, seq, participant, role, action_type, content, meta)`` of every
+        action (of ``action_types``, when given) in session order, ties in the order the
+        file had them: a cursor, so that a million actions are read as they are used."""
+        sql = "SELECT id, session, seq, participant, role, action_type, content, meta FROM actions"
+        if action_types:
+            sql += f" WHERE action_type IN ({','.join('?' * len(action_types))})"
+        cursor = self.conn.cursor()
+        cursor.row_factory = None
+        yield cursor.execute(sql + " ORDER BY session, seq, rowid", tuple(action_types))
+
     def count_actions(self) -> int:
         return self.conn.execute("SELECT count(*) FROM actions").fetchone()[0]
 

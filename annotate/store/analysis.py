@@ -188,6 +188,41 @@ class AnalysisMixin(StoreBase):
         wanted = json.dumps(list(dict.fromkeys(ids)))
         return {r[0]: tuple(r[1:]) for r in self.conn.execute(sql, (wanted,))}
 
+    def action_fields(
+        self, ids: Iterable[str], columns: Sequence[str], meta_paths: Sequence[str]
+    ) -> list[tuple[Any, ...]]:
+        """Of these actions: id, the ``columns`` (checked by the caller) and the value at
+        each ``meta`` path (``pairing``, ``request.target``; JSON true/false as ``true``
+        and ``false``, an object as its JSON text, missing as None), in one pass."""
+        self.conn.execute("CREATE TEMP TABLE IF NOT EXISTS _facts_of (id TEXT PRIMARY KEY)")
+        self.conn.execute("DELETE FROM _facts_of")
+        self.conn.executemany("INSERT OR IGNORE INTO _facts_of VALUES (?)", ((i,) for i in ids))
+        selected = [f"a.{c}" for c in columns]
+        params: list[str] = []
+        for path in meta_paths:
+            json_path = "$" + "".join(f'."{part}"' for part in path.split("."))
+            selected.append(
+                "CASE json_type(a.meta, ?) WHEN 'true' THEN 'true' WHEN 'false' THEN 'false' "
+                "ELSE json_extract(a.meta, ?) END"
+            )
+            params += [json_path, json_path]
+        return self.conn.execute(
+            f"SELECT {', '.join(['a.id', *selected])} "
+            "FROM _facts_of w CROSS JOIN actions a ON a.id = w.id",
+            params,
+        ).fetchall()
+
+    def label_meta_values(
+        self, codebook: str, question: str, coder: str, key: str
+    ) -> list[tuple[str, Any]]:
+        """``(action_id, meta[key])`` of a coder's answered labels on a question (what a
+        rule recorded with its answers, e.g. ``delayed``)."""
+        return self.conn.execute(
+            "SELECT action_id, json_extract(meta, ?) FROM labels WHERE codebook = ? "
+            "AND question = ? AND coder = ? AND value IS NOT NULL",
+            (f'$."{key}"', codebook, question, coder),
+        ).fetchall()
+
     def action_ids_of_sessions(self, sessions: Iterable[str]) -> list[str]:
         """The ids of every action of these sessions (by index on ``(session, seq)``)."""
         return [

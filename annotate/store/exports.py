@@ -29,6 +29,17 @@ class Column:
     kind: Kind = "text"
     """"text": the expression gives text or NULL (a TEXT column, or text built from one)"""
     nullable: bool = True
+    json: bool = False
+    """The text is JSON (a list, an object): JSON lines nest it as JSON, not as a string
+    holding JSON; CSV and Parquet keep the text (a text that is not valid JSON stays a
+    string everywhere)."""
+
+    @property
+    def json_expr(self) -> str:
+        """The value as a JSON object's member takes it: nested when it is JSON."""
+        if not self.json:
+            return self.expr
+        return f"CASE WHEN json_valid({self.expr}) THEN json({self.expr}) ELSE {self.expr} END"
 
 
 @dataclass(frozen=True)
@@ -94,7 +105,7 @@ class ExportQuery:
 
     def json_objects(self) -> str:
         """Each row as a JSON object keyed by the column names."""
-        pairs = (f"'{c.name}', {c.expr}" for c in self.columns)
+        pairs = (f"'{c.name}', {c.json_expr}" for c in self.columns)
         return f"json_object({', '.join(pairs)})"
 
     def plain_sql(self) -> str:
@@ -134,6 +145,8 @@ LABEL_EXPORT: tuple[tuple[str, str, Kind], ...] = (
     ("created_at", "l.created_at", "text"),
     ("updated_at", "l.updated_at", "text"),
 )
+JSON_COLUMNS = frozenset({"meta", "shot_ids", "answer", "raw_replies"})
+"""Columns of the label and LLM tables that hold JSON (nested in JSON lines)."""
 LLM_EXPORT: tuple[tuple[str, str, Kind], ...] = (
     ("run_id", "i.run_id", "int"),
     ("coder", "r.coder", "text"),
@@ -169,6 +182,13 @@ def _action_columns(alias: str, *, with_id: bool, joined: bool) -> list[Column]:
     ]
 
 
+ACTION_META = Column(
+    "meta", "CASE WHEN a.meta IN ('{}', '') THEN NULL ELSE a.meta END", json=True
+)
+"""An action's ``meta`` (screenshot references, a generic import's extra columns), in the
+actions table only: the label table's ``meta`` is the label's."""
+
+
 def _with_split(columns: list[Column], split: str | None) -> list[Column]:
     """A ``split`` column (train/test of the session) after ``session``."""
     if not split:
@@ -196,7 +216,9 @@ class ExportMixin(StoreBase):
     ) -> ExportQuery:
         """Every action in session order, or a sample's in the sample's order."""
         join, params = _split_join(split, "a.session")
-        columns = tuple(_with_split(_action_columns("a", with_id=True, joined=False), split))
+        columns = tuple(
+            _with_split([*_action_columns("a", with_id=True, joined=False), ACTION_META], split)
+        )
         if sample:
             self.sample_exists_or_fail(sample)  # type: ignore[attr-defined]
             return ExportQuery(
@@ -253,7 +275,7 @@ class ExportMixin(StoreBase):
         params += self._filters("l", "l", codebook, coders, sample, where)
         keyed = [] if gold_only else [answered]
         key_params = self._filters("l", "l", codebook, coders, None, keyed)
-        columns = [Column(n, e, k) for n, e, k in LABEL_EXPORT]
+        columns = [Column(n, e, k, json=n in JSON_COLUMNS) for n, e, k in LABEL_EXPORT]
         columns += _action_columns("a", with_id=False, joined=True)
         return ExportQuery(
             tuple(_with_split(columns, split)),
@@ -325,7 +347,7 @@ class ExportMixin(StoreBase):
             "AND e.run_id < i.run_id))"
         ]
         params += self._filters("r", "i", codebook, coders, sample, where)
-        columns = [Column(n, e, k) for n, e, k in LLM_EXPORT]
+        columns = [Column(n, e, k, json=n in JSON_COLUMNS) for n, e, k in LLM_EXPORT]
         columns += _action_columns("a", with_id=False, joined=True)
         return ExportQuery(
             tuple(_with_split(columns, split)),

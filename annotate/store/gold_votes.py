@@ -1,6 +1,8 @@
-"""The reads and the bulk write of adjudication (`annotate adjudicate`): the coders' answers
-as one small row per item and question (their vote pattern, packed in SQL), the flags and
-the gold already stored, and the majority gold written with one ``INSERT ... SELECT``.
+"""The SQL of adjudication (`annotate adjudicate`), its one planner: the coders' answers
+staged as one small row per item and question (their vote pattern, packed in SQL), the
+cases set aside (flagged, or with gold to keep), the majority gold written with one
+``INSERT ... SELECT``, and the cases of each kind read back from the staged tables for the
+screen.
 
 At corpus scale (1M items x 3 coders) no Python object is made per label: SQLite groups
 the labels of an item and question in its ordered pass over the covering index
@@ -11,7 +13,6 @@ JSON, which the few such labels cost.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
@@ -21,7 +22,6 @@ from annotate.store.base import StoreBase, codes_json, dumps, now
 from annotate.store.gold import labels_from
 from annotate.store.label_cells import ANSWERED, CHUNK, LabelScope, sql_case
 from annotate.store.labels import decoded_label
-from annotate.store.revisions import answer_tail, item_revision
 
 if TYPE_CHECKING:
     from annotate.codebook import Answer, Codebook
@@ -104,7 +104,20 @@ class GoldVotesMixin(StoreBase):
     def vote_patterns_sql(
         self, scope: VoteScope, *, through_sample: bool = False
     ) -> tuple[str, list[Any]]:
-        """The query of :meth:`vote_patterns` (exposed for its EXPLAIN QUERY PLAN test)."""
+        """The scope's answered labels, one row per item and question: the item; the
+        question's index in ``scope.labels.questions``; the vote pattern; and None, or the
+        JSON arrays (``[coder, value, codes, other_text]``, comma-separated) of the labels
+        whose answer is more than a listed value (codes, an "Other" text, an unlisted
+        value).
+
+        The pattern, with :attr:`VoteScope.packed`, is the sum of each answering coder's
+        value number (1 + the value's index in ``scope.values``, ``len(values) + 1`` for
+        any other) shifted left by the coder's index times :attr:`VoteScope.value_bits`;
+        else the text ``"coder:number,..."``.
+
+        The item is the action id, in one ordered pass over the covering index (the
+        sample not applied); with ``through_sample`` (a sample small beside the labels),
+        its sample position, each item's labels looked up."""
         labels = scope.labels
         ccase, cparams = sql_case("l.coder", labels.coders, -1)
         qcase, qparams = sql_case("l.question", labels.questions, -1)
@@ -130,80 +143,20 @@ class GoldVotesMixin(StoreBase):
         )
         return sql, [*qparams, *pparams, *scope.values, *cparams, *params]
 
-    def vote_patterns(
-        self, scope: VoteScope, *, through_sample: bool = False
-    ) -> Iterator[list[tuple[Any, ...]]]:
-        """The scope's answered labels, one row per item and question, in chunks. Each row
-        is: the item; the question's index in ``scope.labels.questions``; the vote
-        pattern; and None, or the JSON arrays (``[coder, value, codes, other_text]``,
-        comma-separated) of the labels whose answer is more than a listed value (codes,
-        an "Other" text, an unlisted value).
-
-        The pattern, with :attr:`VoteScope.packed`, is the sum of each answering coder's
-        value number (1 + the value's index in ``scope.values``, ``len(values) + 1`` for
-        any other) shifted left by the coder's index times :attr:`VoteScope.value_bits`;
-        else the text ``"coder:number,..."``.
-
-        The item is the action id, in id order, and the scope's sample is not applied:
-        every labelled item of the codebook comes, in one ordered pass over the covering
-        index (the caller keeps the sample's items by merging with
-        :meth:`sample_items_by_id`); looking each item of a large sample up in the index
-        instead costs twice as much (and SQLite then sorts the groups). With
-        ``through_sample`` (a sample small beside the labels), the item is its sample
-        position, and each item's labels are looked up."""
-        sql, params = self.vote_patterns_sql(scope, through_sample=through_sample)
-        cursor = self.conn.cursor()
-        cursor.row_factory = None
-        cursor.execute(sql, params)
-        while rows := cursor.fetchmany(CHUNK):
-            yield rows
-
-    def flagged_cells_sql(
-        self, scope: LabelScope, *, through_sample: bool = False
+    def kept_gold_sql(
+        self, scope: LabelScope, source: str, *, through_sample: bool = False
     ) -> tuple[str, list[Any]]:
-        ccase, cparams = sql_case("l.coder", scope.coders, -1)
-        qcase, qparams = sql_case("l.question", scope.questions, -1)
-        columns = f"{qcase}, {ccase}"
-        if scope.sample is not None and not through_sample:  # few flags: look them up
-            cond, params = scope.where()
-            sql = (
-                f"SELECT s.position, {columns} FROM {labels_from(scope.coders, 'labels_progress')} "
-                "CROSS JOIN sample_items s ON s.sample = ? AND s.action_id = l.action_id "
-                f"WHERE {cond} AND l.flagged"
-            )
-            return sql, [*qparams, *cparams, scope.sample, *params]
-        item, source, cond, params = _source(scope, "labels_progress", through_sample)
-        sql = f"SELECT {item}, {columns} FROM {source} WHERE {cond} AND l.flagged"
-        return sql, [*qparams, *cparams, *params]
-
-    def flagged_cells(
-        self, scope: LabelScope, *, through_sample: bool = False
-    ) -> list[tuple[Any, int, int]]:
-        """(item, question index, coder index) of the scope's flagged labels, answered or
-        not; the item is its sample position, or its action id without a sample. The
-        flags are read from ``labels_progress``, the table only for the flagged labels."""
-        sql, params = self.flagged_cells_sql(scope, through_sample=through_sample)
-        cursor = self.conn.cursor()
-        cursor.row_factory = None
-        return cursor.execute(sql, params).fetchall()
-
-    def gold_states_sql(
-        self,
-        scope: LabelScope,
-        source: str,
-        *,
-        through_sample: bool = False,
-        kept_only: bool = False,
-    ) -> tuple[str, list[Any]]:
+        """(item, question index, whether ``source`` made it, the ``method`` of its meta)
+        of the gold a majority vote must keep: decided, or not made by ``source``. The item
+        is as in :meth:`vote_patterns_sql`."""
         qcase, qparams = sql_case("g.question", scope.questions, -1)
         marks = ",".join("?" * len(scope.questions))
         # each answer's provenance read once, not once per item
         kinds = (
             "WITH a AS MATERIALIZED (SELECT id, source IS ?1 AS mine, "
             "json_extract(meta, '$.method') AS method FROM gold_answers WHERE codebook = ?2 "
-            "AND (value IS NOT NULL OR coalesce(codes, '[]') NOT IN ('[]', ''))"
-            + (" AND (source IS NOT ?1 OR method = 'decided')" if kept_only else "")
-            + ") "
+            "AND (value IS NOT NULL OR coalesce(codes, '[]') NOT IN ('[]', '')) "
+            "AND (source IS NOT ?1 OR method = 'decided')) "
         )
         cond = f"g.codebook = ? AND g.question IN ({marks})"
         head = [source, scope.codebook, *qparams]
@@ -223,35 +176,10 @@ class GoldVotesMixin(StoreBase):
         )
         return sql, [*head, *tail]
 
-    def gold_states(
-        self, scope: LabelScope, source: str, *, through_sample: bool = False
-    ) -> list[tuple[Any, int, int, Any]]:
-        """(item, question index, whether ``source`` made it, the ``method`` of its meta)
-        of the answered labels of the scope's coder (the gold). The item is as in
-        :meth:`vote_patterns`: the action id in id order, the sample not applied, or
-        with ``through_sample`` the sample position."""
-        sql, params = self.gold_states_sql(scope, source, through_sample=through_sample)
-        cursor = self.conn.cursor()
-        cursor.row_factory = None
-        return cursor.execute(sql, params).fetchall()
-
     def labels_upper_bound(self) -> int:
         """More than the number of labels, at once (the largest id; ids are not reused
         while the largest stays)."""
         return self.conn.execute("SELECT coalesce(max(id), 0) FROM coder_labels").fetchone()[0]
-
-    def sample_items_by_id(self, sample: str) -> Iterator[tuple[str, int]]:
-        """(action id, position) of the sample's items in action id order (the order of
-        :meth:`vote_patterns`), from the covering index ``sample_items_action``."""
-        cursor = self.conn.cursor()
-        cursor.row_factory = None
-        cursor.execute(
-            "SELECT action_id, position FROM sample_items INDEXED BY sample_items_action "
-            "WHERE sample = ? ORDER BY action_id",
-            (sample,),
-        )
-        while rows := cursor.fetchmany(CHUNK):
-            yield from rows
 
     def label_rows_of(
         self,
@@ -288,67 +216,6 @@ class GoldVotesMixin(StoreBase):
             ]
         )  # fmt: skip
 
-    def write_gold_kinds_sql(self) -> str:
-        """The statement that writes the gold of :meth:`write_gold` (for its query plan)."""
-        return (
-            "INSERT INTO gold AS old (codebook, action_id, question, answer, revision, "
-            "created_at, updated_at) "
-            "SELECT ?, g.action_id, k.question, k.answer, g.revision, ?, ? "
-            "FROM temp._gold_items g CROSS JOIN temp._gold_kinds k ON k.id = g.kind WHERE 1 "
-            f"{GOLD_UPSERT}"
-        )
-
-    def write_gold(
-        self,
-        codebook: Codebook,
-        source: str,
-        kinds: Sequence[GoldKind],
-        items: Iterable[tuple[str, int]],
-    ) -> int:
-        """Store gold for many items at once (upserts as :meth:`save_gold` makes them: a
-        gold whose answer, source, meta and codebook version are unchanged stays as it
-        was); ``items`` are (action id, index in ``kinds``), best in action id order (the
-        order of ``gold``'s key). Return how many gold rows changed. The rows are staged in
-        temporary tables, then written by one statement."""
-        with self.transaction() as conn:  # joins the caller's transaction, if any
-            conn.execute(
-                "CREATE TEMP TABLE IF NOT EXISTS _gold_kinds (id INTEGER PRIMARY KEY, "
-                "question TEXT, answer INTEGER)"
-            )
-            conn.execute(
-                "CREATE TEMP TABLE IF NOT EXISTS _gold_items (action_id TEXT NOT NULL, "
-                "kind INTEGER NOT NULL, revision INTEGER NOT NULL)"
-            )
-            conn.execute("DELETE FROM temp._gold_kinds")
-            conn.execute("DELETE FROM temp._gold_items")
-            version = codebook.version_hash
-            answers = self._kind_answer_ids(codebook, source, kinds)
-            conn.executemany(
-                "INSERT INTO temp._gold_kinds VALUES (?, ?, ?)",
-                [(i, k.question, answers[i]) for i, k in enumerate(kinds)],
-            )
-            tails = [
-                answer_tail(
-                    k.question, GOLD, k.value, json.loads(k.codes) if k.codes else (),
-                    k.other_text, version,
-                )
-                for k in kinds
-            ]  # fmt: skip
-
-            def with_revision(action_id: str, kind: int) -> tuple[str, int, int]:
-                return action_id, kind, item_revision(action_id, tails[kind])
-
-            conn.executemany(
-                "INSERT INTO temp._gold_items VALUES (?, ?, ?)",
-                (with_revision(a, kind) for a, kind in items),
-            )
-            stamp = now()
-            before = conn.total_changes
-            conn.execute(self.write_gold_kinds_sql(), (codebook.name, stamp, stamp))
-            changed = conn.total_changes - before
-            conn.execute("DELETE FROM temp._gold_items")
-            return changed
-
     def clear_answers(self, codebook: str, coder: str, cells: Sequence[tuple[str, str]]) -> None:
         """:meth:`clear_answer` for many (action id, question) of one coder, in one
         transaction."""
@@ -374,11 +241,12 @@ class GoldVotesMixin(StoreBase):
     # -- adjudicate --majority-only in one pass ------------------------------------------
 
     def stage_votes(self, scope: VoteScope, *, through_sample: bool = False) -> int:
-        """Keep the scope's vote patterns (:meth:`vote_patterns`) of the sample's items in
+        """Keep the scope's vote patterns (:meth:`vote_patterns_sql`) of the sample's items in
         the temporary table ``_votes`` (action id, question index, pattern, JSON of the
         answers a number cannot say), keyed by item and question; return how many. One
         ordered pass over ``labels_answered``; the majority is then counted and written
         from this table (:meth:`write_staged_majority`), not from Python objects."""
+        self.staged_pass += 1
         sql, params = self.vote_patterns_sql(scope, through_sample=through_sample)
         sample = scope.labels.sample
         if through_sample:
@@ -466,15 +334,18 @@ class GoldVotesMixin(StoreBase):
                 "WHERE s.sample = ? AND s.action_id = l.action_id)"
             )
             params = [*params, scope.sample]
-        gold_sql, gold_params = self.gold_states_sql(  # the gold to keep, not all of it
-            replace(scope, coders=(GOLD,)), source, through_sample=through_sample, kept_only=True
+        gold_sql, gold_params = self.kept_gold_sql(  # the gold to keep, not all of it
+            replace(scope, coders=(GOLD,)), source, through_sample=through_sample
         )
         self.conn.execute("DROP TABLE IF EXISTS temp._set_aside")
         self.conn.execute(
             "CREATE TEMP TABLE _set_aside (action_id TEXT NOT NULL, q INTEGER NOT NULL, "
-            "why INTEGER NOT NULL, PRIMARY KEY (action_id, q)) WITHOUT ROWID"
+            "why INTEGER NOT NULL, kind TEXT, PRIMARY KEY (action_id, q)) WITHOUT ROWID"
         )
-        self.conn.execute(f"INSERT OR IGNORE INTO temp._set_aside {flags}", [*qparams, *params])
+        self.conn.execute(
+            f"INSERT OR IGNORE INTO temp._set_aside (action_id, q, why) {flags}",
+            [*qparams, *params],
+        )
         kept = [(item, q) for item, q, _, _ in self.conn.execute(gold_sql, gold_params)]
         if through_sample and kept:  # the item is the sample position: its action id
             assert scope.sample is not None
@@ -499,7 +370,7 @@ class GoldVotesMixin(StoreBase):
                 (scope.sample,),
             ).fetchall()
         self.conn.executemany(
-            "INSERT INTO temp._set_aside VALUES (?, ?, 2) "
+            "INSERT INTO temp._set_aside (action_id, q, why) VALUES (?, ?, 2) "
             "ON CONFLICT (action_id, q) DO UPDATE SET why = why | 2",
             [tuple(k) for k in kept],
         )
@@ -650,3 +521,69 @@ class GoldVotesMixin(StoreBase):
                 f"(SELECT a.id FROM gold_answers a WHERE a.content = {content})",
                 book,
             )
+
+    # -- the cases of the pass, read back for the screen -----------------------------------
+
+    staged_pass = 0
+    """Counts the passes staged on this connection (:meth:`stage_votes`): the cases a pass
+    classified are read back from its tables only while no later pass replaced them."""
+
+    def stage_undecided(self, votes: Iterable[tuple[int, Any, str | None]]) -> None:
+        """Keep in ``_undecided`` the (question index, pattern, JSON or None) of the staged
+        votes that go to the adjudicator (no majority, or one that is not a code), for
+        :meth:`staged_cases`."""
+        self.conn.execute("DROP TABLE IF EXISTS temp._undecided")
+        self.conn.execute(
+            "CREATE TEMP TABLE _undecided (q INTEGER NOT NULL, pattern NOT NULL, rich TEXT, "
+            "UNIQUE (q, pattern, rich))"
+        )
+        self.conn.executemany("INSERT INTO temp._undecided VALUES (?, ?, ?)", votes)
+
+    def classify_set_aside(self, kinds: Iterable[tuple[str | None, str, int]]) -> None:
+        """Say what each case of ``_set_aside`` is, as (kind or None, action id, question
+        index): ``to_decide`` (flagged), ``kept`` (its gold stays), None (answered by one
+        coder and not flagged: left for later)."""
+        self.conn.executemany(
+            "UPDATE temp._set_aside SET kind = ? WHERE action_id = ? AND q = ?", kinds
+        )
+
+    def staged_cases_sql(self, kind: str, sample: str | None) -> tuple[str, list[Any]]:
+        """The query of :meth:`staged_cases` (for its query plan)."""
+        if kind == "majority":
+            cases = (
+                "SELECT v.action_id, v.q FROM temp._votes v CROSS JOIN temp._pattern_kinds k "
+                "ON k.q = v.q AND k.pattern = v.pattern WHERE v.rich IS NULL AND v.aside IS NULL "
+                "UNION ALL SELECT v.action_id, v.q FROM temp._votes v "
+                "CROSS JOIN temp._rich_kinds r INDEXED BY _rich_votes ON r.q = v.q "
+                "AND r.pattern = v.pattern AND r.rich = v.rich "
+                "WHERE v.rich IS NOT NULL AND v.aside IS NULL"
+            )
+        elif kind == "to_decide":
+            cases = (
+                "SELECT v.action_id, v.q FROM temp._votes v CROSS JOIN temp._undecided u "
+                "ON u.q = v.q AND u.pattern = v.pattern AND u.rich IS v.rich "
+                "WHERE v.aside IS NULL "
+                "UNION ALL SELECT action_id, q FROM temp._set_aside WHERE kind = 'to_decide'"
+            )
+        elif kind == "kept":
+            cases = "SELECT action_id, q FROM temp._set_aside WHERE kind = 'kept'"
+        else:
+            raise ValueError(f"no kind of case {kind!r}")
+        if sample is None:
+            return f"SELECT c.q, c.action_id FROM ({cases}) c ORDER BY c.q, c.action_id", []
+        sql = (
+            f"SELECT c.q, c.action_id FROM ({cases}) c JOIN sample_items s "
+            "ON s.sample = ? AND s.action_id = c.action_id ORDER BY c.q, s.position"
+        )
+        return sql, [sample]
+
+    def staged_cases(self, kind: str, sample: str | None, staged: int) -> list[tuple[int, str]]:
+        """(question index, action id) of the cases of one kind the pass ``staged``
+        classified (``majority``, ``to_decide``, ``kept``), by question, then by the
+        sample's order (without a sample: by id)."""
+        if staged != self.staged_pass:
+            raise RuntimeError("a later adjudication pass replaced the cases of this plan")
+        sql, params = self.staged_cases_sql(kind, sample)
+        cursor = self.conn.cursor()
+        cursor.row_factory = None
+        return cursor.execute(sql, params).fetchall()

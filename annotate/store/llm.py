@@ -294,14 +294,24 @@ class LLMStoreMixin(StoreBase):
     def resumable_llm_run(self, **same: Any) -> int | None:
         """The latest run that never finished (killed: still 'running'; stopped:
         'interrupted') whose columns ``same`` all equal these values, or None."""
+        return self._latest_llm_run("status IN ('running', 'interrupted')", (), same)
+
+    def finished_llm_run(self, status: str, **same: Any) -> int | None:
+        """The latest online run (no batch of it) that finished with ``status`` whose
+        columns ``same`` all equal these values, or None."""
+        online = "status = ? AND id NOT IN (SELECT run_id FROM llm_batches)"
+        return self._latest_llm_run(online, (status,), same)
+
+    def _latest_llm_run(
+        self, where: str, params: tuple[Any, ...], same: dict[str, Any]
+    ) -> int | None:
         for key in ("shot_ids", "settings"):
             if key in same and not isinstance(same[key], str):
                 same[key] = dumps(same[key])
-        where = " AND ".join(f"{column} IS ?" for column in same)
+        equal = " AND ".join(f"{column} IS ?" for column in same)
         row = self.conn.execute(
-            f"SELECT id FROM llm_runs WHERE status IN ('running', 'interrupted') AND {where} "
-            "ORDER BY id DESC LIMIT 1",
-            tuple(same.values()),
+            f"SELECT id FROM llm_runs WHERE {where} AND {equal} ORDER BY id DESC LIMIT 1",
+            (*params, *same.values()),
         ).fetchone()
         return None if row is None else int(row[0])
 

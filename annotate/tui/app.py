@@ -78,6 +78,7 @@ def make_app(
     *,
     context: int = 8,
     lookahead: int = 0,
+    show: Sequence[str] | None = None,
     clock: Callable[[], float] | None = None,
     new_coder: bool = False,
     media: MediaLocator | None = None,
@@ -94,6 +95,7 @@ def make_app(
             sample,
             context=context,
             lookahead=lookahead,
+            show=show,
             new_coder=new_coder,
             **kwargs,
         )

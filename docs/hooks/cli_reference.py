@@ -15,8 +15,8 @@ PAGE = "reference/cli.md"
 INTRO = """# CLI reference
 
 Generated from the commands' own help when the site is built: `annotate COMMAND --help` shows
-the same text in the terminal. Every command takes `--db PATH` (or `ANNOTATE_DB`) for the
-project file, `./annotate.db` by default.
+the same text in the terminal. Every command that works on a project file takes `--db PATH`
+(or `ANNOTATE_DB`), `./annotate.db` by default.
 """
 
 

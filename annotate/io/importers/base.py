@@ -61,9 +61,13 @@ class SourceFormat:
 
 
 def parse_pairs(
-    pairs: list[str], option: str, allowed: tuple[str, ...] | None = None
+    pairs: list[str],
+    option: str,
+    allowed: tuple[str, ...] | None = None,
+    prefixes: tuple[str, ...] = (),
 ) -> dict[str, str]:
-    """``["a=b", "c=d"]`` or ``["a=b,c=d"]`` -> ``{"a": "b", "c": "d"}``."""
+    """``["a=b", "c=d"]`` or ``["a=b,c=d"]`` -> ``{"a": "b", "c": "d"}`` (a name must be
+    one of ``allowed``, or start with one of ``prefixes`` and go on)."""
     out: dict[str, str] = {}
     for item in pairs:
         for part in item.split(","):
@@ -73,9 +77,11 @@ def parse_pairs(
             if not sep or not key.strip() or not value.strip():
                 raise UsageError(f"{option}: '{part}' is not of the form NAME=VALUE")
             key = key.strip()
-            if allowed is not None and key not in allowed:
+            prefixed = any(key.startswith(p) and len(key) > len(p) for p in prefixes)
+            if allowed is not None and key not in allowed and not prefixed:
                 raise UsageError(
-                    f"{option}: unknown field '{key}'", hint="fields: " + ", ".join(allowed)
+                    f"{option}: unknown field '{key}'",
+                    hint="fields: " + ", ".join([*allowed, *(p + "NAME" for p in prefixes)]),
                 )
             out[key] = value.strip()
     return out

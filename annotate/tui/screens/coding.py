@@ -11,6 +11,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.screen import Screen
 
+from annotate.codebook import Question
 from annotate.coding.session import COMMANDS, CodingSession, Feedback
 from annotate.errors import AnnotateError
 from annotate.tui.screens.help import DefinitionScreen, HelpScreen, keys_table
@@ -267,7 +268,7 @@ class CodingScreen(ScreenshotsMixin, Screen[None]):
             TextPrompt(
                 f"Note on item #{s.index + 1} (empty: remove the note)",
                 value=s.item.note or "",
-                placeholder="e.g. unsure between Repair and ReqRepair",
+                placeholder=note_placeholder(s.question),
             ),
             self._note,
         )
@@ -300,6 +301,20 @@ class CodingScreen(ScreenshotsMixin, Screen[None]):
 
     def action_quit(self) -> None:
         self.app.exit()
+
+
+def note_placeholder(question: Question) -> str:
+    """An example note in the codebook's own words: two of the question's options (a long
+    label by its first words)."""
+    labels = [_short(o.label) for o in question.options[:2]]
+    if len(labels) < 2:
+        return "e.g. what was unclear about this item"
+    return f"e.g. unsure between {labels[0]} and {labels[1]}"
+
+
+def _short(label: str, most: int = 24) -> str:
+    words = label.split()
+    return label if len(label) <= most else " ".join(words[:3]) + "…"
 
 
 def _clock(seconds: float) -> str:

@@ -135,11 +135,20 @@ class ContextView(VerticalScroll, can_focus=False):
         self.query_one("#item", ContextRows).set_rows(item)
         self.query_one("#after", ContextRows).set_rows(after)
         self.anchor()  # kept at the bottom (the item and its lookahead) through resizes
+        self.call_after_refresh(self._fit)
         if after:
             self.call_after_refresh(self._item_in_view)
 
     def on_mount(self) -> None:
         self.anchor()
+
+    def _fit(self) -> None:
+        """No taller than its turns: a tall terminal (a browser's) would otherwise show them
+        at the bottom of an empty view; a short one still gives the view what is left."""
+        turns = sum(child.outer_size.height for child in self.children)
+        needed = max(turns, 1) + self.styles.gutter.height
+        if self.styles.max_height is None or self.styles.max_height.value != needed:
+            self.styles.max_height = needed
 
     def _item_in_view(self) -> None:
         """A lookahead longer than the view must not push the item out of it."""

@@ -37,12 +37,15 @@ class StatusBar(Widget):
         super().__init__(**kwargs)  # type: ignore[arg-type]
         self.session = session
         self.message: Text | None = None
+        self._said_on: int | None = None  # the item the message is about
         self._timer: Timer | None = None
 
     def flash(self, message: str, *, warning: bool = False, seconds: float = 4.0) -> None:
-        """Show a short message in place of the header line for a few seconds."""
+        """Show a short message in place of the header line for a few seconds, or until
+        another item opens ("Note saved." is about the item it was said on)."""
         style = "bold yellow" if warning else "bold"
         self.message = Text.assemble(("» " + shown_line(message), style))
+        self._said_on = self.session.index
         if self._timer is not None:
             self._timer.stop()
         self._timer = self.set_timer(seconds, self._clear)
@@ -68,6 +71,8 @@ class StatusBar(Widget):
         right = Text.assemble("item ", (str(s.index + 1), "bold"), f" of {s.n}")
         room = min(max(width - len(left) - len(right) - 4, 12), 48)  # the file gets what is left
         left = Text.assemble((shown_line(project_file(s.store.path, room)), "bold"), " │ ", left)
+        if self._said_on != s.index:  # another item opened: the message was about the last
+            self.message = None
         top = (self.message or left).copy()
         top.truncate(width - len(right) - 1, overflow="ellipsis")
         top.append(" " * (width - len(top) - len(right)))

@@ -3,8 +3,9 @@
 A thin layer over :class:`annotate.reliability.adjudication.AdjudicationSession`, which holds every
 decision and writes gold through the store; this module only draws the case (the item in
 its conversation, every coder's answer and note, the codebook's keys) and forwards keys.
-Self-contained on purpose: it does not depend on the coding app's widgets, which evolve
-with that app.
+The conversation is the coding screen's context box (:class:`ContextView`, the same rows,
+times and session title): the item on its last row, the turns before it above, whatever
+height the answers and options leave it; PgUp brings earlier turns, PgDn the turns after.
 """
 
 from __future__ import annotations
@@ -17,7 +18,6 @@ from rich.table import Table
 from rich.text import Text
 from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
-from textual.containers import VerticalScroll
 from textual.events import Key
 from textual.screen import Screen
 from textual.timer import Timer
@@ -25,44 +25,26 @@ from textual.widgets import Static
 
 from annotate.codebook import OTHER
 from annotate.coding.answers import answer_label
-from annotate.coding.session import COMMANDS, command_keys, format_offset, question_choices
-from annotate.models import Action, describe
+from annotate.coding.session import (
+    COMMANDS,
+    command_keys,
+    item_context_rows,
+    question_choices,
+    time_in_session,
+)
 from annotate.reliability.adjudication import AdjudicationSession, Feedback, GoldPlan
 from annotate.render.terminal import for_display, shown_line
 from annotate.store import Store
+from annotate.store.coding import CodingQueries
+from annotate.tui.screens.coding import _clock
 from annotate.tui.screens.help import DefinitionScreen, HelpScreen, key_table
 from annotate.tui.screens.prompt import TextPrompt
+from annotate.tui.widgets.context import ContextView
 from annotate.tui.widgets.keybar import KeyBar, key_label
 
 CONTEXT_BEFORE = 8
 CONTEXT_AFTER = 2
-
-
-def context_tables(store: Store, action: Action) -> tuple[Table, Table]:
-    """The turns before the item and the item (bold), then the turns after it (dim), with
-    times relative to the item when the log has them: two tables with the same columns."""
-    around = store.context(action, before=CONTEXT_BEFORE, after=CONTEXT_AFTER)
-    t0 = action.elapsed_s
-
-    def table(rows: list[Action]) -> Table:
-        grid = Table.grid(padding=(0, 1), expand=True)
-        grid.add_column(width=5, justify="right", no_wrap=True)
-        grid.add_column(width=8, no_wrap=True, overflow="ellipsis")
-        grid.add_column(ratio=1, overflow="fold")
-        for a in rows:
-            item = a.id == action.id
-            t = a.elapsed_s - t0 if a.elapsed_s is not None and t0 is not None else None
-            colour = {"guide": "cyan", "follower": "yellow"}.get(a.role or "", "")
-            style = "bold reverse" if item else ("dim" if a.seq > action.seq else "")
-            grid.add_row(
-                Text(format_offset(t), style="dim"),
-                Text(shown_line((a.role or a.participant or "?").capitalize()), style=colour),
-                Text(for_display(describe(a)), style=style),
-            )
-        return grid
-
-    before = [a for a in around if a.seq < action.seq] + [action]
-    return table(before), table([a for a in around if a.seq > action.seq])
+"""Turns after the item that PgDn brings (the box shows the item and the turns before it)."""
 
 
 class OtherPrompt(TextPrompt):
@@ -75,10 +57,6 @@ class OtherPrompt(TextPrompt):
             hint="Enter: store · Esc: cancel",
             required=True,
         )
-
-
-class ContextScroll(VerticalScroll, can_focus=False):
-    """Never takes the focus: arrows and keys belong to the screen (PgUp/PgDn scroll it)."""
 
 
 BINDING_PREFIX = "adjudicate."
@@ -111,12 +89,16 @@ class AdjudicationScreen(Screen[None]):
         self.highlight = 0
         self.message: Text | None = None
         self._timer: Timer | None = None
+        self.queries = CodingQueries(session.store)
+        self._more = 0
+        """Earlier turns asked for with PgUp on this case."""
+        self._after = False
+        """Whether PgDn brought the turns after the item on this case."""
+        self._shown: tuple[int, int, bool] | None = None
 
     def compose(self) -> ComposeResult:
         yield Static(id="status")
-        with ContextScroll(id="context"):
-            yield Static(id="context-rows")
-            yield Static(id="context-after")
+        yield ContextView(id="context")
         yield Static(id="answers")
         yield Static(id="question")
         yield KeyBar(self._key_entries(), id="keys")
@@ -135,7 +117,6 @@ class AdjudicationScreen(Screen[None]):
         ]
 
     def on_mount(self) -> None:
-        self.query_one("#context", ContextScroll).border_title = "Context"
         self.show_case()
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
@@ -150,10 +131,7 @@ class AdjudicationScreen(Screen[None]):
         s = self.session
         case = s.case
         self.query_one("#status", Static).update(self._status())
-        before, after = context_tables(s.store, case.action)
-        self.query_one("#context-rows", Static).update(before)
-        self.query_one("#context-after", Static).update(after)
-        self.call_after_refresh(self._item_at_bottom)
+        self._show_context()
         self.query_one("#answers", Static).update(self._answers())
         question = self.query_one("#question", Static)
         question.border_title = shown_line(f"{case.question.id}: {case.question.prompt}")
@@ -161,13 +139,33 @@ class AdjudicationScreen(Screen[None]):
         question.update(self._choices())
         self.refresh_bindings()
 
-    def _item_at_bottom(self) -> None:
-        """The item on the context's last row, the turns before it above: however little
-        room the answers and options leave, the item is in view (PgDn shows what follows)."""
-        context = self.query_one("#context", ContextScroll)
-        rows = self.query_one("#context-rows", Static)
-        y = rows.virtual_region.bottom - context.scrollable_content_region.height
-        context.scroll_to(y=max(0, y), animate=False, immediate=True)
+    def _show_context(self) -> None:
+        """The item among the turns before it (and after it, once PgDn asked), drawn again
+        only when the case or the turns asked for change. The box keeps its bottom in view
+        through every relayout (the answers and options change height from case to case)."""
+        s = self.session
+        if self._shown is not None and self._shown[0] != s.index:
+            self._more, self._after = 0, False
+        where = (s.index, self._more, self._after)
+        context = self.query_one(ContextView)
+        if where != self._shown:
+            self._shown = where
+            before = CONTEXT_BEFORE + self._more
+            after = CONTEXT_AFTER if self._after else 0
+            rows = item_context_rows(s.store, self.queries, s.case.action, before, after)
+            context.show(rows, wanted_before=before)
+        context.border_title = self._context_title()
+
+    def _context_title(self) -> str:
+        """As the coding screen names it: the session, its condition, the item's time."""
+        s = self.session
+        action = s.case.action
+        bits = [f"session {action.meta.get('session_name') or action.session[:12]}"]
+        if action.condition:
+            bits.append(action.condition)
+        at = time_in_session(self.queries, action)
+        bits.append(f"case {s.index + 1}" + (f" at {_clock(at)}" if at is not None else ""))
+        return shown_line(" · ".join(bits))
 
     def flash(self, message: str, *, warning: bool = False, seconds: float = 4.0) -> None:
         """A short message in the status lines, never over the options."""
@@ -199,8 +197,8 @@ class AdjudicationScreen(Screen[None]):
         )
         state = "decided" if case.decided else "to decide"
         why = case.short_reason  # the votes, by code, are in the table below
-        second = self.message or Text(f"{why} ({state})", style="italic")
-        grid.add_row(second, Text(""))
+        second = self.message or Text(shown_line(why), style="italic")
+        grid.add_row(second, Text(state, style="italic"))
         return grid
 
     def _answers(self) -> RenderableType:
@@ -351,7 +349,7 @@ class AdjudicationScreen(Screen[None]):
                 ("Enter", "choose the highlighted option; store the reasons put together"),
                 ("Space", "toggle the highlighted reason (or choose the highlighted option)"),
                 ("Esc", "drop the reasons being put together"),
-                ("PgUp PgDn", "scroll the context"),
+                ("PgUp PgDn", "earlier turns / the turns after the item"),
             ],
             (
                 (key_label(self.keys[c.id]), c.description)
@@ -361,9 +359,18 @@ class AdjudicationScreen(Screen[None]):
         )
 
     def action_scroll(self, direction: int) -> None:
-        context = self.query_one("#context", ContextScroll)
+        """PgUp: up the box, then earlier turns; PgDn: the turns after the item, then down."""
+        context = self.query_one(ContextView)
         if direction < 0:
-            context.scroll_page_up(animate=False)
+            if context.scroll_y > 0:
+                context.scroll_page_up(animate=False)
+                return
+            self._more += CONTEXT_BEFORE
+            self._show_context()
+            self.call_after_refresh(context.scroll_home, animate=False, immediate=True)
+        elif not self._after:
+            self._after = True
+            self._show_context()
         else:
             context.scroll_page_down(animate=False)
 
