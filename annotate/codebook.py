@@ -114,6 +114,9 @@ class Question(_Strict):
     """Level of measurement of a single-choice question: the options' order gives the
     ordinal ranks; interval and ratio read the codes as numbers. Krippendorff's alpha uses
     it, and pairwise weighted kappas are added when it is not nominal."""
+    grounded: list[str] | None = None
+    """The codes of this question that `annotate report` counts as *grounded* (aligned
+    with the partner): e.g. ``[t3]`` for the team goal, ``[yes]`` for a yes/no question."""
 
     @field_validator("options", mode="before")
     @classmethod
@@ -164,6 +167,20 @@ class Question(_Strict):
         """A number question's level for Krippendorff's alpha: ratio if declared, else
         interval."""
         return "ratio" if self.level == "ratio" else "interval"
+
+    @model_validator(mode="after")
+    def _grounded_fits(self) -> Question:
+        if self.grounded is None:
+            return self
+        if self.kind not in ("single", "yes_no_reasons"):
+            raise ValueError("grounded: only a single-choice or yes/no question has codes to count")
+        unknown = [c for c in self.grounded if c not in self.codes]
+        if unknown or not self.grounded:
+            raise ValueError(
+                f"grounded: '{unknown[0] if unknown else ''}' is not a code of this question "
+                f"(codes: {', '.join(self.codes)})"
+            )
+        return self
 
     @model_validator(mode="after")
     def _level_fits(self) -> Question:
@@ -229,7 +246,7 @@ class Codebook(_Strict):
         for q in data["questions"]:  # the defaults: older hashes stay the same
             if q.get("level") == "nominal":
                 del q["level"]
-            for key in ("min_chars", "min", "max", "step"):
+            for key in ("min_chars", "min", "max", "step", "grounded"):
                 if q.get(key) is None:
                     q.pop(key, None)
         canonical = json.dumps(data, sort_keys=True)

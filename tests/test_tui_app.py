@@ -402,7 +402,7 @@ async def test_the_header_names_the_project_file(db, tmp_path, monkeypatch) -> N
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause()
         top = screen_text(app).split("item 1 of")[0]
-        assert "project.db │ traum v1.0 │ coder dora" in top
+        assert "project.db │ traum v1.1 │ coder dora" in top
     elsewhere = tmp_path / "a" / "rather" / "long" / "folder" / "name" / "for" / "it"
     elsewhere.mkdir(parents=True)
     monkeypatch.chdir(elsewhere)

@@ -36,6 +36,7 @@ class SplitInfo:
     shots: tuple[str, ...]
     heldout: tuple[str, ...]
     created_at: str
+    strategy: str = "cover"
 
 
 def answer_json(answer: Answer) -> dict[str, Any]:
@@ -88,6 +89,7 @@ class LLMStoreMixin(StoreBase):
         heldout: Sequence[str],
         labels: Mapping[str, str],
         replace: bool = False,
+        strategy: str = "cover",
     ) -> None:
         with self.transaction() as conn:
             exists = conn.execute("SELECT 1 FROM llm_splits WHERE name = ?", (name,)).fetchone()
@@ -101,7 +103,7 @@ class LLMStoreMixin(StoreBase):
                 conn.execute("DELETE FROM llm_splits WHERE name = ?", (name,))
             conn.execute(
                 "INSERT INTO llm_splits (name, codebook, codebook_hash, gold_coder, sample, seed, "
-                "n_shots, n_heldout, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "n_shots, n_heldout, created_at, strategy) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     name,
                     codebook.name,
@@ -112,6 +114,7 @@ class LLMStoreMixin(StoreBase):
                     len(shots),
                     len(heldout),
                     now(),
+                    strategy,
                 ),
             )
             conn.executemany(
@@ -149,6 +152,7 @@ class LLMStoreMixin(StoreBase):
             shots=tuple(items["shot"]),
             heldout=tuple(items["heldout"]),
             created_at=row["created_at"],
+            strategy=row["strategy"],
         )
 
     # -- targets: the actions a run codes, paged by SQL ---------------------------------

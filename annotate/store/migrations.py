@@ -729,6 +729,13 @@ def m021_embeddings(conn: sqlite3.Connection) -> None:
     )
 
 
+def m022_split_strategy(conn: sqlite3.Connection) -> None:
+    """How a few-shot split chose its shots: ``cover`` (as many distinct labels as the
+    shots allow; every split before this one) or ``random`` (a plain random draw, as the
+    ALMANAC paper did)."""
+    conn.execute("ALTER TABLE llm_splits ADD COLUMN strategy TEXT NOT NULL DEFAULT 'cover'")
+
+
 MIGRATIONS: list[tuple[int, Migration]] = [
     (1, m001_initial),
     (2, m002_llm),
@@ -751,4 +758,5 @@ MIGRATIONS: list[tuple[int, Migration]] = [
     (19, m019_actions_condition_with_role),
     (20, m020_gold_table),
     (21, m021_embeddings),
+    (22, m022_split_strategy),
 ]
