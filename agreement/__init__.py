@@ -5,7 +5,8 @@ Build a matrix from long-form ratings (:func:`from_long`) or an items x coders t
 :func:`agreement_report` for every figure of a question, or a single statistic:
 :func:`fleiss_kappa`, :func:`cohen_kappa`, :func:`pairwise_cohen`,
 :func:`fleiss_kappa_generalized` (Gwet 2014, missing ratings),
-:func:`krippendorff_alpha` (nominal, ordinal, interval, ratio), :func:`gwet_ac1`,
+:func:`krippendorff_alpha` (nominal, ordinal, interval, ratio), :func:`icc` (numeric
+ratings: two-way, absolute agreement), :func:`gwet_ac1`,
 :func:`percent_agreement`, :func:`bootstrap_fleiss_ci` (BCa or percentile). Weighted
 Cohen's kappa: ``cohen_kappa(..., weights="linear")``. Multi-select answers: :func:`sets_from_long`,
 :func:`masi_alpha`, :func:`per_code_kappas`, :func:`multi_select_report`. A coder against a
@@ -41,6 +42,7 @@ from agreement.fleiss import (
 )
 from agreement.generalized import FleissGeneralized, fleiss_kappa_generalized
 from agreement.gwet import GwetAC1, gwet_ac1
+from agreement.icc import ICC, icc
 from agreement.krippendorff_alpha import (
     LEVELS,
     KrippendorffAlpha,
@@ -72,6 +74,7 @@ from agreement.report import (
 from agreement.results import ConfusionMatrix, Interval
 
 __all__ = [
+    "ICC",
     "LANDIS_KOCH_BANDS",
     "LEVELS",
     "MISSING",
@@ -112,6 +115,7 @@ __all__ = [
     "from_long",
     "from_wide",
     "gwet_ac1",
+    "icc",
     "krippendorff_alpha",
     "landis_koch",
     "masi_alpha",

@@ -31,6 +31,9 @@ class Listed(NamedTuple):
 COMMANDS: dict[str, Listed] = {
     "import": Listed("data", "Import action logs. Importing the same file again adds nothing."),
     "import-labels": Listed("data", "Import codings made elsewhere (a spreadsheet, another tool)."),
+    "import-probes": Listed(
+        "data", "Import agent probe logs as they come (nested actions and probe answers)."
+    ),
     "sample": Listed(
         "samples", "Draw a reproducible random sample of actions and store it by name."
     ),

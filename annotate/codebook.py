@@ -7,7 +7,10 @@ A codebook has one or more questions. Each question is one of four kinds:
 - ``yes_no_reasons``: ``yes`` or ``no``; a ``no`` takes one or more reasons, which are
   the question's options (Q4 of the mental-model survey);
 - ``text``: free text (a rationale), no options; ``min_chars`` asks for at least that many
-  characters. Stored as the label's ``value``; agreement skips it.
+  characters. Stored as the label's ``value``; agreement gives the texts' similarity.
+- ``number``: a number (a confidence, a rating), no options; ``min``, ``max`` and ``step``
+  bound it. Stored as the label's ``value`` in canonical form (``0.8``, ``3``); agreement is
+  Krippendorff's alpha at the interval (or, with ``level: ratio``, ratio) level and the ICC.
 
 Answers are stored as :class:`Answer`: ``value`` holds the single code (or ``yes``/``no``),
 ``codes`` the selected set for ``multi`` and the reasons for ``yes_no_reasons``.
@@ -23,6 +26,7 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import json
+import math
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -90,10 +94,16 @@ class Option(_Strict):
 class Question(_Strict):
     id: str = Field(min_length=1, pattern=r"^[A-Za-z0-9_\-]+$")
     prompt: str = Field(min_length=1)
-    kind: Literal["single", "multi", "yes_no_reasons", "text"] = "single"
+    kind: Literal["single", "multi", "yes_no_reasons", "text", "number"] = "single"
     options: list[Option] = Field(default=None, validate_default=True)  # type: ignore[assignment]
     min_chars: int | None = Field(default=None, ge=1)
     """A ``text`` question: the fewest characters an answer may have (spaces round it aside)."""
+    min: float | None = None
+    """A ``number`` question: the smallest answer allowed."""
+    max: float | None = None
+    """A ``number`` question: the largest answer allowed."""
+    step: float | None = Field(default=None, gt=0)
+    """A ``number`` question: answers are ``min`` (else 0) plus a whole number of steps."""
     allow_other: bool = False
     """Offer "Other" (with free text). Opt-in: the codes are the options unless declared."""
     other_key: ShortcutKey = "o"
@@ -104,15 +114,18 @@ class Question(_Strict):
     """Level of measurement of a single-choice question: the options' order gives the
     ordinal ranks; interval and ratio read the codes as numbers. Krippendorff's alpha uses
     it, and pairwise weighted kappas are added when it is not nominal."""
+    grounded: list[str] | None = None
+    """The codes of this question that `annotate report` counts as *grounded* (aligned
+    with the partner): e.g. ``[t3]`` for the team goal, ``[yes]`` for a yes/no question."""
 
     @field_validator("options", mode="before")
     @classmethod
     def _options_for_kind(cls, value: object, info: ValidationInfo) -> object:
         """Options are required except by a free-text question, which has none."""
         kind = info.data.get("kind")
-        if kind == "text":
+        if kind in ("text", "number"):
             if value:
-                raise ValueError("a text question has no options (remove them or change kind)")
+                raise ValueError(f"a {kind} question has no options (remove them or change kind)")
             return []
         if value is None:
             raise PydanticCustomError("missing", "Field required")
@@ -129,8 +142,49 @@ class Question(_Strict):
         return self
 
     @model_validator(mode="after")
+    def _number_fits(self) -> Question:
+        bounds = {"min": self.min, "max": self.max, "step": self.step}
+        if self.kind != "number":
+            given = [k for k, v in bounds.items() if v is not None]
+            if given:
+                raise ValueError(f"{', '.join(given)}: for number questions (kind: number)")
+            return self
+        if self.allow_other:
+            raise ValueError("a number question has no 'other' (remove allow_other)")
+        for k, v in bounds.items():
+            if v is not None and not math.isfinite(v):
+                raise ValueError(f"{k} must be a finite number")
+        if self.min is not None and self.max is not None and self.min > self.max:
+            raise ValueError(f"min {self.min:g} is above max {self.max:g}")
+        if self.level in {"nominal", "ordinal"}:
+            return self  # the default: read as interval (see numeric_level)
+        if self.level == "ratio" and self.min is not None and self.min < 0:
+            raise ValueError("level ratio needs non-negative numbers (min >= 0)")
+        return self
+
+    @property
+    def numeric_level(self) -> str:
+        """A number question's level for Krippendorff's alpha: ratio if declared, else
+        interval."""
+        return "ratio" if self.level == "ratio" else "interval"
+
+    @model_validator(mode="after")
+    def _grounded_fits(self) -> Question:
+        if self.grounded is None:
+            return self
+        if self.kind not in ("single", "yes_no_reasons"):
+            raise ValueError("grounded: only a single-choice or yes/no question has codes to count")
+        unknown = [c for c in self.grounded if c not in self.codes]
+        if unknown or not self.grounded:
+            raise ValueError(
+                f"grounded: '{unknown[0] if unknown else ''}' is not a code of this question "
+                f"(codes: {', '.join(self.codes)})"
+            )
+        return self
+
+    @model_validator(mode="after")
     def _level_fits(self) -> Question:
-        if self.level == "nominal":
+        if self.level == "nominal" or self.kind == "number":
             return self
         if self.kind != "single":
             raise ValueError(f"level {self.level} needs kind single (got {self.kind})")
@@ -155,14 +209,14 @@ class Question(_Strict):
         """Every code an answer's ``value`` may hold, "Other" if declared (none for multi)."""
         if self.kind == "yes_no_reasons":
             return [YES, NO]
-        if self.kind in ("multi", "text"):
+        if self.kind in ("multi", "text", "number"):
             return []
         return [o.code for o in self.options] + ([OTHER] if self.allow_other else [])
 
     @property
     def set_codes(self) -> list[str]:
         """Every code an answer's ``codes`` set may hold (multi and reasons)."""
-        if self.kind in ("single", "text"):
+        if self.kind in ("single", "text", "number"):
             return []
         return [o.code for o in self.options] + ([OTHER] if self.allow_other else [])
 
@@ -192,8 +246,9 @@ class Codebook(_Strict):
         for q in data["questions"]:  # the defaults: older hashes stay the same
             if q.get("level") == "nominal":
                 del q["level"]
-            if q.get("min_chars") is None:
-                q.pop("min_chars", None)
+            for key in ("min_chars", "min", "max", "step", "grounded"):
+                if q.get(key) is None:
+                    q.pop(key, None)
         canonical = json.dumps(data, sort_keys=True)
         return hashlib.sha256(canonical.encode()).hexdigest()[:12]
 
@@ -233,6 +288,9 @@ class Answer:
         if question.kind == "text":
             self._check_text(question)
             return
+        if question.kind == "number":
+            self._check_number(question)
+            return
         if question.kind == "multi":
             if self.value is not None:
                 raise CodebookError(f"question {question.id}: a multi-select answer has no value")
@@ -261,6 +319,22 @@ class Answer:
         if uses_other and not (self.other_text or "").strip():
             raise CodebookError(f"question {question.id}: 'other' needs a free-text description")
 
+    def _check_number(self, question: Question) -> None:
+        if self.codes or self.other_text is not None:
+            raise CodebookError(f"question {question.id}: a number answer is the number alone")
+        number = parse_number(self.value, question)
+        if canonical_number(number) != self.value:
+            raise CodebookError(
+                f"question {question.id}: store the number as {canonical_number(number)!r} "
+                f"(got {self.value!r}; see Answer.number)"
+            )
+
+    @classmethod
+    def number(cls, text: str | float, question: Question) -> Answer:
+        """The answer to a number question from what was typed or imported (``"0.80"``,
+        ``0.8``, ``"8e-1"``): checked against min, max and step, stored canonically."""
+        return cls(canonical_number(parse_number(text, question)))
+
     def _check_text(self, question: Question) -> None:
         text = (self.value or "").strip()
         if self.codes or self.other_text is not None:
@@ -272,6 +346,38 @@ class Answer:
                 f"question {question.id}: write at least {question.min_chars} characters "
                 f"({len(text)} so far)"
             )
+
+
+def canonical_number(number: float) -> str:
+    """``3`` for 3.0, else the shortest text that reads back as the same float."""
+    return str(int(number)) if number.is_integer() and abs(number) < 1e15 else repr(number)
+
+
+def parse_number(text: str | float | None, question: Question) -> float:
+    """A number question's answer as a float, or CodebookError saying what is wrong."""
+    q = question.id
+    if text is None or (isinstance(text, str) and not text.strip()):
+        raise CodebookError(f"question {q}: no number given")
+    if isinstance(text, bool):
+        raise CodebookError(f"question {q}: {text!r} is not a number")
+    try:
+        number = float(text.strip() if isinstance(text, str) else text)
+    except (TypeError, ValueError):
+        raise CodebookError(f"question {q}: {str(text)!r} is not a number") from None
+    if not math.isfinite(number):
+        raise CodebookError(f"question {q}: {str(text)!r} is not a finite number")
+    low, high = question.min, question.max
+    if (low is not None and number < low) or (high is not None and number > high):
+        bounds = f"{'' if low is None else f'{low:g}'} to {'' if high is None else f'{high:g}'}"
+        raise CodebookError(f"question {q}: {number:g} is outside {bounds.strip()}")
+    if question.step is not None:
+        steps = (number - (low or 0.0)) / question.step
+        if abs(steps - round(steps)) > 1e-9 * max(1.0, abs(steps)):
+            raise CodebookError(
+                f"question {q}: {number:g} is not a multiple of step {question.step:g}"
+                + (f" from {low:g}" if low else "")
+            )
+    return number
 
 
 @dataclass

@@ -17,6 +17,7 @@ from annotate.errors import UsageError
 
 KEY_ENV = "OPENAI_API_KEY"
 BASE_URL_ENV = "OPENAI_BASE_URL"
+MODEL_ENV = "ANNOTATE_MODEL"
 DEFAULT_TIMEOUT_S = 60.0
 
 
@@ -78,6 +79,74 @@ def config_from_env(
         )
     return LLMConfig(
         model=str(model), base_url=base_url.rstrip("/"), api_key=api_key, timeout_s=timeout_s
+    )
+
+
+def listed_models(base_url: str, api_key: str, timeout_s: float = 10.0) -> list[str]:
+    """The model ids the endpoint lists at ``GET {base_url}/models`` (OpenAI's shape:
+    ``{"data": [{"id": ...}, ...]}``). Raises :class:`OSError` or :class:`ValueError`
+    when the endpoint does not answer so."""
+    import json
+    from urllib.request import Request, urlopen
+
+    request = Request(
+        base_url.rstrip("/") + "/models", headers={"Authorization": f"Bearer {api_key}"}
+    )
+    with urlopen(request, timeout=timeout_s) as reply:
+        body = json.loads(reply.read().decode("utf-8"))
+    data = body.get("data") if isinstance(body, dict) else None
+    if not isinstance(data, list):
+        raise ValueError("the reply has no list 'data'")
+    return [str(m["id"]) for m in data if isinstance(m, dict) and m.get("id")]
+
+
+def _ask_models(base_url: str, key: str, timeout_s: float, retries: int) -> tuple[list[str], str]:
+    """The endpoint's models, or none and why; a timeout is asked again ``retries`` times
+    (a busy local server answers late)."""
+    problem = ""
+    for _ in range(retries + 1):
+        try:
+            return listed_models(base_url, key, timeout_s), ""
+        except (OSError, ValueError) as exc:
+            reason = getattr(exc, "reason", exc)
+            problem = f"{base_url}/models did not answer with a list of models ({reason})"
+            if not isinstance(reason, TimeoutError):
+                break
+    return [], problem
+
+
+def default_model(
+    base_url: str | None,
+    *,
+    env: Mapping[str, str] | None = None,
+    timeout_s: float = 10.0,
+    ask: bool = True,
+    retries: int = 0,
+) -> tuple[str, str]:
+    """The model when ``--model`` is not given, and where it came from: ``$ANNOTATE_MODEL``,
+    else the only model the endpoint lists at ``/models`` (not asked when ``ask`` is
+    false). A :class:`UsageError` names both ways when neither gives one."""
+    env = os.environ if env is None else env
+    named = (env.get(MODEL_ENV) or "").strip()
+    if named:
+        return named, f"${MODEL_ENV}"
+    base_url = (base_url or env.get(BASE_URL_ENV) or "").strip()
+    problem = "no endpoint to ask (--base-url or OPENAI_BASE_URL)"
+    if base_url and ask:
+        models, problem = _ask_models(
+            base_url, (env.get(KEY_ENV) or "").strip(), timeout_s, retries
+        )
+        if len(models) == 1:
+            return models[0], f"the only model {endpoint_host(base_url)} lists"
+        if not problem:
+            problem = f"{endpoint_host(base_url)} lists {len(models)} models" + (
+                f" ({', '.join(models[:10])})" if models else ""
+            )
+    elif base_url:
+        problem = "the endpoint is not asked without a network call"
+    raise UsageError(
+        f"no model: pass --model NAME or set ${MODEL_ENV}",
+        hint=f"neither was given, and the endpoint's list could not choose: {problem}",
     )
 
 

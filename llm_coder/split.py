@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import random
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 
@@ -73,3 +73,16 @@ def stratified_split(labels: Mapping[str, str], n_shots: int, seed: int) -> Spli
     rng.shuffle(chosen)
     picked = set(chosen)
     return Split(tuple(chosen), tuple(i for i in labels if i not in picked))
+
+
+def random_split(items: Sequence[str], n_shots: int, seed: int) -> Split:
+    """Draw ``n_shots`` items at random, whatever their labels (the ALMANAC paper's
+    procedure); the rest are held out, in the order given. The draw depends only on the
+    items and ``seed``."""
+    if n_shots < 0:
+        raise ValueError("the number of shots cannot be negative")
+    if n_shots > len(items):
+        raise ValueError(f"{n_shots} shots asked for but only {len(items)} items given")
+    chosen = random.Random(seed).sample(sorted(items), n_shots)
+    picked = set(chosen)
+    return Split(tuple(chosen), tuple(i for i in items if i not in picked))

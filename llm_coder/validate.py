@@ -17,7 +17,13 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from agreement import LabelScores, bootstrap_fleiss_ci, compare_to_reference, fleiss_kappa
+from agreement import (
+    LabelScores,
+    bootstrap_fleiss_ci,
+    classification_scores,
+    compare_to_reference,
+    fleiss_kappa,
+)
 from agreement.results import to_jsonable
 from annotate.codebook import OTHER, Answer, Codebook, Question
 from annotate.reliability.settings import (
@@ -33,6 +39,8 @@ if TYPE_CHECKING:
     from llm_coder.workflow import LabelJob
 
 INVALID = "(invalid)"
+MIN_CELL = 10
+"""Held-out items a cell of ``--by`` needs before its accuracy and kappa are shown."""
 GOLD_NAME = "gold"
 BOOTSTRAP = DEFAULT_N_BOOT  # the settings of `agree`: the same labels give the same digits
 SEED = DEFAULT_SEED
@@ -64,11 +72,27 @@ class QuestionReport:
 
 
 @dataclass(frozen=True)
+class CellReport:
+    """One question in one group of held-out items (``--by role,condition``): accuracy and
+    Fleiss' kappa of LLM + gold, or none with a note when the cell has fewer than
+    :data:`MIN_CELL` items."""
+
+    question: str
+    group: tuple[str, ...]
+    n_items: int
+    accuracy: float | None
+    fleiss: float | None
+    note: str = ""
+
+
+@dataclass(frozen=True)
 class ValidationReport:
     llm_coder: str
     gold_coder: str
     n_items: int
     questions: tuple[QuestionReport, ...]
+    by: tuple[str, ...] = ()
+    cells: tuple[CellReport, ...] = ()
 
     @property
     def unanimous_questions(self) -> tuple[str, ...]:
@@ -117,6 +141,74 @@ def _interval(interval: Any) -> tuple[float | None, float | None]:
     return (interval.low, interval.high)
 
 
+def _columns(
+    question: Question,
+    item_ids: Sequence[str],
+    gold: Mapping[str, Mapping[str, Answer]],
+    llm: Mapping[str, Mapping[str, Answer] | None],
+) -> tuple[list[str], list[str | None], list[str | None], list[str], list[str]]:
+    """The items with a gold and an LLM answer, their categories in two columns, the
+    categories counted (as `agree` counts them, then the invalid replies) and those used."""
+    codes = list(question.codes) if question.kind != "multi" else None
+    ids = [i for i in item_ids if question.id in gold.get(i, {}) and i in llm]
+    gold_col = [category(question, gold[i][question.id]) for i in ids]
+    llm_col = [
+        category(question, (llm[i] or {}).get(question.id)) if llm[i] else INVALID for i in ids
+    ]
+    used = sorted({v for v in gold_col + llm_col if v is not None})
+    # the categories `agree` counts (every declared code, Other when used): the bootstrap
+    # then takes the same path as there and prints the same interval for the same labels
+    declared = list(codes or [])
+    if codes is not None and OTHER not in declared and OTHER in used:
+        declared.append(OTHER)
+    categories = declared + [c for c in used if c not in declared and c != INVALID]
+    seen = [c for c in categories if c in used]
+    if INVALID in llm_col:
+        categories.append(INVALID)
+        seen.append(INVALID)
+    return ids, gold_col, llm_col, categories, seen
+
+
+def cell_reports(
+    question: Question,
+    item_ids: Sequence[str],
+    gold: Mapping[str, Mapping[str, Answer]],
+    llm: Mapping[str, Mapping[str, Answer] | None],
+    groups: Mapping[str, tuple[str, ...]],
+    *,
+    llm_name: str,
+    gold_name: str,
+    min_n: int = MIN_CELL,
+) -> list[CellReport]:
+    """Accuracy and Fleiss' kappa (LLM + gold; the function `annotate agree` uses) of one
+    question within each group of items (``groups``: item id -> its group)."""
+    ids, gold_col, llm_col, categories, _ = _columns(question, item_ids, gold, llm)
+    cells: dict[tuple[str, ...], list[int]] = {}
+    for k, i in enumerate(ids):
+        if gold_col[k] is not None and llm_col[k] is not None:  # as a missing rating overall
+            cells.setdefault(groups.get(i, ("-",)), []).append(k)
+    out = []
+    for group in sorted(cells):
+        rows = cells[group]
+        if len(rows) < min_n:
+            out.append(
+                CellReport(question.id, group, len(rows), None, None, f"n < {min_n}: no figure")
+            )
+            continue
+        g = [gold_col[k] for k in rows]
+        m = [llm_col[k] for k in rows]
+        scores = classification_scores(g, m, categories=categories)
+        pair = pd.DataFrame({gold_name: g, llm_name: m}, dtype=object)
+        kappa = fleiss_kappa(pair, categories=categories)
+        out.append(
+            CellReport(
+                question.id, group, len(rows), scores.accuracy, kappa.kappa,
+                kappa.undefined_reason or "" if kappa.kappa is None else "",
+            )
+        )  # fmt: skip
+    return out
+
+
 def question_report(
     question: Question,
     item_ids: Sequence[str],
@@ -127,29 +219,13 @@ def question_report(
     llm_name: str,
     gold_name: str,
 ) -> QuestionReport:
-    codes = list(question.codes) if question.kind != "multi" else None
-    ids = [i for i in item_ids if question.id in gold.get(i, {}) and i in llm]
-    gold_col = [category(question, gold[i][question.id]) for i in ids]
-    llm_col = [
-        category(question, (llm[i] or {}).get(question.id)) if llm[i] else INVALID for i in ids
-    ]
+    ids, gold_col, llm_col, categories, seen = _columns(question, item_ids, gold, llm)
     n_invalid = sum(v == INVALID for v in llm_col)
     human_names = tuple(sorted(humans))
     columns = {
         name: [category(question, humans[name].get(i, {}).get(question.id)) for i in ids]
         for name in human_names
     }
-    used = sorted({v for v in gold_col + llm_col if v is not None})
-    # the categories `agree` counts (every declared code, Other when used): the bootstrap
-    # then takes the same path as there and prints the same interval for the same labels
-    declared = list(codes or [])
-    if codes is not None and OTHER not in declared and OTHER in used:
-        declared.append(OTHER)
-    categories = declared + [c for c in used if c not in declared and c != INVALID]
-    seen = [c for c in categories if c in used]
-    if n_invalid:
-        categories.append(INVALID)
-        seen.append(INVALID)
     # the humans may use codes neither gold nor the LLM used (no kappa changes for a category
     # nobody used, so the gold/LLM tables keep the short list)
     with_humans = categories + sorted(
@@ -245,13 +321,24 @@ def build_report(
     *,
     llm_name: str,
     gold_name: str,
+    by: Sequence[str] = (),
+    groups: Mapping[str, tuple[str, ...]] | None = None,
 ) -> ValidationReport:
+    coded = [q for q in codebook.questions if q.kind != "text"]  # text has no codes to agree on
     questions = tuple(
         question_report(q, item_ids, gold, llm, humans, llm_name=llm_name, gold_name=gold_name)
-        for q in codebook.questions
-        if q.kind != "text"  # free text (a rationale) has no codes to agree on
+        for q in coded
     )
-    return ValidationReport(llm_name, gold_name, len(item_ids), questions)
+    cells: tuple[CellReport, ...] = ()
+    if by and groups is not None:
+        cells = tuple(
+            c
+            for q in coded
+            for c in cell_reports(
+                q, item_ids, gold, llm, groups, llm_name=llm_name, gold_name=gold_name
+            )
+        )
+    return ValidationReport(llm_name, gold_name, len(item_ids), questions, tuple(by), cells)
 
 
 def validation_report(
@@ -271,6 +358,9 @@ def validation_report(
         if answers:
             humans[coder] = answers
     order = [i for i in job.heldout_ids if i in llm]
+    by = tuple(job.options.by)
+    groups = store.analysis.action_groups(order, by) if by else None
     return build_report(
-        codebook, order, gold, llm, humans, llm_name=job.coder, gold_name=gold_coder
-    )
+        codebook, order, gold, llm, humans, llm_name=job.coder, gold_name=gold_coder,
+        by=by, groups=groups,
+    )  # fmt: skip

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from annotate.codebook import Answer, Codebook, LoadedCodebook
-from annotate.errors import AnnotateError, StoreError, UsageError
+from annotate.errors import AnnotateError, NotFoundError, StoreError, UsageError
 from annotate.models import Action
 from annotate.store.base import now
 from llm_coder.calls import Caller, CallStats, FormatFallback, MemoryCache, RetryPolicy
@@ -40,7 +40,7 @@ from llm_coder.prompt import (
 )
 from llm_coder.runner import ItemResult, PromptBuilder, Runner, Settings
 from llm_coder.schema import FORMAT_MODES, FormatMode, answer_to_json, response_format
-from llm_coder.split import stratified_split
+from llm_coder.split import random_split, stratified_split
 
 if TYPE_CHECKING:
     from annotate.store import Store
@@ -77,6 +77,7 @@ class SplitResult:
     heldout: tuple[str, ...]
     shot_labels: dict[str, int]
     labels_total: int
+    strategy: str = "random"
 
 
 def stratum(codebook: Codebook, answers: dict[str, Answer]) -> str:
@@ -107,6 +108,39 @@ def complete_gold(
     return out
 
 
+DEFAULT_SHOTS = 8
+DEFAULT_SEED = 7
+
+
+def gold_codebook(store: Store) -> str:
+    """The one codebook with gold (`llm-label` without ``--codebook``)."""
+    names = store.gold.gold_codebooks()
+    if len(names) == 1:
+        return names[0]
+    if not names:
+        raise UsageError(
+            "no codebook has gold labels to validate an LLM on: pass --codebook NAME",
+            hint="make gold first: `annotate agree` then `annotate adjudicate`, or import "
+            "expert labels with `annotate import-labels FILE --codebook NAME` (coder gold)",
+        )
+    raise UsageError(
+        f"{len(names)} codebooks have gold ({', '.join(names)}): pass --codebook NAME",
+    )
+
+
+def split_exists(store: Store, name: str) -> bool:
+    try:
+        store.llm.split_info(name)
+    except NotFoundError:
+        return False
+    return True
+
+
+STRATEGIES = ("random", "cover")
+"""How shots are chosen: ``random`` (a plain draw, the ALMANAC paper's; the default) or
+``cover`` (as many distinct labels as the shots allow)."""
+
+
 def make_split(
     store: Store,
     loaded: LoadedCodebook,
@@ -117,10 +151,15 @@ def make_split(
     sample: str | None = None,
     name: str | None = None,
     replace: bool = False,
+    strategy: str = "random",
 ) -> SplitResult:
     codebook = loaded.codebook
     if shots < 1:
         raise UsageError("--shots must be at least 1")
+    if strategy not in STRATEGIES:
+        raise UsageError(
+            f"--strategy: unknown strategy '{strategy}'", hint="choices: " + ", ".join(STRATEGIES)
+        )
     ids = store.samples.sample_ids(sample) if sample else None
     answers = complete_gold(store, codebook, gold, ids)
     where = f" in sample '{sample}'" if sample else ""
@@ -146,7 +185,10 @@ def make_split(
             hint="adjudicate more items into gold, or ask for fewer --shots",
         )
     labels = {aid: stratum(codebook, a) for aid, a in answers.items()}
-    split = stratified_split(labels, shots, seed)
+    if strategy == "cover":
+        split = stratified_split(labels, shots, seed)
+    else:
+        split = random_split(list(labels), shots, seed)
     split_name = name or codebook.name
     store.codebooks.register_codebook(loaded)
     store.llm.create_split(
@@ -159,6 +201,7 @@ def make_split(
         heldout=split.heldout,
         labels=labels,
         replace=replace,
+        strategy=strategy,
     )
     shot_labels: dict[str, int] = {}
     for aid in split.shots:
@@ -170,6 +213,7 @@ def make_split(
         split.heldout,
         shot_labels,
         len(set(labels.values())),
+        strategy,
     )
 
 
@@ -356,6 +400,9 @@ class JobOptions:
     response_format: FormatMode | None = None
     """Forced with ``--response-format``; otherwise the mode stored for the endpoint + model,
     else ``json_schema``, stepping down on a refusal."""
+    by: tuple[str, ...] = ()
+    """``--by``: the validation also per group of these action columns (role, condition,
+    action_type)."""
 
 
 @dataclass

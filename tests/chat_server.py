@@ -30,6 +30,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Literal
 
 TARGET_MARKER = "Action to code:"
+MODEL = "test-model"
+"""The one model the server lists at /v1/models (any model name is answered)."""
 FaultKind = Literal["429", "500", "hang", "malformed", "bad_label", "401", "too_long"]
 Accept = Literal["json_schema", "json_object", "none", "llama_cpp_python", "ignore", "lm_studio"]
 ACCEPT: dict[str, str] = {
@@ -466,6 +468,9 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_GET(self) -> None:
         path = self.path.split("?", 1)[0].rstrip("/")
+        if path.endswith("/models"):  # as an OpenAI-compatible server lists what it serves
+            self._send(200, {"object": "list", "data": [{"id": MODEL, "object": "model"}]})
+            return
         if path == "/props" and self.server.state.slots is not None:
             self._send(200, {"total_slots": self.server.state.slots})
             return

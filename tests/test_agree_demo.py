@@ -60,7 +60,7 @@ def test_demo_table_reads_in_80_columns(demo) -> None:
     )
     lines = out.stdout.splitlines()
     assert max(map(len, lines)) <= 80
-    assert lines[0] == "Codebook traum 69aaed989bc4, every labelled item, coders ana, ben, caro."
+    assert lines[0] == "Codebook traum df387c5b9632, every labelled item, coders ana, ben, caro."
     assert "Fleiss' kappa          0.580   0.534 to 0.630   moderate; 343 items" in out.stdout
     assert out.stderr.startswith("defaults: codebook traum (the only one with labels)")
 

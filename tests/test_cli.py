@@ -217,8 +217,8 @@ def test_codebooks_show_and_list_with_db_read_the_versions_stored(
     mine.write_text(text.replace('title: "Traum grounding acts"', 'title: "Renamed acts"'))
 
     stored = cli("codebooks", "show", "mine").stdout  # the cli fixture passes --db
-    assert stored.startswith("Traum grounding acts (mine v1.0, hash ")
-    assert cli("codebooks", "show", "mine", db=None).stdout.startswith("Renamed acts (mine v1.0")
+    assert stored.startswith("Traum grounding acts (mine v1.1, hash ")
+    assert cli("codebooks", "show", "mine", db=None).stdout.startswith("Renamed acts (mine v1.1")
     listed = json.loads(cli("codebooks", "list", "--format", "json").stdout)
     assert [(c["name"], c["title"], c["labels"]) for c in listed] == [
         ("mine", "Traum grounding acts", 3)

@@ -40,7 +40,7 @@ DX_OLD_HASH = "0d007d4130ad"
 """DX's version hash as annotate computed it before Other was opt-in (an implicit Other)."""
 
 SHIPPED_HASHES = {
-    "traum": "69aaed989bc4",
+    "traum": "df387c5b9632",  # 1.1 (issue 35): the hidden-canvas guidance; 1.0 was 69aaed989bc4
     "mental_model": "bdbebcb2fbcf",
     "hcrc_moves": "cbfc352190f5",
 }
@@ -122,7 +122,7 @@ def test_validate_and_show_say_which_questions_offer_other(cli, tmp_path: Path) 
     r = cli("codebooks", "validate", str(path), str(Path("codebooks/traum.yaml")), db=None)
     assert r.exit_code == 0, r.output
     assert "dx.yaml: ok (dx v1, hash 58a8a61f5dfb; Other: no question)" in r.stdout
-    assert "traum.yaml: ok (traum v1.0, hash 69aaed989bc4; Other: act)" in r.stdout
+    assert "traum.yaml: ok (traum v1.1, hash df387c5b9632; Other: act)" in r.stdout
     shown = cli("codebooks", "show", str(path), db=None).stdout
     assert "Other" not in shown.replace("Other diagnosis", "")
     assert "Other (free text)" in cli("codebooks", "show", "traum", db=None).stdout

@@ -567,3 +567,33 @@ def test_make_demo_regenerates_identical_files(tmp_path: Path) -> None:
     assert generated_self == committed_self and len(committed_self) == 19
     for rel in committed_self:
         assert (tmp_path / rel).read_bytes() == (DATA / rel).read_bytes(), rel
+
+
+def test_traum_leaves_hidden_canvas_drawing_to_judgement(cli, db_path, tmp_path) -> None:
+    """traum 1.1 (issue 35): drawing in the hidden condition is not coded Other by rule; the
+    guidance describes the judgement, and labels made under another version keep it."""
+    from annotate.store import Store
+    from tests.conftest import DEMO
+    from tests.test_analysis_support import demo_traum_rows, write_csv
+
+    book = find_codebook("traum")
+    text = book.codebook.instructions
+    assert book.codebook.version == "1.1"
+    assert "code them Other" not in text and "Only messages ground" not in text
+    assert "not the answer" in text and "made known" in text and "a tendency" in text
+    # labels coded under an earlier version keep its hash when the new version codes more
+    earlier = tmp_path / "traum.yaml"
+    earlier.write_text(book.text.replace('version: "1.1"', 'version: "1.0"'))
+    assert cli("import", str(DEMO)).exit_code == 0
+    rows = demo_traum_rows("ana")
+    old = write_csv(tmp_path / "old.csv", rows[:10])
+    new = write_csv(tmp_path / "new.csv", [r | {"coder": "ben"} for r in rows[:10]])
+    assert cli("import-labels", str(old), "--codebook", str(earlier)).exit_code == 0
+    assert cli("import-labels", str(new), "--codebook", "traum").exit_code == 0
+    with Store(db_path) as s:
+        hashes = dict(s.db.query("SELECT coder, min(codebook_hash) FROM labels GROUP BY coder"))
+    assert hashes == {
+        "ana": find_codebook(str(earlier)).codebook.version_hash,
+        "ben": book.codebook.version_hash,
+    }
+    assert hashes["ana"] != hashes["ben"]

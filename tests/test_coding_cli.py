@@ -152,3 +152,33 @@ def test_core_stays_free_of_textual() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_coder_defaults_to_the_environment_then_the_login_name(cli, demo_db, monkeypatch) -> None:
+    """`annotate code --codebook traum` as typed: the coder is $ANNOTATE_CODER, else the
+    login name, said in the first line and the header; the typo guard still holds."""
+    from annotate.coders import default_coder
+    from annotate.tui.app import make_app
+
+    monkeypatch.setenv("ANNOTATE_CODER", "dora")
+    with _busy_port() as busy:
+        web = ("--web", "--port", str(busy.getsockname()[1]), "--db", str(demo_db))
+        r = cli("code", "--codebook", "traum", *web, db=None)
+        assert r.stdout.splitlines()[0] == (
+            "Coding as dora ($ANNOTATE_CODER; --coder NAME to code as someone else)."
+        )
+        assert "is already in use" in _err(r)  # past the coder check: a new file's first coder
+        _import_ana_ben_caro(cli, demo_db)
+        monkeypatch.delenv("ANNOTATE_CODER")
+        for variable in ("LOGNAME", "USER", "LNAME", "USERNAME"):
+            monkeypatch.setenv(variable, "zed")
+        r = cli("code", "--codebook", "traum", *web, db=None)
+        assert r.stdout.splitlines()[0].startswith("Coding as zed (the login name;")
+        assert r.exit_code == 1 and "error: unknown coder 'zed'" in _err(r)  # the typo guard
+        r = cli("code", "--codebook", "traum", "--new-coder", *web, db=None)
+        assert "unknown coder" not in _err(r) and "is already in use" in _err(r)
+    app = make_app(demo_db, "traum", default_coder()[0], new_coder=True)
+    try:
+        assert app.sub_title == "traum · zed · main"  # the header names the coder
+    finally:
+        app.close_session(count_time=False)

@@ -275,12 +275,12 @@ def test_codebook_change_warns_and_labels_keep_version(db, open_session, tmp_pat
     s = open_session()
     s.press("1")
     old_hash = s.codebook.version_hash
-    text = codebook("traum").text.replace('version: "1.0"', 'version: "1.1"')
+    text = codebook("traum").text.replace('version: "1.1"', 'version: "1.2"')
     changed = LoadedCodebook(parse_codebook(text, "traum.yaml"), text, "traum.yaml")
     store = Store(db)
     try:
         s2 = CodingSession(store, changed, "dora", "main")
-        assert s2.version_warning and "v1.0" in s2.version_warning and "v1.1" in s2.version_warning
+        assert s2.version_warning and "v1.1" in s2.version_warning and "v1.2" in s2.version_warning
         s2.press("2")
     finally:
         store.close()

@@ -59,7 +59,8 @@ def gold(cli, shared, db_path):
             "--codebook", "hcrc_moves")  # fmt: skip
     assert r.exit_code == 0, r.output
     assert cli("sample", "--n", "80", "--seed", "7", "--name", "main").exit_code == 0
-    r = cli("split", "--codebook", "hcrc_moves", "--gold", "hcrc", "--sample", "main")
+    r = cli("split", "--codebook", "hcrc_moves", "--gold", "hcrc", "--sample", "main",
+            "--strategy", "cover")  # fmt: skip
     assert r.exit_code == 0, r.output
     return gold_by_text(db_path)
 

@@ -81,7 +81,8 @@ def maptask(cli, shared, db_path):
     r = cli("import", *files, "--labels-as", "hcrc", "--codebook", "hcrc_moves")
     assert r.exit_code == 0, r.output
     assert cli("sample", "--n", "80", "--seed", "7", "--name", "main").exit_code == 0
-    r = cli("split", "--codebook", "hcrc_moves", "--gold", "hcrc", "--sample", "main")
+    r = cli("split", "--codebook", "hcrc_moves", "--gold", "hcrc", "--sample", "main",
+            "--strategy", "cover")  # fmt: skip
     assert r.exit_code == 0, r.output
     return gold_by_text(db_path)
 
@@ -105,10 +106,12 @@ def test_split_is_stratified_reproducible_and_stored(cli, maptask, db_path):
         assert first.gold_coder == "hcrc" and first.sample == "main"
         labels = [r["label"] for r in s.llm.split_items("hcrc_moves") if r["role"] == "shot"]
     assert len(set(labels)) == 8  # 8 shots, 8 different moves
-    r = cli("split", "--codebook", "hcrc_moves", "--gold", "hcrc", "--sample", "main")
+    r = cli("split", "--codebook", "hcrc_moves", "--gold", "hcrc", "--sample", "main",
+            "--strategy", "cover")  # fmt: skip
     assert r.exit_code == 1
     assert r.stderr.startswith("error: a split named 'hcrc_moves' already exists")
-    r = cli("split", "--codebook", "hcrc_moves", "--gold", "hcrc", "--sample", "main", "--replace")
+    r = cli("split", "--codebook", "hcrc_moves", "--gold", "hcrc", "--sample", "main", "--replace",
+            "--strategy", "cover")  # fmt: skip
     assert r.exit_code == 0 and r.stdout.startswith("split 'hcrc_moves': 8 shots covering 8 of")
     with Store(db_path) as s:
         assert s.llm.split_info("hcrc_moves").shots == first.shots
@@ -601,7 +604,8 @@ def test_mental_model_is_answered_in_one_json_object(
             writes += [LabelWrite(aid, q, "gold", a, "test") for q, a in answers.items()]
         s.codebooks.register_codebook(loaded)
         s.labels.save_answers(cb, writes)
-    assert cli("split", "--codebook", "mental_model", "--shots", "4").exit_code == 0
+    r = cli("split", "--codebook", "mental_model", "--shots", "4", "--strategy", "cover")
+    assert r.exit_code == 0
 
     def answer_for(text: str, body: dict) -> dict:
         return {
@@ -650,6 +654,45 @@ def test_export_has_each_item_once_per_run_that_labelled_it(cli, maptask, llm_en
     assert Counter((r["run_id"], r["phase"], r["cached"]) for r in rows) == {
         (1, "validate", 0): 72, (2, "label", 0): 140}  # fmt: skip
     assert db_rows(db_path, "SELECT id FROM llm_runs ORDER BY id") == [(1,), (2,)]
+
+
+def test_validate_only_by_role_and_condition(cli, maptask, llm_env, db_path):
+    """Table 3's cells: accuracy and kappa per role x condition, with n, recomputed here."""
+    import agreement
+
+    llm_env.state.label_for = agreeing(maptask, 0.7)
+    r = llm_label(cli, "--validate-only", "--by", "role,condition")
+    assert r.exit_code == 0, r.output
+    assert "Question move by role x condition (LLM vs gold; no figure below 10 items)" in r.stdout
+    report = json.loads(db_rows(db_path, "SELECT report FROM llm_runs")[0][0])
+    assert report["by"] == ["role", "condition"]
+    with Store(db_path) as s:
+        heldout = {
+            r["action_id"] for r in s.llm.split_items("hcrc_moves") if r["role"] == "heldout"
+        }
+        llm = {
+            r["action_id"]: r["value"] for r in s.labels.label_rows("hcrc_moves", coders=[CODER])
+        }
+        gold = {
+            r["action_id"]: r["value"] for r in s.labels.label_rows("hcrc_moves", coders=["hcrc"])
+        }
+        facts = {r[0]: (r[3], r[2]) for r in s.analysis.action_facts(heldout)}
+    assert len(report["cells"]) >= 2
+    assert sum(c["n_items"] for c in report["cells"]) == len(heldout) == 72
+    for c in report["cells"]:
+        ids = [i for i in heldout if facts[i] == tuple(c["group"])]
+        assert c["n_items"] == len(ids)
+        if len(ids) < 10:
+            assert c["accuracy"] is None and c["fleiss"] is None and c["note"].startswith("n < 10")
+            continue
+        assert c["accuracy"] == pytest.approx(sum(llm[i] == gold[i] for i in ids) / len(ids))
+        pair = {"gold": [gold[i] for i in ids], "llm": [llm[i] for i in ids]}
+        import pandas as pd
+
+        kappa = agreement.fleiss_kappa(pd.DataFrame(pair, index=ids)).kappa
+        assert c["fleiss"] == pytest.approx(kappa)
+    r = llm_label(cli, "--validate-only", "--by", "role,mood")
+    assert r.exit_code == 1 and "--by: unknown column 'mood'" in r.stderr
 
 
 # -- concurrency: what the server says, else step down while it answers one at a time -----------

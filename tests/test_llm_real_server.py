@@ -93,7 +93,7 @@ def project(tmp_path_factory, real_server) -> Path:
          "--where", "session = 'q8nc2'"],
         ["sample", "--n", "24", "--seed", "2", "--name", "others", "--where", "session = 'q4ec1'"],
         ["split", "--codebook", "hcrc_moves", "--shots", "4", "--seed", "3", "--gold", "hcrc",
-         "--sample", "goldset"],
+         "--sample", "goldset", "--strategy", "cover"],
     ]  # fmt: skip
     for args in steps:
         annotate(db, real_server, *args)

@@ -38,7 +38,7 @@ MEANT_SCANS = (
 def project(cli, db_path, tmp_path):
     demo_with_gold(cli, db_path, tmp_path)
     assert cli("sample", "--n", "40", "--seed", "1", "--name", "main").exit_code == 0
-    assert cli("split", "--codebook", "traum", "--shots", "4").exit_code == 0
+    assert cli("split", "--codebook", "traum", "--shots", "4", "--strategy", "cover").exit_code == 0
     return db_path
 
 

@@ -1,5 +1,5 @@
 """Free-text questions (``kind: text``): the codebook model, the shipped
-``mental_model_self``, storage, export, agreement (skipped, and said so) and the LLM prompt."""
+``mental_model_self``, storage, export, agreement (the texts' similarity) and the LLM prompt."""
 
 from __future__ import annotations
 
@@ -85,9 +85,9 @@ def test_mental_model_self_is_the_survey_with_the_rationale_first() -> None:
     assert "what was i trying to do" in own.questions[0].prompt.lower()
     assert own.questions[1:] == survey.questions  # Q1-Q4 word for word (first person)
     assert all(" my" in q.prompt or "I " in q.prompt for q in own.questions[1:])
-    # the shipped codebooks without text questions keep their hashes
+    # the shipped codebooks without text questions keep their hashes (traum: its 1.1)
     assert survey.version_hash == "bdbebcb2fbcf"
-    assert find_codebook("traum").codebook.version_hash == "69aaed989bc4"
+    assert find_codebook("traum").codebook.version_hash == "df387c5b9632"
 
 
 @pytest.fixture
@@ -134,16 +134,19 @@ def test_text_answer_stored_as_value_and_exported(labelled: Path) -> None:
     assert texts == {f"plan step {n}" for n in range(7)}
 
 
-def test_agreement_skips_text_questions_and_says_so(labelled: Path) -> None:
+def test_agreement_gives_text_questions_similarity_and_says_so(labelled: Path) -> None:
     runner = CliRunner()
     args = ["agree", "--codebook", "mental_model_self", "--coders", "self:Rosa,ana"]
     r = runner.invoke(cli_app, [*args, "--db", str(labelled)])
     assert r.exit_code == 0, r.output
-    assert "free-text question R skipped (agreement compares codes)" in r.stderr
-    assert "Q1" in r.stdout and "\nR " not in r.stdout
+    assert "free-text question R: similarity of the texts (SBERT, ROUGE-L)" in r.stderr
+    assert "Q1" in r.stdout and "SBERT cosine" in r.stdout and "ROUGE-L F1" in r.stdout
     r = runner.invoke(cli_app, [*args, "--question", "R", "--db", str(labelled)])
+    assert r.exit_code == 0, r.output
+    assert "SBERT cosine" in r.stdout and "Q1" not in r.stdout
+    r = runner.invoke(cli_app, [*args, "--question", "R", "--disagreements", "--db", str(labelled)])
     assert r.exit_code == 1
-    assert "question R is free text: agreement compares codes" in r.stderr
+    assert "free-text answers have none" in r.stderr
 
 
 def test_llm_prompt_and_reply_include_the_text_question() -> None:

@@ -254,14 +254,15 @@ async def test_changed_codebook_is_flagged_on_screen(db, tmp_path, monkeypatch) 
     app = make_app(db, "traum", "dora")
     async with app.run_test(size=SIZE) as pilot:
         await keys(pilot, "1", "q")
-    text = codebook("traum").text.replace('version: "1.0"', 'version: "1.1"')
+    text = codebook("traum").text.replace('version: "1.1"', 'version: "1.2"')
+    assert 'version: "1.2"' in text
     (tmp_path / "codebooks").mkdir()
     (tmp_path / "codebooks" / "traum.yaml").write_text(text)
     monkeypatch.chdir(tmp_path)
     app = make_app(db, "traum", "dora")
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause()
-        assert "traum v1.1 ⚠ changed" in screen_text(app)
+        assert "traum v1.2 ⚠ changed" in screen_text(app)
         assert any("changed since you started" in n.message for n in app._notifications)
         await keys(pilot, "2")
     hashes = {r["codebook_hash"] for r in labels(db, "dora")}
@@ -404,7 +405,7 @@ async def test_the_header_names_the_project_file(db, tmp_path, monkeypatch) -> N
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause()
         top = screen_text(app).split("item 1 of")[0]
-        assert "project.db │ traum v1.0 │ coder dora" in top
+        assert "project.db │ traum v1.1 │ coder dora" in top
     elsewhere = tmp_path / "a" / "rather" / "long" / "folder" / "name" / "for" / "it"
     elsewhere.mkdir(parents=True)
     monkeypatch.chdir(elsewhere)
@@ -449,7 +450,7 @@ async def test_the_note_field_gives_an_example_in_the_codebooks_words(db, book, 
 
 
 async def test_a_message_about_an_item_goes_when_the_next_item_opens(db) -> None:
-    """"Note saved." is said on the item noted, and not shown on the next one."""
+    """ "Note saved." is said on the item noted, and not shown on the next one."""
     from annotate.tui.widgets.status import StatusBar
 
     app = make_app(db, "traum", "dora")

@@ -69,6 +69,14 @@ def _bars(chart: Chart):  # type: ignore[no-untyped-def]
         values = data.iloc[:, i].to_numpy(dtype=float)
         offset = (i - (n_ser - 1) / 2) * height
         bars = ax.barh(y - offset, values, height=height, label=name, linewidth=0.8, **_style(i))
+        if chart.low is not None and chart.high is not None:
+            low = chart.low.iloc[:, i].to_numpy(dtype=float)
+            high = chart.high.iloc[:, i].to_numpy(dtype=float)
+            err = np.vstack([np.nan_to_num(values - low), np.nan_to_num(high - values)])
+            ax.errorbar(
+                values, y - offset, xerr=np.clip(err, 0, None), fmt="none", ecolor="black",
+                elinewidth=0.9, capsize=2.5,
+            )  # fmt: skip
         if n_ser == 1 or chart.n is not None:  # with several series, only when n is given
             labels = ["" if np.isnan(v) else f"{v:.0%}" for v in values]
             if chart.n is not None:
@@ -79,6 +87,8 @@ def _bars(chart: Chart):  # type: ignore[no-untyped-def]
             ax.bar_label(bars, labels=labels, padding=3, fontsize=8)
     ax.set_yticks(y, categories)
     top = float(np.nanmax(data.to_numpy(dtype=float))) if data.size else 1.0
+    if chart.high is not None and chart.high.size:
+        top = max(top, float(np.nanmax(chart.high.to_numpy(dtype=float))))
     room = 1.35 if chart.n is not None else 1.15  # the n labels need room
     ax.set_xlim(0, min(1.0, top * room + 0.02) if top <= 1 else top * room)
     ax.xaxis.set_major_formatter(_percent())
@@ -148,7 +158,7 @@ def _lines(chart: Chart):  # type: ignore[no-untyped-def]
     ax.set_ylim(0, 1)
     ax.yaxis.set_major_formatter(_percent())
     ax.grid(axis="y", color="0.85", linewidth=0.6)
-    title = data.columns.name if data.columns.name == "question" else "condition"
+    title = data.columns.name or "condition"
     ax.legend(title=title, frameon=True, edgecolor="0.5", fontsize=8)
     return fig, ax
 

@@ -14,11 +14,13 @@ from typing import Any
 
 import pandas as pd
 
-from annotate.coders import GOLD, is_llm, is_rule
+from annotate.coders import GOLD, SELF_PREFIX, is_llm, is_rule
 from annotate.errors import UsageError
 from annotate.store import Store
 
 LABEL_COLUMNS = ["action_id", "question", "coder", "value", "codes"]
+OWN_REPORTS = "own-reports"
+SOURCES = (OWN_REPORTS,)
 
 
 @dataclass(frozen=True)
@@ -41,8 +43,17 @@ class LabelSource:
     """The validation gate of each LLM coder in ``priority``."""
     left_out: tuple[str, ...] = ()
     """LLM coders with labels that the default leaves out (gate not passed)."""
+    own_reports: bool = False
+    """Each action's label is its own actor's report (the coder ``self:<participant>``)."""
 
     def describe(self) -> str:
+        if self.own_reports:
+            parts = [f"{c} ({n} actions)" for c, n in sorted(self.used.items())]
+            why = "--source own-reports" if not self.default else "its only labels are own reports"
+            return (
+                f"{self.codebook}: each action's own report, by the coder self:<its actor> "
+                f"({', '.join(parts) or 'none'}) [{why}]"
+            )
         if not self.priority:  # nobody's labels count by default: say so, name no one
             return f"{self.codebook}: no gold or LLM labels (--coders names the coders to use)"
         parts = [f"{c} ({self.used.get(c, 0)} actions)" for c in self.priority]
@@ -93,8 +104,6 @@ def _used(frame: pd.DataFrame) -> dict[str, int]:
         return {}
     used = frame.groupby("coder")["action_id"].nunique().to_dict()
     return {str(k): int(v) for k, v in used.items()}
-
-
 
 
 DEFAULT_ORDER = (
@@ -188,13 +197,25 @@ def label_source(
     *,
     required: bool = True,
     per_action: bool = False,
+    source: str | None = None,
 ) -> LabelSource:
     """The labels of ``codebook`` that count (see :class:`LabelSource`).
 
-    Without ``coders``: :func:`default_priority`. With ``required`` an
-    empty result is a :class:`UsageError` naming the coders that do exist.
+    Without ``coders``: :func:`default_priority`; each action's own report when every
+    coder of the codebook is a participant (``self:*``). ``source`` = :data:`OWN_REPORTS`:
+    each action's own report. With ``required`` an empty result is a :class:`UsageError`
+    naming the coders that do exist.
     """
     available = store.labels.coders(codebook)
+    if source is not None and source not in SOURCES:
+        raise UsageError(
+            f"--source: unknown source '{source}'", hint="choices: " + ", ".join(SOURCES)
+        )
+    if coders and source is not None:
+        raise UsageError("--coders and --source are two ways to choose labels: give one")
+    only_self = bool(available) and all(c.startswith(SELF_PREFIX) for c in available)
+    if source == OWN_REPORTS or (not coders and only_self):
+        return own_report_source(store, codebook, required=required, named=source is not None)
     default = not coders
     gates = llm_gates(store) if any(is_llm(c) for c in available) else {}
     for c in available:  # an LLM coder's labels without a validation run: never validated
@@ -211,6 +232,12 @@ def label_source(
     frame = pick_first(
         store.analysis.answered_labels(codebook, priority), priority, per_action=per_action
     )
+    only_self = available and all(c.startswith(SELF_PREFIX) for c in available)
+    if frame.empty and default and only_self:
+        # a probe log's codebook: each action carries its own agent's answers, nobody else's
+        priority = list(available)
+        rows = store.analysis.answered_labels(codebook, priority)
+        frame = pick_first(rows, priority, per_action=per_action)
     if frame.empty and required:
         if not available:
             raise UsageError(
@@ -232,4 +259,27 @@ def label_source(
         per_action,
         {c: gates[c] for c in priority if c in gates},
         left_out,
+    )
+
+
+def own_report_source(
+    store: Store, codebook: str, *, required: bool = True, named: bool = False
+) -> LabelSource:
+    """Each action's labels from its own actor's report (``self:<participant>``)."""
+    frame = pd.DataFrame(store.analysis.own_report_labels(codebook), columns=LABEL_COLUMNS)
+    if frame.empty and required:
+        raise UsageError(
+            f"codebook '{codebook}' has no participant's report on their own actions",
+            hint="own reports are labels by the coder self:NAME on NAME's actions "
+            "(annotate code --self NAME, or import-labels --mapping)",
+        )
+    used = _used(frame)
+    return LabelSource(
+        codebook,
+        tuple(sorted(used)),
+        frame,
+        used,
+        default=not named,
+        per_action=True,
+        own_reports=True,
     )

@@ -16,13 +16,21 @@ sessions only: the dataset table, the code shares, the mental-model tables and t
 agreement of the human coders. Stored agreement runs and LLM validation runs are shown as
 they were run (over their own items), and the page says so.
 
-With mental-model labels (codebook ``mental_model``) present:
+Labels by participants (coders ``self:NAME``) count as any other source: with
+``label_from="own-reports"`` (``--source own-reports``), or by default when a codebook's only
+labels are participants' reports, each action's label is its own actor's report (the coder
+``self:<the action's participant>``; see :mod:`annotate.analysis.coders`).
 
-- within each code of the report's codebook (the grounding act, for ``traum``): the share
-  of actions whose actor was on the same page (Q4 = yes) and the share of each Q2 answer;
-- *alignment* (Q1 = t3 and Q2 = p1 and Q4 = yes, over actions with all three answered)
-  over task progress: an action's position in its session (0 .. n - 1) goes into quintile
-  floor(5 * position / n), per condition.
+For every labelled codebook with *grounded* codes (declared in the codebook, else the
+ALMANAC defaults Q1 t3, Q2 p1, Q3 r1, Q4 yes; :mod:`annotate.analysis.figure4`):
+
+- Figure 4, left: within each code of the report's codebook (the grounding act, for
+  ``traum``), per condition, the share of Q4 = yes with n and a 95% Wilson interval; the Q2
+  answers within each code;
+- Figure 4, right: the share of grounded answers of Q1, Q2 and Q3 over task progress
+  (deciles of the position in the session), per condition;
+- Table 8 (:mod:`annotate.analysis.table8`): each code's share per session, mean and SD
+  per condition (and split part).
 
 Agreement: for every labelled codebook and question, the human coders (all but ``gold`` and
 ``llm:*``) via :func:`agreement.agreement_report` (or :func:`agreement.multi_select_report`
@@ -43,10 +51,13 @@ import pandas as pd
 
 from annotate.analysis.alignment import alignment_sections
 from annotate.analysis.coders import LabelSource, label_source
+from annotate.analysis.figure4 import DECILES, Grounded, figure4_section, grounded_codes
 from annotate.analysis.grouping import groups_of, parse_by
 from annotate.analysis.report_model import Chart, Report, ReportFiles, Section, Table
 from annotate.analysis.stats import MEASURES, NO_VALUE, role_key, stats
+from annotate.analysis.table8 import table8_section
 from annotate.codebook import Codebook, Question
+from annotate.coders import SELF_PREFIX
 from annotate.errors import AnnotateError, NotFoundError, UsageError
 from annotate.reliability.settings import (
     DEFAULT_CI,
@@ -58,10 +69,6 @@ from annotate.reliability.settings import (
 from annotate.render.cells import safe_cell
 from annotate.store import Store
 
-MENTAL_MODEL = "mental_model"
-SAME_PAGE = ("Q4", "yes")
-ALIGNED = {"Q1": "t3", "Q2": "p1", "Q4": "yes"}
-N_BINS = 5
 PARTS = ("all", "train", "test")
 NO_LLM_VALIDATION = "no LLM validation stored"
 
@@ -191,10 +198,6 @@ class Scope:
         )
         frame["condition"] = frame["condition"].fillna(NO_VALUE)
         frame["role"] = frame["role"].fillna(NO_VALUE)
-        if positions:
-            frame["progress_bin"] = (frame["position"] * N_BINS // frame["session_length"]).astype(
-                int
-            )
         if self.parts is not None:
             frame["split"] = frame["session"].map(self.parts).fillna(NO_VALUE)
             if self.part is not None:
@@ -280,8 +283,8 @@ def distribution_section(
         groupings.append("split")
     for question in codebook.questions:
         answers = joined[joined["question"] == question.id]
-        if answers.empty:
-            continue
+        if answers.empty or question.kind in ("text", "number"):
+            continue  # no codes to count: the probe section measures them
         multi = question.kind == "multi"
         seen = (
             sorted({c for cs in answers["codes"] for c in cs})
@@ -410,58 +413,101 @@ def tgco_section(
     return section
 
 
-def _mental_model_wide(source: LabelSource) -> pd.DataFrame:
+def _mental_model_wide(source: LabelSource, questions: Sequence[str]) -> pd.DataFrame:
     """One row per action, one column per question, from a ``per_action`` source (each
     action's answers come from one coder)."""
     assert source.per_action
     wide = source.labels.pivot_table(
         index="action_id", columns="question", values="value", aggfunc="first"
     )
-    for q in ALIGNED:
+    for q in questions:
         if q not in wide:
             wide[q] = np.nan
     return wide.reset_index()
 
 
-def mental_model_section(
+def mental_model_books(store: Store) -> list[tuple[Codebook, Grounded]]:
+    """The labelled codebooks with grounded codes (declared, or the ALMANAC defaults)."""
+    books = []
+    for name in store.labels.labelled_codebooks():
+        try:
+            book = store.codebooks.stored_codebook(name)
+        except AnnotateError:
+            continue
+        grounded = grounded_codes(book)
+        if grounded is not None:
+            books.append((book, grounded))
+    return books
+
+
+def mental_model_sections(
     store: Store,
     codebook: Codebook,
     source: LabelSource,
     scope: Scope,
     coders: Sequence[str] | None,
-) -> Section | None:
-    available = store.labels.coders(MENTAL_MODEL)
-    if not available:
-        return None
-    mm_coders = [c for c in coders or () if c in available] or None
-    full = label_source(store, MENTAL_MODEL, mm_coders, required=False, per_action=True)
-    ids = full.labels["action_id"].unique()
-    actions = scope.frame(ids, positions=len(ids) > 0)  # positions: a pass over every action
-    mm = full.restricted(actions["action_id"])
-    section = Section("Mental model and grounding", [mm.describe()])
-    if mm.labels.empty:
-        section.paragraphs.append(
-            "No mental-model labels on the actions in this report."
-            if not full.labels.empty
-            else "Mental-model labels exist, but none by gold or an LLM coder; pass --coders."
+    *,
+    label_from: str | None = None,
+    split: str | None = None,
+    bins: int = DECILES,
+) -> list[Section]:
+    """Per mental-model codebook: Figure 4 (both panels) and Table 8, and, within each code
+    of the report's codebook, the Q2 answers."""
+    sections = []
+    for mm_book, grounded in mental_model_books(store):
+        available = store.labels.coders(mm_book.name)
+        mm_coders = [c for c in coders or () if c in available] or None
+        wanted = label_from if _has_self(available) else None
+        full = label_source(
+            store, mm_book.name, mm_coders, required=False, per_action=True, source=wanted
         )
-        return section
-    wide = _mental_model_wide(mm).merge(actions, on="action_id", how="inner")
-    try:
-        mm_book = store.codebooks.stored_codebook(MENTAL_MODEL)
-        q2_codes = question_codes(mm_book.question("Q2"), [])
-        q2_labels = {o.code: o.label for o in mm_book.question("Q2").options}
-    except AnnotateError:
-        q2_codes, q2_labels = sorted(wide["Q2"].dropna().unique()), {}
-    if codebook.name != MENTAL_MODEL:
-        act_q = next((q for q in codebook.questions if q.kind == "single"), None)
-        if act_q is not None:
-            _act_items(section, codebook, act_q, source, wide, q2_codes, q2_labels)
-            flag_failed_coders(section, source, mm)  # the acts and the answers
-    n_act = len(section.items)
-    _progress_items(section, wide)
-    flag_failed_coders(section, mm, items=section.items[n_act:])  # the answers only
-    return section
+        ids = full.labels["action_id"].unique()
+        actions = scope.frame(ids, positions=len(ids) > 0)  # positions: a pass over every action
+        mm = full.restricted(actions["action_id"])
+        if mm.labels.empty:
+            section = Section(f"Mental model: {mm_book.name}", [mm.describe()])
+            section.paragraphs.append(
+                "No mental-model labels on the actions in this report."
+                if not full.labels.empty
+                else "Mental-model labels exist, but none by gold or an LLM coder, and no "
+                "participant's report on their own actions; pass --coders."
+            )
+            sections.append(section)
+            continue
+        wide = _mental_model_wide(mm, [q.id for q in mm_book.questions]).merge(
+            actions, on="action_id", how="inner"
+        )
+        acts = act_q = None
+        act_text = ""
+        if codebook.name != mm_book.name:
+            act_q = next((q for q in codebook.questions if q.kind == "single"), None)
+            if act_q is not None:
+                frame = source.labels[source.labels["question"] == act_q.id]
+                acts = frame.set_index("action_id")["value"]
+                act_text = f"Acts: {source.describe()}"
+        figure = figure4_section(
+            grounded,
+            wide,
+            describe=mm.describe(),
+            acts=acts,
+            act_question=act_q,
+            act_book=codebook.name,
+            act_describe=act_text,
+            bins=bins,
+        )
+        if act_q is not None and "Q2" in wide.columns:
+            _act_items(figure, codebook, act_q, source, wide, mm_book)
+        flag_failed_coders(figure, source, mm)  # the acts and the answers
+        sections.append(figure)
+        answers = mm.labels.merge(actions, on="action_id", how="inner")
+        table8 = table8_section(mm_book, answers, describe=mm.describe(), split=split)
+        flag_failed_coders(table8, mm)
+        sections.append(table8)
+    return sections
+
+
+def _has_self(coders: Sequence[str]) -> bool:
+    return any(c.startswith(SELF_PREFIX) for c in coders)
 
 
 def _act_items(
@@ -470,20 +516,19 @@ def _act_items(
     act_q: Question,
     source: LabelSource,
     wide: pd.DataFrame,
-    q2_codes: list[str],
-    q2_labels: dict[str, str],
+    mm_book: Codebook,
 ) -> None:
+    try:
+        q2_codes = question_codes(mm_book.question("Q2"), [])
+        q2_labels = {o.code: o.label for o in mm_book.question("Q2").options}
+    except AnnotateError:
+        q2_codes, q2_labels = sorted(wide["Q2"].dropna().unique()), {}
     acts = source.labels[source.labels["question"] == act_q.id][["action_id", "value"]]
     joined = acts.rename(columns={"value": "act"}).merge(wide, on="action_id", how="inner")
     if joined.empty:
         section.paragraphs.append(f"No action has both a {codebook.name} and a mental-model label.")
         return
     order = [c for c in question_codes(act_q, joined["act"].unique()) if c in set(joined["act"])]
-    q4 = joined[joined[SAME_PAGE[0]].notna()]
-    same_page = (
-        q4.assign(hit=q4[SAME_PAGE[0]] == SAME_PAGE[1]).groupby("act")["hit"].mean().reindex(order)
-    )
-    q4_sizes = q4.groupby("act").size()
     q2 = joined[joined["Q2"].notna()]
     q2_shares, q2_sizes = code_shares(q2.assign(value=q2["Q2"]), "act", q2_codes)
     q2_shares = q2_shares.reindex(columns=order, fill_value=0.0)
@@ -493,43 +538,22 @@ def _act_items(
             {
                 "act": act,
                 "actions": int((joined["act"] == act).sum()),
-                "Q4 answered": int(q4_sizes.get(act, 0)),
-                "same page (Q4 = yes)": None
-                if pd.isna(same_page.get(act))
-                else float(same_page[act]),
                 "Q2 answered": int(q2_sizes.get(act, 0)),
                 **{code: float(q2_shares.loc[code, act]) for code in q2_codes},
             }
         )
-    percent = ("same page (Q4 = yes)", *q2_codes)
     section.items.append(
         Table(
             f"{codebook.name}_mental_model",
-            f"Within each {codebook.name} {act_q.id} code: same page (Q4 = yes) and Q2 answers",
-            ["act", "actions", "Q4 answered", "same page (Q4 = yes)", "Q2 answered", *q2_codes],
+            f"Within each {codebook.name} {act_q.id} code: Q2 answers",
+            ["act", "actions", "Q2 answered", *q2_codes],
             rows,
-            "Q2: " + "; ".join(f"{c} = {q2_labels.get(c, c)}" for c in q2_codes),
-            percent,
+            "Q2: " + "; ".join(f"{c} = {q2_labels.get(c, c)}" for c in q2_codes)
+            + " (Q4 = yes within each code, by condition: Figure 4, left).",
+            tuple(q2_codes),
         )
     )
     act_labels = {o.code: o.label for o in act_q.options} | {"other": "Other"}
-    shown = same_page.dropna()
-    same_page_data = shown.to_frame("same page (Q4 = yes)")
-    same_page_data.index = pd.Index([option_label(a, act_labels) for a in shown.index])
-    section.items.append(
-        Chart(
-            f"{codebook.name}_same_page",
-            f"Same page (Q4 = yes) within each {codebook.name} code",
-            "bars",
-            same_page_data,
-            xlabel="share of actions with Q4 = yes (n: actions with Q4 answered)",
-            ylabel=f"{codebook.name} {act_q.id}",
-            n=pd.DataFrame(
-                {"same page (Q4 = yes)": q4_sizes[shown.index].to_numpy()},
-                index=same_page_data.index,
-            ),
-        )
-    )
     kept = [a for a in order if q2_sizes.get(a, 0) > 0]
     stacked = q2_shares.T.loc[kept]
     stacked = stacked.loc[:, (stacked > 0).any(axis=0)]
@@ -545,62 +569,6 @@ def _act_items(
             xlabel="share of actions (Q2 answered; n per code)",
             ylabel=f"{codebook.name} {act_q.id}",
             caption=caption,
-        )
-    )
-
-
-def bin_label(i: int, n: int = N_BINS) -> str:
-    return f"{100 * i // n}-{100 * (i + 1) // n}%"
-
-
-def _progress_items(section: Section, wide: pd.DataFrame) -> None:
-    complete = wide.dropna(subset=list(ALIGNED))
-    if complete.empty:
-        section.paragraphs.append("No action has Q1, Q2 and Q4 all answered.")
-        return
-    hit = np.logical_and.reduce([complete[q] == v for q, v in ALIGNED.items()])
-    complete = complete.assign(aligned=hit)
-    grouped = complete.groupby(["condition", "progress_bin"])["aligned"]
-    shares = grouped.mean().unstack("condition").reindex(range(N_BINS))
-    sizes = grouped.size().unstack("condition").reindex(range(N_BINS)).fillna(0).astype(int)
-    conditions = sorted(shares.columns)
-    rows = []
-    for c in conditions:
-        row: dict[str, Any] = {"condition": c}
-        for i in range(N_BINS):
-            value = shares.loc[i, c]
-            row[bin_label(i)] = None if pd.isna(value) else float(value)
-        row["n"] = int(sizes[c].sum())
-        rows.append(row)
-    bins = [bin_label(i) for i in range(N_BINS)]
-    section.items.append(
-        Table(
-            "alignment_progress",
-            "Alignment (Q1 = t3, Q2 = p1, Q4 = yes) over task progress, by condition",
-            ["condition", *bins, "n"],
-            rows,
-            "Share of actions with Q1, Q2 and Q4 answered that are aligned, per fifth of "
-            "the session (position in session / session length). n per bin: "
-            + "; ".join(
-                f"{c}: " + ", ".join(str(int(v)) for v in sizes[c].tolist()) for c in conditions
-            ),
-            tuple(bins),
-        )
-    )
-    data = shares[conditions].copy()
-    data.index = bins
-    n = sizes.reindex(columns=conditions).copy()
-    n.index = bins
-    names = {c: _with_n(c, sizes[c].sum()) for c in conditions}
-    section.items.append(
-        Chart(
-            "alignment_progress",
-            "Alignment over task progress",
-            "lines",
-            data.rename(columns=names),
-            xlabel="position in session (quintile; n: actions with Q1, Q2 and Q4 answered)",
-            ylabel="share aligned (Q1 = t3, Q2 = p1, Q4 = yes)",
-            n=n.rename(columns=names),
         )
     )
 
@@ -894,9 +862,17 @@ def build_report(
     split: str | None = None,
     part: str | None = None,
     n_boot: int = DEFAULT_N_BOOT,
+    label_from: str | None = None,
+    bins: int = DECILES,
 ) -> Report:
-    """Compute every table and chart of the report (nothing is drawn or written)."""
+    """Compute every table and chart of the report (nothing is drawn or written).
+
+    ``label_from`` = ``own-reports``: every codebook with participants' reports counts each
+    action's own report (see :func:`annotate.analysis.coders.label_source`); ``bins``: the
+    progress bins of Figure 4 (deciles)."""
     started = time.perf_counter()
+    if bins < 1:
+        raise UsageError("--progress-bins must be 1 or more")
     by = parse_by(by)
     if part and part not in PARTS:
         raise UsageError(f"--part: unknown part '{part}'", hint="choices: all, train, test")
@@ -912,7 +888,8 @@ def build_report(
             if stored
             else "import or code labels first",
         ) from exc
-    source = label_source(store, codebook, coders)
+    own = label_from if _has_self(store.labels.coders(codebook)) else None
+    source = label_source(store, codebook, coders, source=own)
     parts = store.analysis.session_split_parts(split) if split else None
     actions = Scope(store, parts, part)
     if actions.empty:
@@ -928,9 +905,9 @@ def build_report(
     tgco = tgco_section(store, book, source, actions, by)
     if tgco is not None:
         sections.append(tgco)
-    mm = mental_model_section(store, book, source, actions, coders)
-    if mm is not None:
-        sections.append(mm)
+    sections += mental_model_sections(
+        store, book, source, actions, coders, label_from=label_from, split=split, bins=bins
+    )
     sessions = actions.sessions if one_part else None
     aligned = alignment_sections(
         store, book, source.priority, sessions, part_scope and f" in {part_scope}"
@@ -939,6 +916,11 @@ def build_report(
         by_code = [i for i in section.items if i.key.endswith(f"_by_{book.name}")]
         flag_failed_coders(section, source, items=by_code)
     sections += aligned
+    from annotate.analysis.probe_report import probe_section
+
+    probes = probe_section(store, book)
+    if probes is not None:
+        sections.append(probes)
     sections.append(
         agreement_section(
             store, n_boot, set(actions.action_ids()) if one_part else None, scope=part_scope

@@ -41,6 +41,9 @@ class Chart:
     caption: str = ""
     n: pd.DataFrame | None = None
     """The n behind each value (same shape as ``data``), written beside bars and points."""
+    low: pd.DataFrame | None = None
+    high: pd.DataFrame | None = None
+    """An interval per bar (same shape as ``data``): a 95% CI, or mean - SD .. mean + SD."""
 
 
 @dataclass

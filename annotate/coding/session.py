@@ -771,7 +771,10 @@ class CodingSession:
         self.toggles = None
 
     def answer_text(self, text: str) -> Feedback | None:
-        """The answer to a free-text question (kind ``text``), e.g. a rationale."""
+        """The answer to a free-text question (kind ``text``), e.g. a rationale, or the
+        number typed for a ``number`` question."""
+        if self.question.kind == "number":
+            return self._store(Answer.number(text, self.question))
         return self._store(Answer(text.strip()))
 
     def answer_other(self, text: str) -> Feedback | None:

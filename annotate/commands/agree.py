@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import getpass
 from enum import StrEnum
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -24,14 +24,22 @@ from annotate.errors import UsageError
 from annotate.reliability.settings import DEFAULT_CI, DEFAULT_N_BOOT
 from annotate.reliability.settings import DEFAULT_CI_METHOD as DEFAULT_METHOD
 from annotate.render.agree import (
+    measured_dict,
     print_defaults,
     print_runs,
     render_disagreements,
+    render_measured,
     render_results,
     render_verification,
     run_line,
 )
 from annotate.render.rows import OutputFormat
+
+if TYPE_CHECKING:
+    from annotate.reliability.agreement_data import Selection
+    from annotate.reliability.number_agreement import NumberQuestionResult
+    from annotate.reliability.text_agreement import TextQuestionResult
+    from annotate.store import Store
 
 CodebookOption = Annotated[
     str | None,
@@ -120,6 +128,17 @@ def agree_command(
         ),
     ] = None,
     runs: Annotated[bool, typer.Option("--runs", help="List the stored runs.")] = False,
+    embeddings_url: Annotated[
+        str | None,
+        typer.Option(
+            help="Free-text questions: embed with this OpenAI-compatible endpoint (base URL, "
+            "e.g. http://127.0.0.1:8080/v1; key from OPENAI_API_KEY if needed) instead of "
+            "the local all-MiniLM-L6-v2.",
+        ),
+    ] = None,
+    embeddings_model: Annotated[
+        str, typer.Option(help="Model name sent to --embeddings-url.")
+    ] = "all-MiniLM-L6-v2",
     db: DbOption = DEFAULT_DB_PATH,
 ) -> None:
     """Inter-coder agreement per question, with intervals and the items left out.
@@ -130,12 +149,23 @@ def agree_command(
     per-category and pairwise Cohen's kappas, and the items left out with the reason.
 
     Yes/no questions with reasons (mental_model Q4) also get the reasons' MASI alpha and a
-    kappa per reason. Every run is stored with the ids and a hash of the exact labels used;
+    kappa per reason. Free-text questions get the mean pairwise similarity of the coders'
+    texts per item, averaged over items with a bootstrap CI: SBERT cosine (all-MiniLM-L6-v2,
+    vectors cached in the project file) and ROUGE-L F1. Number questions get Krippendorff's
+    alpha (interval, or ratio if declared) and the ICC (two-way, absolute agreement, single
+    and average measures, with McGraw & Wong's interval).
+
+    Every run of coded questions is stored with the ids and a hash of the exact labels used;
     its id is printed. The same labels with the same settings again store nothing new: the
     output says "same as run N".
     """
     from annotate.memory import fixed_mmap_threshold
-    from annotate.reliability.agreement_data import agree, list_disagreements, select, stored_run
+    from annotate.reliability.agreement_data import (
+        list_disagreements,
+        run_agreement,
+        select,
+        stored_run,
+    )
 
     fixed_mmap_threshold()  # the labels are read in chunks: give each back when done
 
@@ -173,31 +203,43 @@ def agree_command(
                 store, codebook=codebook, sample=sample, coders=split_list(coders) or None,
                 question=question, command=command,
             )  # fmt: skip
+            if not selection.questions:
+                raise UsageError(
+                    "--disagreements lists differing codes; free-text answers have none",
+                    hint="`annotate agree` gives their similarity; `annotate export` the texts",
+                )
             print_defaults(selection.defaults, fmt)
             render_disagreements(list_disagreements(store, selection, context), fmt)
             return
-        result = agree(
-            store,
-            codebook=codebook,
-            sample=sample,
-            coders=split_list(coders) or None,
-            question=question,
-            ci=ci,
-            n_boot=n_boot,
-            seed=seed,
-            command=command,
+        selection = select(
+            store, codebook=codebook, sample=sample, coders=split_list(coders) or None,
+            question=question, command=command,
+        )  # fmt: skip
+        print_defaults(selection.defaults, fmt)
+        texts = _text_agreement(
+            store, selection, embeddings_url, embeddings_model, ci, n_boot, seed, ci_method
+        )
+        numbers = _number_agreement(store, selection, ci)
+        if not selection.questions:
+            render_measured(texts, numbers, fmt)
+            return
+        result = run_agreement(
+            store, selection, ci=ci, n_boot=n_boot, seed=seed,
             save=not store.read_only,  # read-only storage: report, do not store
             ci_method=ci_method.value,
-        )
-        print_defaults(result.selection.defaults, fmt)
+        )  # fmt: skip
         results = result.to_dict()
         if verify_figures:
             from annotate.reliability.verify import verify
 
             results["verified"] = verify(result).to_dict()
+        if fmt is OutputFormat.json:
+            results |= measured_dict(texts, numbers)
         render_results(results, fmt)
         if verify_figures:
             render_verification(results["verified"], fmt)
+        if fmt is not OutputFormat.json:
+            render_measured(texts, numbers, fmt)
     if result.run_id is None:
         run_line(
             f"run not stored ({db} can only be read here): {result.n_labels} labels, sha256 "
@@ -325,6 +367,37 @@ def adjudicate_command(
             + (f"{left} still undecided (run the command again)." if left else "all decided."),
             markup=False,
         )
+
+
+def _text_agreement(
+    store: Store, selection: Selection, url: str | None, model: str, ci: float, n_boot: int,
+    seed: int, ci_method: CiMethod,
+) -> list[TextQuestionResult]:
+    if not selection.text_questions:
+        return []
+    from annotate.reliability.text_agreement import text_agreement
+
+    embedder = None
+    if url:
+        import os
+
+        from annotate.embeddings import EndpointEmbedder
+
+        embedder = EndpointEmbedder(url.rstrip("/"), model, os.environ.get("OPENAI_API_KEY", ""))
+    return text_agreement(
+        store, selection, selection.text_questions, embedder,
+        ci=ci, n_boot=n_boot, seed=seed, ci_method=ci_method.value,
+    )  # fmt: skip
+
+
+def _number_agreement(
+    store: Store, selection: Selection, ci: float
+) -> list[NumberQuestionResult]:
+    if not selection.number_questions:
+        return []
+    from annotate.reliability.number_agreement import number_agreement
+
+    return number_agreement(store, selection, selection.number_questions, ci=ci)
 
 
 def _login() -> str:

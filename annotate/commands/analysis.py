@@ -79,27 +79,45 @@ def report_command(
     part: Annotated[
         str | None, typer.Option(help="With --split: report on this part only (train or test).")
     ] = None,
+    source: Annotated[
+        str | None,
+        typer.Option(
+            help="own-reports: each action's label is its own actor's report (coder "
+            "self:<actor>); the default where a codebook's only labels are such reports."
+        ),
+    ] = None,
+    progress_bins: Annotated[
+        int, typer.Option(help="Bins of task progress in Figure 4 (10: deciles).")
+    ] = 10,
     out: Annotated[Path, typer.Option(help="Folder to write the report into.")] = Path("report"),
     db: DbOption = DEFAULT_DB_PATH,
 ) -> None:
     """Write the study report as PNG charts and one self-contained HTML page.
 
-    Code distributions by condition and role, mental-model alignment, agreement of every
-    codebook and the LLM validation runs; for TGCO outcomes, FollowRate, CommCost,
-    ParseRate and DelayedRate with n per group and the outcome composition chart. Prints
+    Code distributions by condition and role, Figure 4 (alignment by grounding act and over
+    the task) and Table 8 (mental-model shares per session) from the mental-model labels,
+    agreement of every codebook and the LLM validation runs; for TGCO outcomes, FollowRate,
+    CommCost, ParseRate and DelayedRate with n per group and the outcome composition chart.
+    Prints which labels count and
     where it wrote them.
     """
     from annotate.analysis.report import build_report, write_report
 
     with open_store(db) as store:
         report = build_report(
-            store, codebook, by=by, coders=split_list(coders) or None, split=split, part=part
-        )
+            store, codebook, by=by, coders=split_list(coders) or None, split=split, part=part,
+            label_from=source, bins=progress_bins,
+        )  # fmt: skip
     files = write_report(report, out)
+    said = set()
     for section in report.sections:
         for line in section.paragraphs:
-            if line.startswith(codebook + ":") or line.startswith("mental_model:"):
-                console.print(line, markup=False, soft_wrap=True)
+            if line.startswith("Acts: "):  # the report's codebook again
+                continue
+            if ": labels by " in line or ": each action's own report" in line:
+                if line not in said:
+                    console.print(line, markup=False, soft_wrap=True)
+                said.add(line)
     for line in metric_lines(report):
         console.print(line, markup=False, soft_wrap=True)
     console.print(

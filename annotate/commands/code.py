@@ -9,6 +9,7 @@ from typing import Annotated
 
 import typer
 
+from annotate.coders import default_coder
 from annotate.commands.code_self import (
     CheckpointsOption,
     MediaPrefixOption,
@@ -34,7 +35,8 @@ def code_command(
             "with the list of its coders, unless you pass --new-coder (or the file has no "
             "coder yet; a corpus coding brought with `import --labels-as` does not count). 'gold' "
             "and 'llm:...' are reserved, and a name that differs from an existing coder "
-            "only in case is refused.",
+            "only in case is refused. Default: $ANNOTATE_CODER, else your login name "
+            "(the first line printed says which).",
         ),
     ] = None,
     sample: Annotated[
@@ -104,7 +106,11 @@ def code_command(
     if session is not None or checkpoints is not None:
         raise UsageError("--session and --checkpoints go with --self")
     if coder is None:
-        raise UsageError("pass --coder NAME (or --self NAME to annotate your own actions)")
+        coder, origin = default_coder()
+        console.print(
+            f"Coding as {coder} ({origin}; --coder NAME to code as someone else).",
+            markup=False,
+        )
     # The collector would scan the session's 100k items (and Textual's import) again and
     # again while they are made, then at every full collection while coding: it is paused
     # while the app is built, and what was built is frozen (kept out of its scans).

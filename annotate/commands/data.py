@@ -170,6 +170,50 @@ def import_labels_command(
     )
 
 
+def import_probes_command(
+    paths: Annotated[
+        list[Path], typer.Argument(help="Probe logs (JSON lines).", metavar="FILE...")
+    ],
+    mapping: Annotated[
+        Path,
+        typer.Option(
+            "--mapping",
+            help="YAML naming the codebook, the dotted path of each action field in a line "
+            "(fields: session, turn, participant, action_type, content, ...) and of each "
+            "probe answer (probes: PATH: QUESTION).",
+            metavar="YAML",
+        ),
+    ],
+    db: DbOption = DEFAULT_DB_PATH,
+) -> None:
+    """Import agent probe logs as they come (nested actions and probe answers).
+
+    One JSON line per turn of an agent, its action and its probe answers nested
+    (action.type, probes.task_state, ...), mapped by dotted paths. Each line becomes an
+    action (id SESSION:TURN:AGENT; the turn kept as meta.turn) and the
+    agent's own answers, stored as coder self:AGENT: free text, numbers (a confidence) or
+    codes, checked against the codebook. A file is read whole first: a bad line stops the
+    import naming the file, the line and the path, and nothing of that file is stored.
+    Importing a file again adds nothing.
+    """
+    from annotate.io.probe_logs import import_probe_logs, read_mapping
+
+    probes = read_mapping(mapping)
+    with open_store(db, create=True) as store:
+        results = import_probe_logs(store, paths, probes)
+        total = store.actions.count_actions()
+    cb = probes.codebook
+    console.print(
+        f"{len(results)} file(s): {sum(r.n_new_actions for r in results)} new actions of "
+        f"{sum(r.n_actions for r in results)}, {sum(r.n_answers for r in results)} probe "
+        f"answers ({sum(r.n_changed for r in results)} new or changed; {cb.name} "
+        f"{cb.version_hash}). {db} now holds {total} actions.",
+        markup=False,
+        soft_wrap=True,
+    )
+
+
 def register(app: typer.Typer) -> None:
     app.command("import")(import_command)
     app.command("import-labels")(import_labels_command)
+    app.command("import-probes")(import_probes_command)

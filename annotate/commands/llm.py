@@ -30,14 +30,19 @@ from annotate.render.llm import (
     run_phase,
 )
 from annotate.render.rows import cell
-from llm_coder.client import config_from_env
+from llm_coder.client import config_from_env, default_model
 from llm_coder.cost import Price
 from llm_coder.prompt import DEFAULT_CONTEXT
 from llm_coder.workflow import (
+    DEFAULT_SEED,
+    DEFAULT_SHOTS,
     GateFailed,
     JobOptions,
     LabelJob,
+    SplitResult,
+    gold_codebook,
     make_split,
+    split_exists,
 )
 
 if TYPE_CHECKING:
@@ -48,8 +53,12 @@ if TYPE_CHECKING:
 
 def split_command(
     codebook: o.CodebookOption,
-    shots: Annotated[int, typer.Option(help="How many gold items become few-shot examples.")] = 8,
-    seed: Annotated[int, typer.Option(help="Random seed: the same seed gives the same split.")] = 7,
+    shots: Annotated[
+        int, typer.Option(help="How many gold items become few-shot examples.")
+    ] = DEFAULT_SHOTS,
+    seed: Annotated[
+        int, typer.Option(help="Random seed: the same seed gives the same split.")
+    ] = DEFAULT_SEED,
     gold: Annotated[
         str, typer.Option(help="Coder whose labels are the gold standard (e.g. an expert's).")
     ] = "gold",
@@ -61,13 +70,21 @@ def split_command(
         str | None, typer.Option(help="Store the split under this name (default: the codebook's).")
     ] = None,
     replace: Annotated[bool, typer.Option(help="Overwrite a split of the same name.")] = False,
+    strategy: Annotated[
+        str,
+        typer.Option(
+            help="random: draw the shots at random (the ALMANAC paper's procedure); cover: "
+            "cover as many distinct labels as --shots allows. Stored with the split."
+        ),
+    ] = "random",
     db: DbOption = DEFAULT_DB_PATH,
 ) -> None:
     """Split gold items into few-shot examples and a held-out validation set.
 
-    The few-shot set covers as many distinct labels as --shots allows (the most frequent
-    labels first, then in proportion to frequency); every other gold item is held out to
-    validate the LLM on. The same seed gives the same split.
+    --strategy random (the default) draws the few-shot set at random from the gold items;
+    --strategy cover makes it cover as many distinct labels as --shots allows (the most
+    frequent labels first, then in proportion to frequency). Every other gold item is held
+    out to validate the LLM on. The same seed gives the same split.
     """
     check_seed(seed)
     loaded = find_codebook(codebook)
@@ -81,13 +98,20 @@ def split_command(
             sample=None if sample == "all" else sample,
             name=name,
             replace=replace,
+            strategy=strategy,
         )
+    console.print(split_line(result, gold, seed), markup=False, soft_wrap=True)
+
+
+def split_line(result: SplitResult, gold: str, seed: int) -> str:
+    """What a new split holds, in one line."""
     covered = ", ".join(f"{label} {n}" for label, n in sorted(result.shot_labels.items()))
-    console.print(
-        f"split '{result.name}': {len(result.shots)} shots covering "
+    how = "covering" if result.strategy == "cover" else "drawn at random, with"
+    return (
+        f"split '{result.name}': {len(result.shots)} shots {how} "
         f"{len(result.shot_labels)} of {result.labels_total} labels ({covered}); "
-        f"{len(result.heldout)} held out for validation (gold: '{gold}', seed {seed}).",
-        markup=False,
+        f"{len(result.heldout)} held out for validation (gold: '{gold}', seed {seed}, "
+        f"strategy {result.strategy})."
     )
 
 
@@ -128,14 +152,15 @@ def gate(job: LabelJob, results: Sequence[ItemResult]) -> bool:
 
 
 def llm_label_command(
-    codebook: o.CodebookOption,
-    model: o.ModelOption,
+    codebook: o.LabelCodebookOption = None,
+    model: o.ModelOption = None,
     shots: o.ShotsOption = None,
     split: o.SplitOption = None,
     base_url: o.BaseUrlOption = None,
     target: o.TargetOption = "all",
     min_kappa: o.MinKappaOption = 0.6,
     validate_only: o.ValidateOnlyOption = False,
+    by: o.ByOption = None,
     force: o.ForceOption = False,
     dry_run: o.DryRunOption = False,
     context: o.ContextOption = DEFAULT_CONTEXT,
@@ -174,6 +199,16 @@ def llm_label_command(
     if lookahead < 0:
         raise UsageError("--lookahead must be 0 or more")
     offline = batch_export is not None
+    groups = o.by_columns(by)
+    if codebook is None:
+        with open_store(db) as store:
+            codebook = gold_codebook(store)
+        console.print(f"codebook: {codebook} (the one codebook with gold)", markup=False)
+    if model is None:
+        model, origin = default_model(
+            base_url, ask=not (dry_run or offline), timeout_s=timeout, retries=max_retries
+        )
+        console.print(f"model: {model} ({origin})", markup=False)
     config = None if dry_run or offline else config_from_env(model, base_url, timeout_s=timeout)
     loaded = find_codebook(codebook)
     price = Price(price_in, price_out)
@@ -198,8 +233,21 @@ def llm_label_command(
         below=below,
         response_format=response_format,  # type: ignore[arg-type]  # checked by LabelJob
         batch_discount=batch_discount,
+        by=groups,
     )
     with open_store(db) as store:
+        if split is None and not split_exists(store, options.split):
+            made = make_split(
+                store, loaded, shots=shots or DEFAULT_SHOTS, seed=DEFAULT_SEED,
+                name=options.split,
+            )  # fmt: skip
+            console.print(
+                f"no split '{options.split}' yet: made one as `annotate split --codebook "
+                f"{loaded.codebook.name} --shots {len(made.shots)}` would (its defaults) and "
+                f"stored it. {split_line(made, 'gold', DEFAULT_SEED)}",
+                markup=False,
+                soft_wrap=True,
+            )
         dry_url = base_url or os.environ.get("OPENAI_BASE_URL")
         if (dry_run or offline) and dry_url:
             config = o.dry_config(model, dry_url, timeout)

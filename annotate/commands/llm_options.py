@@ -13,14 +13,30 @@ from annotate.errors import UsageError
 from llm_coder.prompt import DEFAULT_CONTEXT
 
 CodebookOption = Annotated[str, typer.Option(help="Codebook name or YAML file.")]
+LabelCodebookOption = Annotated[
+    str | None,
+    typer.Option(help="Codebook name or YAML file (default: the one codebook with gold)."),
+]
 ModelOption = Annotated[
-    str, typer.Option(help="Model name at the endpoint; the LLM codes as 'llm:MODEL'.")
+    str | None,
+    typer.Option(
+        help="Model name at the endpoint; the LLM codes as 'llm:MODEL' (default: "
+        "$ANNOTATE_MODEL, else the only model the endpoint lists at /models)."
+    ),
 ]
 ShotsOption = Annotated[
-    int | None, typer.Option(help="Use the split's first N shots (default: all of them).")
+    int | None,
+    typer.Option(
+        help="Use the split's first N shots (default: all of them); with no split yet, "
+        "the shots of the split made with `annotate split`'s defaults (8)."
+    ),
 ]
 SplitOption = Annotated[
-    str | None, typer.Option(help="Split made by `annotate split` (default: the codebook's).")
+    str | None,
+    typer.Option(
+        help="Split made by `annotate split` (default: the codebook's, made with "
+        "`annotate split`'s defaults and stored if there is none yet)."
+    ),
 ]
 BaseUrlOption = Annotated[
     str | None,
@@ -95,6 +111,14 @@ MaxRetriesOption = Annotated[
 ]
 PriceInOption = Annotated[float, typer.Option(help="US$ per million prompt tokens.")]
 PriceOutOption = Annotated[float, typer.Option(help="US$ per million completion tokens.")]
+ByOption = Annotated[
+    str | None,
+    typer.Option(
+        help="Also give the validation per group of these columns, comma-separated (role, "
+        "condition, action_type): accuracy and Fleiss' kappa per cell with its n, no "
+        "figure below 10 items (e.g. --validate-only --by role,condition)."
+    ),
+]
 BatchOption = Annotated[
     bool,
     typer.Option(
@@ -151,6 +175,20 @@ def check_options(
         raise UsageError("--context must be 0 or more")
     if not 0 < below <= 1:
         raise UsageError("--below must be a share between 0 and 1")
+
+
+def by_columns(by: str | None) -> tuple[str, ...]:
+    """``--by role,condition`` as columns, refused at once when one is unknown."""
+    from annotate.store.analysis import Analysis
+
+    columns = tuple(c.strip() for c in (by or "").split(",") if c.strip())
+    unknown = [c for c in columns if c not in Analysis.GROUP_COLUMNS]
+    if unknown:
+        raise UsageError(
+            f"--by: unknown column '{unknown[0]}'",
+            hint="choices: " + ", ".join(Analysis.GROUP_COLUMNS),
+        )
+    return columns
 
 
 def batch_command(

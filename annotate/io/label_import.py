@@ -139,7 +139,10 @@ def _write(where: str, row: dict[str, Any], loaded: LoadedCodebook) -> LabelWrit
         other_text=row.get("other_text") or None,
     )
     try:
-        answer.check(cb.question(str(question_id)))
+        question = cb.question(str(question_id))
+        if question.kind == "number" and not answer.codes and answer.other_text is None:
+            answer = Answer.number(answer.value or "", question)  # "0.80" is stored as "0.8"
+        answer.check(question)
     except AnnotateError as exc:
         raise ImportFormatError(f"{where}: {exc.message}", hint=exc.hint) from exc
     return LabelWrite(

@@ -185,8 +185,9 @@ def load_mapping(path: Path, codebook: Codebook) -> Mapping:
             table = spec.get(key) or {}
             if key in spec and not isinstance(spec[key], dict):
                 raise error(f"{where}.{key}", "expected WORD: CODE lines")
-            if table and question.kind == "text":
-                raise error(f"{where}.{key}", f"{question.id} is a text question: no codes")
+            if table and question.kind in ("text", "number"):
+                what = f"{question.id} is a {question.kind} question: no codes"
+                raise error(f"{where}.{key}", what)
             if key == "reasons" and table and question.kind != "yes_no_reasons":
                 raise error(f"{where}.reasons", f"{question.id} is not a yes/no question")
             for word, code in table.items():
@@ -301,6 +302,13 @@ def _answer(
                 f"{where}: key 'answer': {q.id} is a text question; give the text as 'text'"
             )
         return Answer(text), None
+    if q.kind == "number":
+        if len(answers) != 1:
+            raise ImportFormatError(f"{where}: key 'answer': {q.id} takes one number")
+        try:
+            return Answer.number(answers[0], q), text
+        except AnnotateError as exc:
+            raise ImportFormatError(f"{where}: key 'answer': {exc.message}") from None
     if not answers:
         raise ImportFormatError(f"{where}: missing key 'answer' for {probe.name} ({q.id})")
     codes = []

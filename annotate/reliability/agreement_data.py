@@ -64,6 +64,12 @@ class Selection:
     questions: tuple[Question, ...]
     defaults: tuple[str, ...] = ()
     """How each default was chosen, e.g. "codebook traum (the only one with labels)"."""
+    text_questions: tuple[Question, ...] = ()
+    """Free-text questions: compared by similarity (:mod:`annotate.reliability.text_agreement`),
+    not by codes."""
+    number_questions: tuple[Question, ...] = ()
+    """Number questions: alpha (interval/ratio) and ICC
+    (:mod:`annotate.reliability.number_agreement`)."""
 
 
 def _choices(names: Sequence[str] | dict[str, int]) -> str:
@@ -371,22 +377,36 @@ def _select(
             hint=hint,
         )
     questions = (cb.question(question),) if question else tuple(cb.questions)
-    questions = _coded_questions(questions, notes)
-    return Selection(cb, sample, action_ids, chosen, questions, tuple(notes))
+    coded, text, numbers = _split_questions(questions, notes, purpose)
+    return Selection(cb, sample, action_ids, chosen, coded, tuple(notes), text, numbers)
 
 
-def _coded_questions(questions: tuple[Question, ...], notes: list[str]) -> tuple[Question, ...]:
-    """Free-text questions (a rationale) have no codes to agree on: skipped, and said so."""
-    text = [q.id for q in questions if q.kind == "text"]
-    coded = tuple(q for q in questions if q.kind != "text")
-    if text and not coded:
-        raise UsageError(
-            f"question {', '.join(text)} is free text: agreement compares codes",
-            hint="choose a question with options (--question), or export the texts",
-        )
+def _split_questions(
+    questions: tuple[Question, ...], notes: list[str], purpose: str
+) -> tuple[tuple[Question, ...], tuple[Question, ...], tuple[Question, ...]]:
+    """Coded questions, free-text ones and number ones. Agreement gives the texts' similarity
+    (SBERT and ROUGE-L) and the numbers' alpha and ICC; adjudication decides codes only, so
+    skips the others."""
+    text = tuple(q for q in questions if q.kind == "text")
+    numbers = tuple(q for q in questions if q.kind == "number")
+    coded = tuple(q for q in questions if q.kind not in ("text", "number"))
+    if purpose != "agreement":
+        other = ", ".join(q.id for q in (*text, *numbers))
+        if other and not coded:
+            raise UsageError(
+                f"question {other} has no codes: {purpose} decides codes",
+                hint="choose a question with options (--question)",
+            )
+        if other:
+            notes.append(f"question {other} skipped ({purpose} decides codes)")
+        return coded, (), ()
     if text:
-        notes.append(f"free-text question {', '.join(text)} skipped (agreement compares codes)")
-    return coded
+        names = ", ".join(q.id for q in text)
+        notes.append(f"free-text question {names}: similarity of the texts (SBERT, ROUGE-L)")
+    if numbers:
+        names = ", ".join(q.id for q in numbers)
+        notes.append(f"number question {names}: Krippendorff's alpha and ICC")
+    return coded, text, numbers
 
 
 # -- one question's labels --------------------------------------------------------------------

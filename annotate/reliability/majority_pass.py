@@ -100,6 +100,8 @@ class _Votes:
     best: Answer | None
     votes: int
     fit: bool
+    counted: tuple[Answer | None, ...]
+    """The answers as a vote counts them, without "Other" texts (kept for the undecided)."""
 
 
 @dataclass
@@ -114,32 +116,38 @@ class _Tally:
 
     def __post_init__(self) -> None:
         self.answered = dict.fromkeys(self.coders, 0)
-        self.by_answering: Counter[int] = Counter()
+        self.by_answering = [0] * (len(self.coders) + 1)
         self.undecided: Counter[tuple[Answer | None, ...]] = Counter()
 
-    def add(self, votes: _Votes | None, why: int, cases: int, sign: int = 1) -> str | None:
+    def add(
+        self, votes: _Votes | None, why: int, cases: int, sign: int = 1, *, moved: bool = False
+    ) -> str | None:
         """Count ``cases`` cases of these votes (None: no answer) set aside for ``why``
-        (``sign`` -1: take them back); return their kind: ``majority``, ``to_decide``,
-        ``kept``, or None (answered by one coder: left for later)."""
+        (``sign`` -1: take them back; ``moved``: counted already, they only change kind);
+        return their kind: ``majority``, ``to_decide``, ``kept``, or None (answered by
+        one coder: left for later)."""
         n = votes.n if votes else 0
-        flagged, kept = bool(why & FLAGGED), bool(why & KEPT)
-        self.by_answering[n] += sign * cases * (n > 0 or flagged)
-        if votes:
-            for coder, answer in zip(self.coders, votes.answers, strict=True):
-                self.answered[coder] += sign * cases * (answer is not None)
-        wanted = n >= 2 or flagged
-        self.too_few += sign * cases * (n == 1 and not flagged)
-        if not wanted:
+        count = sign * cases
+        flagged = why & FLAGGED
+        if not moved and (n or flagged):  # who answered, whatever the kind
+            self.by_answering[n] += count
+            if votes:
+                answered = self.answered
+                for coder, answer in zip(self.coders, votes.answers, strict=True):
+                    if answer is not None:
+                        answered[coder] += count
+        if n < 2 and not flagged:
+            self.too_few += count * (n == 1)
             return None
-        if kept:
-            self.kept += sign * cases
+        if why & KEPT:
+            self.kept += count
             return "kept"
         if not flagged and votes is not None and votes.fit:
-            self.majority += sign * cases
+            self.majority += count
             return "majority"
-        self.to_decide += sign * cases
+        self.to_decide += count
         if not flagged and votes is not None and votes.best is None:
-            self.undecided[_without_texts(votes.answers)] += sign * cases
+            self.undecided[votes.counted] += count
         return "to_decide"
 
 
@@ -172,7 +180,8 @@ def adjudicate_majority(
             best, votes = majority_answer(answers, len(coders))
             n = sum(a is not None for a in answers)
             fit = best is not None and fits(best, questions[q])
-            found = _Votes(answers, n, best, votes, fit)
+            counted = _without_texts(answers) if best is None else answers
+            found = _Votes(answers, n, best, votes, fit, counted)
             if rich is None:  # the same few hundred patterns, over and over
                 decided[q, pattern] = found
             elif len(patterns.made) > ANSWERS_KEPT:  # "Other" texts that do not repeat
@@ -218,8 +227,8 @@ def adjudicate_majority(
         for action_id, q, why, pattern, rich in set_aside:  # counted again as what they are
             votes = votes_of(q, pattern, rich) if pattern is not None else None
             if votes is not None:
-                tally.add(votes, 0, 1, sign=-1)
-            classified.append((tally.add(votes, why, 1), action_id, q))
+                tally.add(votes, 0, 1, sign=-1, moved=True)
+            classified.append((tally.add(votes, why, 1, moved=votes is not None), action_id, q))
         kinds: list[GoldKind] = []
         kind_of: dict[tuple[int, Any], int] = {}
 
@@ -262,7 +271,7 @@ def adjudicate_majority(
         too_few=tally.too_few,
         stale=stale,
         answered=tally.answered,
-        by_answering={n: c for n, c in sorted(tally.by_answering.items(), reverse=True) if c},
+        by_answering={n: c for n, c in reversed(list(enumerate(tally.by_answering))) if c},
         undecided_votes=tuple((v, n) for v, n in tally.undecided.items() if n > 0),
     )
     if read_cases:

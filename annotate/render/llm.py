@@ -147,6 +147,8 @@ def render_validation(report: ValidationReport, min_kappa: float) -> None:
             if i == 0:
                 for note in q.notes:
                     console.print(f"  note: {note}", markup=False)
+    if report.by:
+        render_cells(report)
     verdict = "passes" if report.passes(min_kappa) else "is below"
     unanimous = report.unanimous_questions
     console.print(
@@ -159,6 +161,23 @@ def render_validation(report: ValidationReport, min_kappa: float) -> None:
         ),
         markup=False,
     )
+
+
+def render_cells(report: ValidationReport) -> None:
+    """Accuracy and kappa per cell of ``--by``, one table per question."""
+    from llm_coder.validate import MIN_CELL  # loaded already: the report was built with it
+
+    by = " x ".join(report.by)
+    for question in dict.fromkeys(c.question for c in report.cells):
+        rows = [
+            {**dict(zip(report.by, c.group, strict=True)), "n": c.n_items,
+             "accuracy": c.accuracy, "kappa": c.fleiss, "note": c.note}
+            for c in report.cells if c.question == question
+        ]  # fmt: skip
+        columns = [*(Col(b) for b in report.by), Col("n"), Col("accuracy"),
+                   Col("kappa", "Fleiss' kappa"), Col("note", wrap=True)]  # fmt: skip
+        title = f"Question {question} by {by} (LLM vs gold; no figure below {MIN_CELL} items)"
+        console.print(fit_rows(rows, columns, console.width, title))
 
 
 def render_dry_run(job: LabelJob, price: Price, batch_discount: float | None = None) -> None:

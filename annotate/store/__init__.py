@@ -14,6 +14,7 @@ from annotate.store.agreement_runs import AgreementRuns
 from annotate.store.analysis import Analysis
 from annotate.store.base import DEFAULT_DB, Database, default_db_path, silent
 from annotate.store.codebooks import Codebooks
+from annotate.store.embeddings import Embeddings
 from annotate.store.exports import Exports
 from annotate.store.gold import Gold
 from annotate.store.gold_votes import GoldVotes
@@ -50,6 +51,7 @@ class Store:
         self.merge = Merge(db, self.gold)
         self.exports = Exports(db, self.gold, self.samples)
         self.self_reports = SelfReports(db)
+        self.embeddings = Embeddings(db)
         if not db.read_only:
             self.actions.repair()
 

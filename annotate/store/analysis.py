@@ -163,6 +163,22 @@ class Analysis:
             "JOIN _facts_of w ON w.id = p.id ORDER BY p.session, p.position"
         ).fetchall()
 
+    GROUP_COLUMNS = ("role", "condition", "action_type")
+
+    def action_groups(self, ids: Iterable[str], by: Sequence[str]) -> dict[str, tuple[str, ...]]:
+        """``{action id: (its value of each column of by)}`` for these actions ("-" where a
+        value is missing); ``by`` from :attr:`GROUP_COLUMNS`."""
+        unknown = [c for c in by if c not in self.GROUP_COLUMNS]
+        if unknown:
+            raise UsageError(
+                f"--by: unknown column '{unknown[0]}'",
+                hint="choices: " + ", ".join(self.GROUP_COLUMNS),
+            )
+        columns = ", ".join(f"coalesce(a.{c}, '-')" for c in by)
+        sql = f"SELECT a.id, {columns} FROM json_each(?) w JOIN actions a ON a.id = w.value"
+        wanted = json.dumps(list(dict.fromkeys(ids)))
+        return {r[0]: tuple(r[1:]) for r in self.db.conn.execute(sql, (wanted,))}
+
     def action_fields(
         self, ids: Iterable[str], columns: Sequence[str], meta_paths: Sequence[str]
     ) -> list[tuple[Any, ...]]:
@@ -217,6 +233,24 @@ class Analysis:
             f"WHERE codebook = ? AND coder IN ({marks}) "
             "AND (value IS NOT NULL OR codes IS NOT NULL) ORDER BY action_id, question, coder",
             (codebook, *coders),
+        ):
+            d = dict(r)
+            d["codes"] = tuple(json.loads(d["codes"])) if d["codes"] else ()
+            rows.append(d)
+        return rows
+
+    def own_report_labels(self, codebook: str) -> list[dict[str, Any]]:
+        """Answered labels of ``codebook`` that are their action's actor's own report: the
+        coder is ``self:`` + the action's participant (Tom's report on Tom's action; his
+        view of Maya's actions is left out). Same columns as :meth:`answered_labels`."""
+        rows = []
+        for r in self.db.conn.execute(
+            "SELECT l.action_id, l.question, l.coder, l.value, l.codes "
+            "FROM coder_labels l JOIN actions a ON a.id = l.action_id "
+            "WHERE l.codebook = ? AND l.coder GLOB 'self:*' AND a.participant IS NOT NULL "
+            "AND l.coder = 'self:' || a.participant "
+            "AND (l.value IS NOT NULL OR l.codes IS NOT NULL) ORDER BY l.action_id, l.question",
+            (codebook,),
         ):
             d = dict(r)
             d["codes"] = tuple(json.loads(d["codes"])) if d["codes"] else ()

@@ -37,6 +37,7 @@ class SplitInfo:
     shots: tuple[str, ...]
     heldout: tuple[str, ...]
     created_at: str
+    strategy: str = "cover"
 
 
 def answer_json(answer: Answer) -> dict[str, Any]:
@@ -93,6 +94,7 @@ class LLM:
         heldout: Sequence[str],
         labels: Mapping[str, str],
         replace: bool = False,
+        strategy: str = "cover",
     ) -> None:
         with self.db.transaction() as conn:
             exists = conn.execute("SELECT 1 FROM llm_splits WHERE name = ?", (name,)).fetchone()
@@ -106,7 +108,7 @@ class LLM:
                 conn.execute("DELETE FROM llm_splits WHERE name = ?", (name,))
             conn.execute(
                 "INSERT INTO llm_splits (name, codebook, codebook_hash, gold_coder, sample, seed, "
-                "n_shots, n_heldout, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "n_shots, n_heldout, created_at, strategy) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     name,
                     codebook.name,
@@ -117,6 +119,7 @@ class LLM:
                     len(shots),
                     len(heldout),
                     now(),
+                    strategy,
                 ),
             )
             conn.executemany(
@@ -154,6 +157,7 @@ class LLM:
             shots=tuple(items["shot"]),
             heldout=tuple(items["heldout"]),
             created_at=row["created_at"],
+            strategy=row["strategy"],
         )
 
     # -- targets: the actions a run codes, paged by SQL ---------------------------------

@@ -712,6 +712,30 @@ def _move_run_label_ids(conn: sqlite3.Connection, moved: Any, offset: int) -> No
         )
 
 
+def m021_embeddings(conn: sqlite3.Connection) -> None:
+    """Text embeddings by model and text hash (sha256 of the UTF-8 text), so that a text
+    is embedded once per model: the vector as float32 bytes."""
+    run_script(
+        conn,
+        """
+        CREATE TABLE embeddings (
+            model TEXT NOT NULL,
+            text_sha256 TEXT NOT NULL,
+            dim INTEGER NOT NULL,
+            vector BLOB NOT NULL,
+            PRIMARY KEY (model, text_sha256)
+        ) WITHOUT ROWID
+        """,
+    )
+
+
+def m022_split_strategy(conn: sqlite3.Connection) -> None:
+    """How a few-shot split chose its shots: ``cover`` (as many distinct labels as the
+    shots allow; every split before this one) or ``random`` (a plain random draw, as the
+    ALMANAC paper did)."""
+    conn.execute("ALTER TABLE llm_splits ADD COLUMN strategy TEXT NOT NULL DEFAULT 'cover'")
+
+
 MIGRATIONS: list[tuple[int, Migration]] = [
     (1, m001_initial),
     (2, m002_llm),
@@ -733,4 +757,6 @@ MIGRATIONS: list[tuple[int, Migration]] = [
     (18, m018_llm_items_in_export_order),
     (19, m019_actions_condition_with_role),
     (20, m020_gold_table),
+    (21, m021_embeddings),
+    (22, m022_split_strategy),
 ]

@@ -10,7 +10,7 @@ reasons) or, for a multi-select question, the set of codes.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -163,3 +163,16 @@ class SelfReports:
         finally:
             conn.execute("DELETE FROM _alignment")
         return AlignmentCounts(by_type, by_progress, by_code)
+
+    def self_answers(self, codebook: str, question: str) -> Iterator[tuple[Any, ...]]:
+        """The participants' own answers to one question with where they stand: (session,
+        turn, seq, coder, value, condition, action meta JSON), by session and turn. The turn
+        is the action's ``meta.turn`` (a probe log's), else its place in the session."""
+        yield from self.db.conn.execute(
+            "SELECT a.session, COALESCE(json_extract(a.meta, '$.turn'), a.seq) AS turn, a.seq, "
+            "l.coder, l.value, a.condition, a.meta "
+            "FROM labels l JOIN actions a ON a.id = l.action_id "
+            "WHERE l.codebook = ? AND l.question = ? AND l.coder LIKE 'self:%' "
+            "AND l.value IS NOT NULL ORDER BY a.session, turn, a.seq",
+            (codebook, question),
+        )

@@ -152,7 +152,8 @@ class AdjudicationScreen(Screen[None]):
             self._shown = where
             before = CONTEXT_BEFORE + self._more
             after = CONTEXT_AFTER if self._after else 0
-            rows = item_context_rows(s.store, self.queries, s.case.action, before, after)
+            show = s.plan.codebook.context_fields  # the meta fields `code` shows by default
+            rows = item_context_rows(s.store, self.queries, s.case.action, before, after, show=show)
             context.show(rows, wanted_before=before)
         context.border_title = self._context_title()
 

@@ -23,6 +23,8 @@ from annotate.tui.widgets.keybar import KeyBar, key_label
 from annotate.tui.widgets.question import QuestionPanel
 from annotate.tui.widgets.status import StatusBar
 
+TYPED = ("text", "number")
+"""Question kinds answered in a field, not by choosing an option."""
 BINDING_PREFIX = "annotate."
 
 
@@ -52,7 +54,7 @@ class CodingScreen(ScreenshotsMixin, Screen[None]):
 
     def compose(self) -> ComposeResult:
         yield StatusBar(self.session, id="status")
-        yield ContextView(id="context")
+        yield ContextView(fit=True, id="context")
         yield QuestionPanel(self.session, id="question")
         yield KeyBar(self._key_entries(), id="keys")
         yield from self.compose_screenshots()
@@ -113,7 +115,7 @@ class CodingScreen(ScreenshotsMixin, Screen[None]):
         self.refresh_screenshot()
         q = s.question
         asked = (s.index, s.q_index)
-        if q.kind == "text" and q.id not in s.item.answers and self._text_asked != asked:
+        if q.kind in TYPED and q.id not in s.item.answers and self._text_asked != asked:
             # a rationale is written first: its field opens as the item does
             self._text_asked = (s.index, s.q_index)
             self.call_after_refresh(self.action_write_text)
@@ -213,13 +215,13 @@ class CodingScreen(ScreenshotsMixin, Screen[None]):
         self.refresh_view()
 
     def action_enter(self) -> None:
-        if self.session.question.kind == "text":
+        if self.session.question.kind in TYPED:
             self.action_write_text()
             return
         self.run_step(self.session.choose_highlighted)
 
     def action_space(self) -> None:
-        if self.session.question.kind == "text":
+        if self.session.question.kind in TYPED:
             self.action_write_text()
             return
         self.run_step(self.session.toggle_highlighted)
@@ -228,7 +230,7 @@ class CodingScreen(ScreenshotsMixin, Screen[None]):
         """The field of a free-text question (a rationale), with the answer so far."""
         s = self.session
         q = s.question
-        if q.kind != "text" or self.app.screen is not self:
+        if q.kind not in TYPED or self.app.screen is not self:
             return
         answer = s.item.answers.get(q.id)
         self.app.push_screen(

@@ -17,8 +17,9 @@ from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Input, Label
 
-from annotate.codebook import Question
+from annotate.codebook import Answer, Question
 from annotate.coding.choices import Choice
+from annotate.errors import CodebookError
 
 
 def text_choice(question: Question) -> Choice:
@@ -53,7 +54,11 @@ class TextAnswerPrompt(ModalScreen[str | None]):
     def compose(self) -> ComposeResult:
         with Vertical(id="dialog"):
             yield Label(self.title_text, id="text-title")
-            yield Input(self.value, placeholder="in your own words", id="text-input")
+            number = self.question.kind == "number"
+            yield Input(
+                self.value, placeholder=_range(self.question) if number else "in your own words",
+                id="text-input", type="number" if number else "text",
+            )  # fmt: skip
             yield Label(self._hint(self.value), id="text-hint")
 
     def on_mount(self) -> None:
@@ -71,6 +76,8 @@ class TextAnswerPrompt(ModalScreen[str | None]):
         return found.first().region.bottom if found else 0
 
     def _hint(self, text: str, *, short: bool = False) -> str:
+        if self.question.kind == "number":
+            return f"a number, {_range(self.question)} · Enter: save · Esc: cancel"
         least = self.question.min_chars or 1
         n = len(text.strip())
         count = f"{n} characters" + (f" (at least {least})" if least > 1 else "")
@@ -86,6 +93,14 @@ class TextAnswerPrompt(ModalScreen[str | None]):
     def submit(self, event: Input.Submitted) -> None:
         event.stop()
         text = event.value.strip()
+        if self.question.kind == "number":
+            try:
+                Answer.number(text, self.question)
+            except CodebookError as exc:  # said in the field; the prompt stays open
+                self.query_one("#text-hint", Label).update(f"{exc.message} · Esc: cancel")
+                return
+            self.dismiss(text)
+            return
         if len(text) < (self.question.min_chars or 1):
             self.query_one("#text-hint", Label).update(self._hint(text, short=True))
             return
@@ -93,3 +108,11 @@ class TextAnswerPrompt(ModalScreen[str | None]):
 
     def action_cancel(self) -> None:
         self.dismiss(None)
+
+
+def _range(question: Question) -> str:
+    """``0 to 1, step 0.05`` (what a number question takes)."""
+    low = "" if question.min is None else f"{question.min:g}"
+    high = "" if question.max is None else f"{question.max:g}"
+    span = f"{low} to {high}".strip() if low or high else "any number"
+    return span + (f", step {question.step:g}" if question.step else "")

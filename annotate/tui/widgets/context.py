@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from rich.console import RenderableType
 from rich.text import Text
 from textual.app import ComposeResult
@@ -116,7 +118,12 @@ class ContextRows(Widget):
 
 
 class ContextView(VerticalScroll, can_focus=False):
-    """Scrolls back through the session; the item is kept in view after every move."""
+    """Scrolls back through the session; the item is kept in view after every move.
+    ``fit``: no taller than its turns (the coding screen, whose keys sit at the foot)."""
+
+    def __init__(self, *, fit: bool = False, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.fit = fit
 
     def compose(self) -> ComposeResult:
         yield ContextRows(id="before")
@@ -135,7 +142,8 @@ class ContextView(VerticalScroll, can_focus=False):
         self.query_one("#item", ContextRows).set_rows(item)
         self.query_one("#after", ContextRows).set_rows(after)
         self.anchor()  # kept at the bottom (the item and its lookahead) through resizes
-        self.call_after_refresh(self._fit)
+        if self.fit:
+            self.call_after_refresh(self._fit)
         if after:
             self.call_after_refresh(self._item_in_view)
 

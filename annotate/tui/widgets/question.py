@@ -137,7 +137,7 @@ class Choices(Widget):
             hint = "  tick every option that applies, then Enter"
         prompt = wrap_words(shown_line(q.prompt), width)
         lines: list[Text] = [Text(line, style="bold") for line in prompt]
-        if q.kind == "text":
+        if q.kind in ("text", "number"):
             return self._free_text(lines, width)
         if hint and len(lines[-1]) + len(hint) <= width:
             lines[-1].append(hint, style="italic")
@@ -184,6 +184,8 @@ class Choices(Widget):
                 lines.append(Text.assemble(("● ", "bold green"), (line, "green")))
         least = s.question.min_chars
         hint = "Enter: write your answer" + (f" (at least {least} characters)" if least else "")
+        if s.question.kind == "number":
+            hint = "Enter: type a number"
         lines.append(Text(hint if answer is None else "Enter: change it", style="italic"))
         return Text("\n", no_wrap=True, overflow="crop", end="").join(lines)
 
