@@ -252,14 +252,15 @@ async def test_changed_codebook_is_flagged_on_screen(db, tmp_path, monkeypatch) 
     app = make_app(db, "traum", "dora")
     async with app.run_test(size=SIZE) as pilot:
         await keys(pilot, "1", "q")
-    text = codebook("traum").text.replace('version: "1.0"', 'version: "1.1"')
+    text = codebook("traum").text.replace('version: "1.1"', 'version: "1.2"')
+    assert 'version: "1.2"' in text
     (tmp_path / "codebooks").mkdir()
     (tmp_path / "codebooks" / "traum.yaml").write_text(text)
     monkeypatch.chdir(tmp_path)
     app = make_app(db, "traum", "dora")
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause()
-        assert "traum v1.1 ⚠ changed" in screen_text(app)
+        assert "traum v1.2 ⚠ changed" in screen_text(app)
         assert any("changed since you started" in n.message for n in app._notifications)
         await keys(pilot, "2")
     hashes = {r["codebook_hash"] for r in labels(db, "dora")}
