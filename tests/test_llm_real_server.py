@@ -222,13 +222,12 @@ def test_kill_9_mid_run_then_resume_requests_nothing_already_answered(project, r
     assert (run_id, status) == (killed, "done")
     assert query(project, items, (killed, "label"))[0][0] == 12
 
-    # finished, the same command is a new run: every reply from the cache, the same report
+    # finished, the same command is the same run: nothing sent, nothing stored
     before = real_server.requests()
     again = annotate(project, real_server, *args)
     assert real_server.requests() == before and "resuming" not in again.stdout
-    [_, (new_id, *rest)] = query(project, runs)
-    assert new_id > killed and rest == ["done", gate, kappa]
-    assert next(x for x in again.stdout.splitlines() if x.startswith("label: 12 items"))
+    assert f"same as run {killed} (done, gate {gate})" in again.stdout
+    assert query(project, runs) == [(killed, "done", gate, kappa)]
 
 
 def invalid_heldout(db: Path) -> int:

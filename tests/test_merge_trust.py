@@ -86,7 +86,8 @@ def test_a_version_stored_before_other_was_opt_in_is_verified_as_it_was_read(
     such a row is the hash of that reading."""
     ours, theirs = pair
     text = TRAUM.text.replace("    allow_other: true\n", "").replace('    other_key: "o"\n', "")
-    text = text.replace('version: "1.0"', 'version: "0.9"')
+    text = text.replace('version: "1.1"', 'version: "0.9"')
+    assert 'version: "0.9"' in text
     old = parse_codebook(text, "traum.yaml", other_by_default=True)
     assert old.version_hash != parse_codebook(text, "traum.yaml").version_hash
     insert = (

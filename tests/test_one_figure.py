@@ -191,7 +191,13 @@ def test_a_forced_llm_is_used_only_when_named_and_then_marked(cli, db_path, tmp_
     assert len(using) == 3 and all(mark in t for t in using), titles
     assert not any(mark in t for t in titles if t.startswith("Alignment"))  # mental model only
     charts = re.findall(r'<img alt="([^"]*)"', html)
-    assert len([c for c in charts if mark in c]) == 4, charts  # 2 by act + 2 within each act
+    marked = {c.removesuffix(" " + mark) for c in charts if mark in c}
+    resting = {  # 2 by act, Q2 within each act, Figure 4's panel by act
+        "Traum grounding acts (act) by condition", "Traum grounding acts (act) by role",
+        "Q2 answers within each traum code",
+        "Perceived alignment (Q4 = yes) by traum act and condition",
+    }  # fmt: skip
+    assert resting <= marked, charts
     assert not any(mark in c for c in charts if c.startswith("Alignment")), charts
 
 
