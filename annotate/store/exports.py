@@ -326,8 +326,6 @@ class Exports:
     def _number_questions(self) -> set[tuple[str, str, str]]:
         """(codebook, version hash, question) of every number question of the stored
         codebook versions (a few; each read once)."""
-        from annotate.codebook import parse_codebook
-
         found: set[tuple[str, str, str]] = set()
         rows = self.db.conn.execute(
             "SELECT name, version_hash, text, other_by_default FROM codebooks"
@@ -335,6 +333,9 @@ class Exports:
         for name, version, text, other_by_default in rows:
             if "number" not in text:  # no question of this version can be one
                 continue
+            # the codebook model (pydantic, 0.1 s) only for a version that may have one
+            from annotate.codebook import parse_codebook
+
             book = parse_codebook(text, f"{name}.yaml (stored)", other_by_default=other_by_default)
             found |= {(name, version, q.id) for q in book.questions if q.kind == "number"}
         return found
