@@ -39,6 +39,7 @@ from annotate.store.coding import CodingQueries
 from annotate.tui.screens.coding import _clock
 from annotate.tui.screens.help import DefinitionScreen, HelpScreen, key_table
 from annotate.tui.screens.prompt import TextPrompt
+from annotate.tui.screens.rationale import TextAnswerPrompt
 from annotate.tui.widgets.context import ContextView
 from annotate.tui.widgets.keybar import KeyBar, key_label
 
@@ -289,11 +290,24 @@ class AdjudicationScreen(Screen[None]):
             if feedback.kind == "need_text":
                 self.app.push_screen(OtherPrompt(feedback.message), self._other_text)
                 return
+            if feedback.kind == "need_answer":  # a text or number case: the gold typed
+                q = self.session.case.question
+                field = TextAnswerPrompt(
+                    q, f"Gold for {feedback.message}", value=self.session.typed_so_far()
+                )
+                self.app.push_screen(field, self._typed)
+                return
             if feedback.kind == "done":
                 self.app.exit(self.session.decisions)
                 return
             self.flash(feedback.message, warning=feedback.kind == "warning")
         self.show_case()
+
+    def _typed(self, text: str | None) -> None:
+        if text is None:  # Esc: nothing stored
+            self.show_case()
+            return
+        self.handle(self.session.answer_typed(text))
 
     def _other_text(self, text: str | None) -> None:
         if text is None:
@@ -333,7 +347,8 @@ class AdjudicationScreen(Screen[None]):
     def action_define(self) -> None:
         q = self.session.case.question
         codebook = self.session.plan.codebook
-        self.app.push_screen(DefinitionScreen(question_choices(q), q, codebook, self.highlight))
+        choices = self.session.choices() if self.session.typed else question_choices(q)
+        self.app.push_screen(DefinitionScreen(choices, q, codebook, self.highlight))
 
     def action_help(self) -> None:
         self.app.push_screen(HelpScreen(self._keys_table()))
@@ -343,8 +358,9 @@ class AdjudicationScreen(Screen[None]):
 
     def _keys_table(self) -> RenderableType:
         q = self.session.case.question
+        choices = self.session.choices() if self.session.typed else question_choices(q)
         return key_table(
-            ((c.key, f"{q.id}: {c.label} (stored as gold)") for c in question_choices(q)),
+            ((c.key, f"{q.id}: {c.label} (stored as gold)") for c in choices),
             [
                 ("↑ ↓", "highlight an option"),
                 ("Enter", "choose the highlighted option; store the reasons put together"),

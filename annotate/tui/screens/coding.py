@@ -11,6 +11,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.screen import Screen
 
+from annotate.codebook import TYPED_KINDS as TYPED
 from annotate.codebook import Question
 from annotate.coding.session import COMMANDS, CodingSession, Feedback
 from annotate.errors import AnnotateError
@@ -23,8 +24,6 @@ from annotate.tui.widgets.keybar import KeyBar, key_label
 from annotate.tui.widgets.question import QuestionPanel
 from annotate.tui.widgets.status import StatusBar
 
-TYPED = ("text", "number")
-"""Question kinds answered in a field, not by choosing an option."""
 BINDING_PREFIX = "annotate."
 
 
