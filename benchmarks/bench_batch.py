@@ -78,6 +78,7 @@ def run_case(n: int, workdir: Path) -> dict:
     from bench_llm import build_project
 
     from annotate.codebook import find_codebook
+    from annotate.llm_store import llm_store
     from annotate.store import Store
     from llm_coder.batch_cycle import UNLIMITED
     from llm_coder.batch_export import BatchFiles
@@ -92,7 +93,8 @@ def run_case(n: int, workdir: Path) -> dict:
     out: dict = {"lines": n}
     with Store(db) as store:
         config = LLMConfig(MODEL, "http://offline", "")
-        job = LabelJob(store, find_codebook("hcrc_moves"), JobOptions(MODEL, "hcrc_moves"), config)
+        loaded = find_codebook("hcrc_moves")
+        job = LabelJob(llm_store(store), loaded, JobOptions(MODEL, "hcrc_moves"), config)
         ids = job.rest_ids()[:n]
         run_id = job.start()
         store.llm.update_llm_run(run_id, status="batch")
@@ -123,7 +125,7 @@ def run_case(n: int, workdir: Path) -> dict:
         requests.unlink()
         started = time.perf_counter()
         with open(results) as f:
-            importer = Importer(store)
+            importer = Importer(llm_store(store))
             importer.add(f)
             result = importer.finish()
         out["import_s"] = time.perf_counter() - started

@@ -59,6 +59,7 @@ def build_project(db: Path, n: int) -> None:
     import random
 
     from annotate.codebook import Answer, find_codebook
+    from annotate.llm_store import llm_store
     from annotate.models import Action
     from annotate.store import LabelWrite, Store
     from llm_coder.workflow import make_split
@@ -86,13 +87,14 @@ def build_project(db: Path, n: int) -> None:
             for k, a in enumerate(actions[:40])
         ]
         store.labels.save_answers(loaded.codebook, gold)
-        make_split(store, loaded, shots=8, seed=7, gold="gold")
+        make_split(llm_store(store), loaded, shots=8, seed=7, gold="gold")
 
 
 def run_case(db: Path, base_url: str, model: str, n: int, concurrency: int) -> dict:
     """Label the first N non-split actions; return timing and the run's counts."""
     os.environ["OPENAI_API_KEY"] = "bench-key"
     from annotate.codebook import find_codebook
+    from annotate.llm_store import llm_store
     from annotate.store import Store
     from llm_coder.client import config_from_env
     from llm_coder.workflow import JobOptions, LabelJob
@@ -105,7 +107,7 @@ def run_case(db: Path, base_url: str, model: str, n: int, concurrency: int) -> d
     import_s = time.perf_counter() - import_started
     with Store(db) as store:
         options = JobOptions(model=model, split="hcrc_moves", concurrency=concurrency)
-        job = LabelJob(store, loaded, options, config)
+        job = LabelJob(llm_store(store), loaded, options, config)
         ids = job.rest_ids()[:n]
         started = time.perf_counter()
         result = job.run_phase("label", ids)
@@ -155,6 +157,7 @@ def build_maptask_project(db: Path, gold_file: Path, target_file: Path, shots: i
     corpus labels are stored as coder 'corpus' (not gold: only to score the model's answers)."""
     from annotate.codebook import find_codebook
     from annotate.io.importing import LabelsAs, import_files
+    from annotate.llm_store import llm_store
     from annotate.store import Store
     from llm_coder.workflow import make_split
 
@@ -162,7 +165,7 @@ def build_maptask_project(db: Path, gold_file: Path, target_file: Path, shots: i
     qid = loaded.codebook.questions[0].id
     with Store(db) as store:
         import_files(store, [gold_file], labels_as=LabelsAs("hcrc", loaded, qid))
-        make_split(store, loaded, shots=shots, seed=7, gold="hcrc")
+        make_split(llm_store(store), loaded, shots=shots, seed=7, gold="hcrc")
         import_files(store, [target_file], labels_as=LabelsAs("corpus", loaded, qid))
 
 
@@ -231,6 +234,7 @@ def run_real_case(
     """Label ITEMS target utterances (after the first SKIP) as `annotate llm-label` does."""
     os.environ.setdefault("OPENAI_API_KEY", "bench-key")  # the local server checks no key
     from annotate.codebook import find_codebook
+    from annotate.llm_store import llm_store
     from annotate.store import Store
     from llm_coder.client import config_from_env
     from llm_coder.workflow import JobOptions, LabelJob
@@ -245,7 +249,7 @@ def run_real_case(
             context=context,
             concurrency=concurrency,
         )
-        job = LabelJob(store, loaded, options, config)
+        job = LabelJob(llm_store(store), loaded, options, config)
         ids = job.rest_ids()[skip : skip + items]
         started = time.perf_counter()
         result = job.run_phase("label", ids)

@@ -25,7 +25,6 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from annotate.codebook import Answer, Codebook, LoadedCodebook
 from annotate.errors import AnnotateError, NotFoundError, StoreError, UsageError
 from annotate.models import Action
-from annotate.store.base import now
 from llm_coder.calls import Caller, CallStats, FormatFallback, MemoryCache, RetryPolicy
 from llm_coder.client import LazyClient, LLMConfig
 from llm_coder.concurrency import DEFAULT_CONCURRENCY, server_slots
@@ -43,7 +42,7 @@ from llm_coder.schema import FORMAT_MODES, FormatMode, answer_to_json, response_
 from llm_coder.split import random_split, stratified_split
 
 if TYPE_CHECKING:
-    from annotate.store import Store
+    from llm_coder.ports import LLMStore
 
 T = TypeVar("T")
 
@@ -90,13 +89,13 @@ def stratum(codebook: Codebook, answers: dict[str, Answer]) -> str:
 
 
 def complete_gold(
-    store: Store, codebook: Codebook, gold: str, ids: Sequence[str] | None
+    store: LLMStore, codebook: Codebook, gold: str, ids: Sequence[str] | None
 ) -> dict[str, dict[str, Answer]]:
     """Gold answers of the actions the codebook applies to, every applicable question answered."""
-    answers = store.llm.coder_answers(codebook, gold, ids)
+    answers = store.coder_answers(codebook, gold, ids)
     if not answers:
         return {}
-    actions = {a.id: a for a in store.actions.actions_by_ids(sorted(answers))}
+    actions = {a.id: a for a in store.actions_by_ids(sorted(answers))}
     out: dict[str, dict[str, Answer]] = {}
     for aid in sorted(answers, key=lambda i: (actions[i].session, actions[i].seq)):
         action = actions[aid]
@@ -112,9 +111,9 @@ DEFAULT_SHOTS = 8
 DEFAULT_SEED = 7
 
 
-def gold_codebook(store: Store) -> str:
+def gold_codebook(store: LLMStore) -> str:
     """The one codebook with gold (`llm-label` without ``--codebook``)."""
-    names = store.gold.gold_codebooks()
+    names = store.gold_codebooks()
     if len(names) == 1:
         return names[0]
     if not names:
@@ -128,9 +127,9 @@ def gold_codebook(store: Store) -> str:
     )
 
 
-def split_exists(store: Store, name: str) -> bool:
+def split_exists(store: LLMStore, name: str) -> bool:
     try:
-        store.llm.split_info(name)
+        store.split_info(name)
     except NotFoundError:
         return False
     return True
@@ -142,7 +141,7 @@ STRATEGIES = ("random", "cover")
 
 
 def make_split(
-    store: Store,
+    store: LLMStore,
     loaded: LoadedCodebook,
     *,
     shots: int,
@@ -160,11 +159,11 @@ def make_split(
         raise UsageError(
             f"--strategy: unknown strategy '{strategy}'", hint="choices: " + ", ".join(STRATEGIES)
         )
-    ids = store.samples.sample_ids(sample) if sample else None
+    ids = store.sample_ids(sample) if sample else None
     answers = complete_gold(store, codebook, gold, ids)
     where = f" in sample '{sample}'" if sample else ""
     if not answers:
-        coders = [c for c in store.labels.coders(codebook.name) if not c.startswith(LLM_PREFIX)]
+        coders = [c for c in store.coders(codebook.name) if not c.startswith(LLM_PREFIX)]
         raise UsageError(
             f"no gold labels for codebook '{codebook.name}'{where} (coder '{gold}')",
             hint=(
@@ -190,8 +189,8 @@ def make_split(
     else:
         split = random_split(list(labels), shots, seed)
     split_name = name or codebook.name
-    store.codebooks.register_codebook(loaded)
-    store.llm.create_split(
+    store.register_codebook(loaded)
+    store.create_split(
         split_name,
         codebook=codebook,
         gold_coder=gold,
@@ -236,7 +235,7 @@ class Sessions:
     """Items of one session in a chunk from which its actions are read in one query."""
 
     def __init__(
-        self, store: Store, context: int, lookahead: int = 0, show: Sequence[str] = ()
+        self, store: LLMStore, context: int, lookahead: int = 0, show: Sequence[str] = ()
     ):
         self.store = store
         self.context = context
@@ -245,7 +244,7 @@ class Sessions:
         self._sessions: OrderedDict[str, tuple[list[Action], dict[str, int]]] = OrderedDict()
 
     def action(self, action_id: str) -> Action:
-        return self.store.actions.action(action_id)
+        return self.store.action(action_id)
 
     def item(self, action_id: str) -> Item:
         return self._item(self.action(action_id))
@@ -253,7 +252,7 @@ class Sessions:
     def items(self, ids: Iterable[str]) -> Iterator[Item]:
         """The items of ``ids`` in order, their actions read a chunk at a time."""
         for chunk in chunked(ids, self.CHUNK):
-            actions = self.store.actions.actions_by_ids(chunk)
+            actions = self.store.actions_by_ids(chunk)
             if self.context or self.lookahead:
                 per_session = Counter(a.session for a in actions)
                 for session, n in per_session.items():
@@ -263,7 +262,7 @@ class Sessions:
                 yield self._item(action)
 
     def _hold(self, session: str) -> None:
-        actions = self.store.actions.session_actions(session)
+        actions = self.store.session_actions(session)
         self._sessions[session] = (actions, {a.id: i for i, a in enumerate(actions)})
         while len(self._sessions) > self.KEEP_SESSIONS:
             self._sessions.popitem(last=False)
@@ -273,7 +272,7 @@ class Sessions:
         if held is None:
             around: list[Action] = []
             if self.context or self.lookahead:
-                around = self.store.actions.context(
+                around = self.store.context(
                     action, before=self.context, after=self.lookahead
                 )
             before = tuple(a for a in around if a.seq < action.seq)
@@ -305,13 +304,13 @@ class PrefetchedCache:
     """A run's request cache with the replies of the next chunk of requests read ahead in
     one query; any other request goes to the cache as usual."""
 
-    def __init__(self, store: Store, cache: Any):
+    def __init__(self, store: LLMStore, cache: Any):
         self.store = store
         self.cache = cache
         self._ready: dict[str, Any] = {}
 
     def prefetch(self, hashes: Iterable[str]) -> None:
-        self._ready.update(self.store.llm_batches.cached_replies(list(hashes)))
+        self._ready.update(self.store.cached_replies(list(hashes)))
 
     def get(self, request_hash: str) -> Any:
         reply = self._ready.pop(request_hash, None)
@@ -329,7 +328,7 @@ class TargetIds:
 
     def __init__(
         self,
-        store: Store,
+        store: LLMStore,
         split: str,
         sample: str | None,
         types: list[str] | None,
@@ -345,7 +344,7 @@ class TargetIds:
 
     def __len__(self) -> int:
         if self._len is None:
-            self._len = self.store.llm.count_targets(
+            self._len = self.store.count_targets(
                 self.split, self.sample, self.types, self.left_of_run
             )
         return self._len
@@ -353,7 +352,7 @@ class TargetIds:
     def __iter__(self) -> Iterator[str]:
         after: tuple[Any, ...] | None = None
         while True:
-            page = self.store.llm.target_page(
+            page = self.store.target_page(
                 self.split, self.sample, self.types, after, self.PAGE, self.left_of_run
             )
             for row in page:
@@ -365,7 +364,7 @@ class TargetIds:
     def every(self, step: int) -> list[str]:
         """Every ``step``-th id in id order (ids are random, so a sample of the targets
         spread over every session), read from an index without visiting the actions."""
-        ids = self.store.llm.target_ids_unordered(self.split, self.sample, self.types)
+        ids = self.store.target_ids_unordered(self.split, self.sample, self.types)
         return list(itertools.islice(ids, 0, None, step))
 
 
@@ -487,7 +486,7 @@ class LabelJob:
 
     def __init__(
         self,
-        store: Store,
+        store: LLMStore,
         loaded: LoadedCodebook,
         options: JobOptions,
         config: LLMConfig | None,
@@ -502,7 +501,7 @@ class LabelJob:
         if options.concurrency is not None and options.concurrency < 1:
             raise UsageError("--concurrency must be at least 1")
         self._concurrency: tuple[int, bool] | None = None
-        self.split = store.llm.split_info(options.split)
+        self.split = store.split_info(options.split)
         if self.split.codebook != self.codebook.name:
             raise UsageError(
                 f"split '{self.split.name}' was made for codebook '{self.split.codebook}', "
@@ -518,8 +517,8 @@ class LabelJob:
             )
         if options.target != "all":
             # an unknown sample fails now, before any request
-            store.samples.sample_ids(options.target)
-        origins = {s["name"]: s["origin"] or "" for s in store.samples.samples()}
+            store.sample_ids(options.target)
+        origins = {s["name"]: s["origin"] or "" for s in store.samples()}
         if not origins.get(options.uncertain_sample or "", UNCERTAIN).startswith(UNCERTAIN):
             raise UsageError(
                 f"a sample named '{options.uncertain_sample}' already exists (made by "
@@ -529,7 +528,7 @@ class LabelJob:
         show = options.show if options.show is not None else self.codebook.context_fields
         self.sessions = Sessions(store, options.context, options.lookahead, show)
         shot_ids = list(self.split.shots[:n_shots])
-        gold = store.llm.coder_answers(self.codebook, self.split.gold_coder, shot_ids)
+        gold = store.coder_answers(self.codebook, self.split.gold_coder, shot_ids)
         shots = []
         for aid in shot_ids:
             item = self.sessions.item(aid)
@@ -554,12 +553,12 @@ class LabelJob:
         self.run_id: int | None = None
         self.resumed: Resumed | None = None
         self.target_types = self._target_types()
-        self.heldout_ids = store.llm.heldout_targets(self.split.name, self.target_types)
+        self.heldout_ids = store.heldout_targets(self.split.name, self.target_types)
         self._rest: TargetIds | None = None
 
     def _target_types(self) -> list[str] | None:
         """The action types the codebook applies to (None: every type in the file)."""
-        types = self.store.actions.stored_action_types()
+        types = self.store.stored_action_types()
         applicable = [t for t in types if self.codebook.applies(t)]
         return None if len(applicable) == len(types) else applicable
 
@@ -573,7 +572,7 @@ class LabelJob:
                 )
             return FormatFallback(mode=forced, forced=True)
         stored = (
-            self.store.llm.endpoint_format(self.endpoint_host, self.options.model)
+            self.store.endpoint_format(self.endpoint_host, self.options.model)
             if self.config
             else None
         )
@@ -587,7 +586,7 @@ class LabelJob:
         if self.config is None or stats.sent == 0 or mode == self._saved_format:
             return
         reason = self.fallback.changes[-1] if self.fallback.changes else None
-        self.store.llm.save_endpoint_format(self.endpoint_host, self.options.model, mode, reason)
+        self.store.save_endpoint_format(self.endpoint_host, self.options.model, mode, reason)
         self._saved_format = mode
 
     # -- what to code ---------------------------------------------------------------
@@ -635,8 +634,8 @@ class LabelJob:
             }
         )
         if self.config is not None:
-            self.store.llm.llm_cache(None)  # brings in replies a full disk kept beside the file
-        check_cache = self.config is not None and self.store.llm.prompt_has_replies(
+            self.store.llm_cache(None)  # brings in replies a full disk kept beside the file
+        check_cache = self.config is not None and self.store.prompt_has_replies(
             self.builder.prompt_hash, self.options.model, self.endpoint_host
         )
         step = 1 if check_cache or n_items <= ESTIMATE_ITEMS else -(-n_items // ESTIMATE_ITEMS)
@@ -650,7 +649,7 @@ class LabelJob:
                     [runner._request(it, self.builder.messages(it), v).hash for v in range(votes)]
                     for it in items
                 ]
-                found = self.store.llm_batches.cached_hashes([h for hs in hashes for h in hs])
+                found = self.store.cached_hashes([h for hs in hashes for h in hs])
             for i, item in enumerate(items):
                 left = votes - (sum(h in found for h in hashes[i]) if check_cache else 0)
                 cached += votes - left
@@ -729,22 +728,22 @@ class LabelJob:
         instead: same run id, and only its items without a stored result are coded."""
         if self.config is None:
             raise UsageError("a dry run cannot start a run")
-        self.store.codebooks.register_codebook(self.loaded)
+        self.store.register_codebook(self.loaded)
         o = self.options
         identity = self.identity()
-        unfinished = self.store.llm.resumable_llm_run(**identity) if resume else None
+        unfinished = self.store.resumable_llm_run(**identity) if resume else None
         # a run of this coder still 'running' was killed: this one takes over its items
-        self.store.llm.mark_llm_runs_interrupted(self.coder, self.codebook.name)
+        self.store.mark_llm_runs_interrupted(self.coder, self.codebook.name)
         gate_options = {
             "min_kappa": o.min_kappa,
             "forced": int(o.force),
         }
         if unfinished is not None:
-            self.store.llm.resume_llm_run(unfinished, **gate_options)
+            self.store.resume_llm_run(unfinished, **gate_options)
             self.run_id = unfinished
             self.resumed = self._left(unfinished)
             return unfinished
-        self.run_id = self.store.llm.start_llm_run(
+        self.run_id = self.store.start_llm_run(
             **identity,
             **gate_options,
             settings={
@@ -769,13 +768,13 @@ class LabelJob:
         o = self.options
         if o.uncertain_sample:  # the run names the sample it makes
             return None
-        run = self.store.llm.finished_llm_run(
+        run = self.store.finished_llm_run(
             "validated" if o.validate_only else "done",
             min_kappa=o.min_kappa,
             forced=int(o.force),
             **self.identity(),
         )
-        if run is None or self.store.llm.heldout_targets(self.split.name, self.target_types, run):
+        if run is None or self.store.heldout_targets(self.split.name, self.target_types, run):
             return None
         if not o.validate_only:
             rest = self.rest_ids()
@@ -785,7 +784,7 @@ class LabelJob:
 
     def _left(self, run_id: int) -> Resumed:
         total = len(self.heldout_ids) + (0 if self.options.validate_only else len(self.rest_ids()))
-        done = self.store.llm_batches.llm_item_counts(run_id)[0]
+        done = self.store.llm_item_counts(run_id)[0]
         return Resumed(run_id, total - done, total)
 
     def phase_ids(self, phase: str) -> Sequence[str]:
@@ -795,7 +794,7 @@ class LabelJob:
         if phase == "validate":
             if left_of is None:
                 return self.heldout_ids
-            return self.store.llm.heldout_targets(self.split.name, self.target_types, left_of)
+            return self.store.heldout_targets(self.split.name, self.target_types, left_of)
         rest = self.rest_ids()
         if left_of is None:
             return rest
@@ -806,7 +805,7 @@ class LabelJob:
         assert self.run_id is not None
         return [
             ItemResult(action_id, answers, error, confidence, ())
-            for action_id, answers, error, confidence in self.store.llm.llm_item_answers(
+            for action_id, answers, error, confidence in self.store.llm_item_answers(
                 self.run_id, phase
             )
         ]
@@ -824,7 +823,7 @@ class LabelJob:
         assert self.config is not None and self.run_id is not None
         run_id = self.run_id
         client = LazyClient(self.config)  # built on the first request the cache cannot answer
-        prefetch = PrefetchedCache(self.store, self.store.llm.llm_cache(run_id))
+        prefetch = PrefetchedCache(self.store, self.store.llm_cache(run_id))
         runner = self._runner(client, prefetch)
         price = self.options.price
         progress = Progress(phase, len(ids))
@@ -832,16 +831,16 @@ class LabelJob:
         pending: list[ItemResult] = []
         last_flush = time.monotonic()
         provenance = {**self.provenance(), "phase": phase}
-        before = self.store.llm.llm_run(run_id)  # the run's figures before this phase
+        before = self.store.llm_run(run_id)  # the run's figures before this phase
         # a resumed run's
-        stored, stored_valid = self.store.llm_batches.llm_item_counts(run_id, phase)
+        stored, stored_valid = self.store.llm_item_counts(run_id, phase)
 
         def flush() -> None:
             # items and the run's spend move together: a killed run still shows what it paid
             nonlocal last_flush
             if pending:  # patient: a failed wait would stop the replies in flight
-                with self.store.db.transaction(patient=True):
-                    self.store.llm.save_llm_items(
+                with self.store.transaction(patient=True):
+                    self.store.save_llm_items(
                         run_id, phase, self.codebook, self.coder, pending, provenance=provenance
                     )
                     self._record_stats(before, runner.caller.stats)
@@ -924,7 +923,7 @@ class LabelJob:
         price = self.options.price
         tokens_in = run["tokens_in"] + stats.tokens_in
         tokens_out = run["tokens_out"] + stats.tokens_out
-        self.store.llm.update_llm_run(
+        self.store.update_llm_run(
             self.run_id,
             sent=run["sent"] + stats.sent,
             cached=run["cached"] + stats.cached,
@@ -938,9 +937,11 @@ class LabelJob:
     def finish(self, status: str, *, only_if_running: bool = False, **fields: Any) -> None:
         if self.run_id is None:
             return
-        if only_if_running and self.store.llm.llm_run(self.run_id)["status"] != "running":
+        if only_if_running and self.store.llm_run(self.run_id)["status"] != "running":
             return
-        self.store.llm.update_llm_run(self.run_id, status=status, finished_at=now(), **fields)
+        self.store.update_llm_run(
+            self.run_id, status=status, finished_at=self.store.timestamp(), **fields
+        )
 
     def make_uncertain_sample(self, results: Sequence[ItemResult]) -> tuple[str, ...]:
         """Items whose vote share is below ``--below`` become a new sample for humans."""
@@ -954,10 +955,10 @@ class LabelJob:
             for r in results
             if r.failed is None and (r.confidence is None or r.confidence < self.options.below)
         )
-        existing = {s["name"] for s in self.store.samples.samples()}
-        if ids and (name not in existing or self.store.samples.sample_ids(name) != list(ids)):
+        existing = {s["name"] for s in self.store.samples()}
+        if ids and (name not in existing or self.store.sample_ids(name) != list(ids)):
             # a re-run with other answers remakes the sample an earlier run made
-            self.store.samples.create_sample(
+            self.store.create_sample(
                 name, ids, origin=f"{UNCERTAIN}:{self.run_id}", replace=True
             )
         return ids

@@ -21,6 +21,7 @@ from annotate.commands.common import (
     split_list,
 )
 from annotate.errors import StoreError, UsageError
+from annotate.llm_store import llm_store
 from annotate.render.llm import (
     phase_line,
     render_dry_run,
@@ -90,7 +91,7 @@ def split_command(
     loaded = find_codebook(codebook)
     with open_store(db) as store:
         result = make_split(
-            store,
+            llm_store(store),
             loaded,
             shots=shots,
             seed=seed,
@@ -130,7 +131,7 @@ def gate(job: LabelJob, results: Sequence[ItemResult]) -> bool:
     render_validation(report, o.min_kappa)
     passed = report.passes(o.min_kappa)
     verdict = "pass" if passed else ("forced" if o.force else "fail")
-    job.store.llm.update_llm_run(run_id, gate=verdict, kappa=report.kappa, report=report.to_dict())
+    job.store.update_llm_run(run_id, gate=verdict, kappa=report.kappa, report=report.to_dict())
     if o.validate_only:
         job.finish("validated")
         console.print("--validate-only: the rest is not labelled.", markup=False)
@@ -202,7 +203,7 @@ def llm_label_command(
     groups = o.by_columns(by)
     if codebook is None:
         with open_store(db) as store:
-            codebook = gold_codebook(store)
+            codebook = gold_codebook(llm_store(store))
         console.print(f"codebook: {codebook} (the one codebook with gold)", markup=False)
     if model is None:
         model, origin = default_model(
@@ -235,7 +236,8 @@ def llm_label_command(
         batch_discount=batch_discount,
         by=groups,
     )
-    with open_store(db) as store:
+    with open_store(db) as opened:
+        store = llm_store(opened)
         if split is None and not split_exists(store, options.split):
             made = make_split(
                 store, loaded, shots=shots or DEFAULT_SHOTS, seed=DEFAULT_SEED,
@@ -351,7 +353,7 @@ def _same_as_before(job: LabelJob) -> bool:
     same = job.same_finished_run()
     if same is None:
         return False
-    stored = job.store.llm.llm_run(same)
+    stored = job.store.llm_run(same)
     job.run_id = same
     report = validation_report(job.store, job, job.phase_results("validate"))
     if report.kappa != stored["kappa"]:  # gold or the human coders changed since

@@ -10,6 +10,7 @@ import typer
 
 from annotate.commands.common import DEFAULT_DB_PATH, DbOption, console, open_store
 from annotate.errors import UsageError
+from annotate.llm_store import llm_store
 from annotate.render.rows import cell
 from llm_coder.batch import BatchLimits
 from llm_coder.batch_cycle import UNLIMITED, BatchCycle, Collected
@@ -195,9 +196,9 @@ class BatchCommand:
     def _done(self) -> None:
         run = self.cycle.run
         store = self.job.store
-        items, valid = store.llm_batches.llm_item_counts(self.cycle.run_id)
+        items, valid = store.llm_item_counts(self.cycle.run_id)
         money = f", cost {format_cost(run['cost'] or 0.0)}" if run["cost"] else ""
-        batches = store.llm_batches.llm_batches(self.cycle.run_id)
+        batches = store.llm_batches(self.cycle.run_id)
         _print(
             f"Done: run {run['id']} (done), {self.job.coder} labelled {valid} items, "
             f"{items - valid} invalid, through {len(batches)} batches; "
@@ -232,7 +233,7 @@ def llm_import_command(
             raise UsageError(f"{path}: no such file")
     with open_store(db) as store:
         for path in files:
-            importer = Importer(store)
+            importer = Importer(llm_store(store))
             with open(path, encoding="utf-8") as f:
                 importer.add(f)
             result = importer.finish()

@@ -207,7 +207,7 @@ def render_dry_run(job: LabelJob, price: Price, batch_discount: float | None = N
 def render_summary(
     job: LabelJob, validated: PhaseResult, labelled: PhaseResult, price: Price
 ) -> None:
-    run = job.store.llm.llm_run(job.run_id or 0)
+    run = job.store.llm_run(job.run_id or 0)
     money = f", cost {format_cost(run['cost'] or 0.0)}" if price.known else ""
     changes = "; ".join(job.fallback.changes)
     console.print(

@@ -10,34 +10,19 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from annotate.errors import NotFoundError, StoreError, UsageError
 from annotate.store import unsaved
 from annotate.store.base import Database, dumps, now
 from annotate.store.labels import LabelWrite
-from annotate.store.llm_records import CallRecord, ItemResult, Reply
+from llm_coder.records import CallRecord, ItemResult, Reply, SplitInfo
 
 if TYPE_CHECKING:
     from annotate.codebook import Answer, Codebook
     from annotate.store.labels import Labels
 
 LLM_SOURCE = "llm"
-
-
-@dataclass(frozen=True)
-class SplitInfo:
-    name: str
-    codebook: str
-    codebook_hash: str
-    gold_coder: str
-    sample: str | None
-    seed: int
-    shots: tuple[str, ...]
-    heldout: tuple[str, ...]
-    created_at: str
-    strategy: str = "cover"
 
 
 def answer_json(answer: Answer) -> dict[str, Any]:

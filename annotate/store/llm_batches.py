@@ -15,7 +15,7 @@ from typing import Any
 
 from annotate.errors import NotFoundError
 from annotate.store.base import Database, dumps, now
-from annotate.store.llm_records import Reply
+from llm_coder.records import Reply
 
 OPEN_STATES = ("writing", "written", "uploaded", "creating", "validating", "in_progress",
                "finalizing", "cancelling", "exported")  # fmt: skip

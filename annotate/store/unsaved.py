@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from annotate.errors import StoreError
-from annotate.store.llm_records import CallRecord, ChatRequest, Reply
+from llm_coder.records import CallRecord, ChatRequest, Reply
 
 if TYPE_CHECKING:
     from annotate.store.llm import LLM
