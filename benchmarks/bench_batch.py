@@ -25,6 +25,7 @@ streaming costs; it should not grow with N.
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import resource
 import subprocess
@@ -84,7 +85,7 @@ def run_case(n: int, workdir: Path) -> dict:
     from llm_coder.batch_export import BatchFiles
     from llm_coder.batch_import import Importer
     from llm_coder.client import LLMConfig
-    from llm_coder.workflow import JobOptions, LabelJob
+    from llm_coder.job import JobOptions, LabelJob
 
     db = workdir / f"bench-{n}.db"
     requests = workdir / f"requests-{n}.jsonl"
@@ -95,7 +96,7 @@ def run_case(n: int, workdir: Path) -> dict:
         config = LLMConfig(MODEL, "http://offline", "")
         loaded = find_codebook("hcrc_moves")
         job = LabelJob(llm_store(store), loaded, JobOptions(MODEL, "hcrc_moves"), config)
-        ids = job.rest_ids()[:n]
+        ids = list(itertools.islice(job.rest_ids(), n))  # TargetIds pages from SQL: no slicing
         run_id = job.start()
         store.llm.update_llm_run(run_id, status="batch")
         out["base_mb"] = current_rss_mb()

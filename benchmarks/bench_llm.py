@@ -31,6 +31,7 @@ response format, retries and timeouts.
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import re
@@ -62,7 +63,7 @@ def build_project(db: Path, n: int) -> None:
     from annotate.llm_store import llm_store
     from annotate.models import Action
     from annotate.store import LabelWrite, Store
-    from llm_coder.workflow import make_split
+    from llm_coder.split import make_split
 
     rng = random.Random(1)
     loaded = find_codebook("hcrc_moves")
@@ -97,7 +98,7 @@ def run_case(db: Path, base_url: str, model: str, n: int, concurrency: int) -> d
     from annotate.llm_store import llm_store
     from annotate.store import Store
     from llm_coder.client import config_from_env
-    from llm_coder.workflow import JobOptions, LabelJob
+    from llm_coder.job import JobOptions, LabelJob
 
     loaded = find_codebook("hcrc_moves")
     config = config_from_env(model, base_url)
@@ -108,7 +109,7 @@ def run_case(db: Path, base_url: str, model: str, n: int, concurrency: int) -> d
     with Store(db) as store:
         options = JobOptions(model=model, split="hcrc_moves", concurrency=concurrency)
         job = LabelJob(llm_store(store), loaded, options, config)
-        ids = job.rest_ids()[:n]
+        ids = list(itertools.islice(job.rest_ids(), n))  # TargetIds pages from SQL: no slicing
         started = time.perf_counter()
         result = job.run_phase("label", ids)
         seconds = time.perf_counter() - started
@@ -159,7 +160,7 @@ def build_maptask_project(db: Path, gold_file: Path, target_file: Path, shots: i
     from annotate.io.importing import LabelsAs, import_files
     from annotate.llm_store import llm_store
     from annotate.store import Store
-    from llm_coder.workflow import make_split
+    from llm_coder.split import make_split
 
     loaded = find_codebook("hcrc_moves")
     qid = loaded.codebook.questions[0].id
@@ -237,7 +238,7 @@ def run_real_case(
     from annotate.llm_store import llm_store
     from annotate.store import Store
     from llm_coder.client import config_from_env
-    from llm_coder.workflow import JobOptions, LabelJob
+    from llm_coder.job import JobOptions, LabelJob
 
     loaded = find_codebook("hcrc_moves")
     config = config_from_env(REAL_MODEL, base_url)

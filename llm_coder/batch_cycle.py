@@ -31,7 +31,7 @@ from llm_coder.batch_import import Importer, ImportResult, item_from_replies, re
 from llm_coder.runner import ItemResult
 
 if TYPE_CHECKING:
-    from llm_coder.workflow import LabelJob
+    from llm_coder.job import LabelJob
 
 UNLIMITED = BatchLimits(max_requests=10**12, max_bytes=10**15)
 

@@ -18,11 +18,11 @@ from typing import IO, TYPE_CHECKING
 
 from llm_coder.batch import BatchLimits, LineWriter
 from llm_coder.calls import ChatRequest, MemoryCache
+from llm_coder.items import chunked
 from llm_coder.schema import FormatMode
-from llm_coder.workflow import chunked
 
 if TYPE_CHECKING:
-    from llm_coder.workflow import LabelJob
+    from llm_coder.job import LabelJob
 
 CHUNK = 1000
 

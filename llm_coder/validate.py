@@ -35,8 +35,8 @@ from annotate.reliability.settings import (
 from llm_coder.runner import ItemResult
 
 if TYPE_CHECKING:
+    from llm_coder.job import LabelJob
     from llm_coder.ports import LLMStore
-    from llm_coder.workflow import LabelJob
 
 INVALID = "(invalid)"
 MIN_CELL = 10

@@ -23,7 +23,7 @@ from annotate.llm_store import llm_store
 from annotate.store import Store
 from llm_coder.calls import request_body
 from llm_coder.client import LLMConfig
-from llm_coder.workflow import JobOptions, LabelJob
+from llm_coder.job import JobOptions, LabelJob
 from tests.chat_server import ServerState, chat_reply
 from tests.llm_fixtures import running_chat_server
 from tests.test_llm_cli import (

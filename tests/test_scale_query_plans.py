@@ -22,7 +22,7 @@ from annotate.coding.sampling import draw_from_store
 from annotate.coding.session import CodingSession, resolve_codebook
 from annotate.llm_store import llm_store
 from annotate.store import Store
-from llm_coder.workflow import JobOptions, LabelJob, Resumed
+from llm_coder.job import JobOptions, LabelJob, Resumed
 from tests.test_analysis_support import demo_with_gold
 
 BIG_TABLES = (

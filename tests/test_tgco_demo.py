@@ -21,8 +21,8 @@ from annotate.codebook import find_codebook
 from annotate.coding.session import CodingSession
 from annotate.llm_store import llm_store
 from annotate.store import Store
+from llm_coder.items import Sessions
 from llm_coder.prompt import render_item
-from llm_coder.workflow import Sessions
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 TRACE = DATA / "demo_traces" / "overcooked.jsonl"

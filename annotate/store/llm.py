@@ -16,11 +16,11 @@ from annotate.errors import NotFoundError, StoreError, UsageError
 from annotate.store import unsaved
 from annotate.store.base import Database, dumps, now
 from annotate.store.labels import LabelWrite
-from llm_coder.records import CallRecord, ItemResult, Reply, SplitInfo
 
 if TYPE_CHECKING:
     from annotate.codebook import Answer, Codebook
     from annotate.store.labels import Labels
+    from llm_coder.records import CallRecord, ItemResult, Reply, SplitInfo
 
 LLM_SOURCE = "llm"
 
@@ -132,6 +132,9 @@ class LLM:
             (name,),
         ):
             items[r["role"]].append(r["action_id"])
+        # the LLM coder's records: loaded when the LLM is used, not by every command
+        from llm_coder.records import SplitInfo
+
         return SplitInfo(
             name=row["name"],
             codebook=row["codebook"],
@@ -411,6 +414,9 @@ class LLM:
         ).fetchone()
         if row is None:
             return None
+        # the LLM coder's records: loaded when the LLM is used, not by every command
+        from llm_coder.records import Reply
+
         return Reply(
             text=row[0],
             tokens_in=row[1],
