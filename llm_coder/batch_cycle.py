@@ -1,4 +1,6 @@
-"""`llm-label --batch` and `--batch-export`: validate -> gate -> label the rest, one step per call.
+"""`llm-label --batch` and `--batch-export`: the batches through which the workflow's
+validate -> gate -> label runs, one step per call (:func:`llm_coder.workflow.label_batch`
+takes the steps; this module moves the batches).
 
 Everything the cycle knows is in the project file, so each invocation picks up where the
 last one stopped: the run (status ``batch``) of these settings, its batches and their
@@ -9,9 +11,9 @@ states. One invocation:
    a process killed between creating it and recording its id does not submit it twice), a
    submitted batch is polled, and a finished one (completed, expired, cancelled, failed) is
    collected: its output and error files are downloaded and imported;
-2. while any batch of the run is open, stops there (the caller prints its counts);
+2. while any batch of the run is open, stops there (the reporter shows its counts);
 3. otherwise takes the next phase: the held-out items first (their own batch), then, once
-   every one has a reply and the caller's gate has passed, the rest. Items without a reply
+   every one has a reply and the workflow's gate has passed, the rest. Items without a reply
    (never sent, a per-line error, an expired or cancelled batch) go into the next batch.
 """
 
