@@ -324,3 +324,24 @@ def test_a_decision_of_the_same_answer_keeps_the_revision(tmp_path: Path) -> Non
         assert same["revision"] == before["revision"]
         adj.decide(s, plan, case, Answer("Repair"), "zoe")
         assert _gold(s, ids[0])["revision"] != before["revision"]
+
+
+def test_the_sql_revision_is_the_stores_for_any_id() -> None:
+    """answer_revision (the majority's one statement) hashes as content_revision does, for
+    ids with quotes, escapes, control characters and non-ASCII letters."""
+    from annotate.store.revisions import content_revision, register_answer_revision
+
+    ids = ["s:1", 'a "quoted" id', "back\\slash", "tab\tnew\nline\x01", "é中🙂", ""]
+    conn = sqlite3.connect(":memory:")
+    register_answer_revision(
+        conn,
+        [(7, "act", "other", None, 'a "wave"\n', "h1"), (8, "r", None, '["b", "ü"]', None, "h2")],
+        "gold",
+    )
+    for action_id in ids:
+        got = conn.execute("SELECT answer_revision(?, 7), answer_revision(?, 8)", (action_id,) * 2)
+        assert got.fetchone() == (
+            content_revision(action_id, "act", "gold", "other", (), 'a "wave"\n', "h1"),
+            content_revision(action_id, "r", "gold", None, ["b", "ü"], None, "h2"),
+        )
+    conn.close()
