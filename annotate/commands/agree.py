@@ -23,16 +23,11 @@ from annotate.commands.common import (
 from annotate.errors import UsageError
 from annotate.reliability.settings import DEFAULT_CI, DEFAULT_N_BOOT
 from annotate.reliability.settings import DEFAULT_CI_METHOD as DEFAULT_METHOD
-from annotate.render.agree import (
-    measured_dict,
-    print_defaults,
-    print_runs,
-    render_disagreements,
-    render_measured,
-    render_results,
-    render_verification,
-    run_line,
-)
+from annotate.render.agree.disagreements import render_disagreements
+from annotate.render.agree.measured import measured_dict, render_measured
+from annotate.render.agree.results import print_defaults, render_results, run_line
+from annotate.render.agree.runs import print_runs
+from annotate.render.agree.verification import render_verification
 from annotate.render.rows import OutputFormat
 
 if TYPE_CHECKING:
