@@ -59,7 +59,7 @@ def in_process(db: Path, runs: int) -> tuple[float, float]:
 
     import annotate.render.agree.layout as layout
     import annotate.render.agree.table as command
-    from annotate.reliability.agreement_data import agree
+    from annotate.reliability.agreement_run import agree
     from annotate.store import Store
 
     command.console = layout.console = Console(file=io.StringIO(), width=80)

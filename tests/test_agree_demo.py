@@ -339,7 +339,7 @@ def test_migration_3_from_blank_and_from_version_2(tmp_path) -> None:
 
 def test_agree_core_does_not_load_textual_or_statsmodels() -> None:
     code = (
-        "import sys, annotate.reliability.agreement_data, annotate.reliability.adjudication,"
+        "import sys, annotate.reliability.agreement_run, annotate.reliability.adjudication,"
         " annotate.commands.agree\n"
         "print(sorted({m.split('.')[0] for m in sys.modules} & {'textual', 'statsmodels'}))"
     )

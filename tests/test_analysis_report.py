@@ -20,7 +20,7 @@ from annotate.store import Store
 from tests.test_analysis_support import DEMO_LABELS, demo_with_gold, import_demo
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
-# the shape `annotate agree` stores its results in (annotate/reliability/agreement_data.py)
+# the shape `annotate agree` stores its results in (annotate/reliability/agreement_run.py)
 AGREE_RESULTS = {
     "codebook": "traum",
     "results": [

@@ -584,7 +584,8 @@ def agreement_rows(
     defaults (the same selection, settings and function: the same digits), one row per
     question; over ``action_ids`` only, when given. ``run`` names the stored run with the
     same labels and settings, whose figures these are."""
-    from annotate.reliability.agreement_data import run_agreement, select
+    from annotate.reliability.agreement_run import run_agreement
+    from annotate.reliability.selection import select
 
     rows: list[dict[str, Any]] = []
     for name in store.labels.labelled_codebooks():

@@ -40,7 +40,7 @@ from annotate.store.label_cells import LabelScope
 
 if TYPE_CHECKING:
     from annotate.codebook import Question
-    from annotate.reliability.agreement_data import Selection
+    from annotate.reliability.selection import Selection
     from annotate.store import Store
 
 ANSWERS_KEPT = 50_000

@@ -21,7 +21,7 @@ from annotate.store.item_ids import ItemIds
 from annotate.store.label_cells import UNKNOWN_VALUE, UNKNOWN_VERSION, LabelScope, unpack
 
 if TYPE_CHECKING:
-    from annotate.reliability.agreement_data import Selection
+    from annotate.reliability.selection import Selection
     from annotate.store import Store
 
 

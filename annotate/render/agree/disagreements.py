@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from annotate.reliability.agreement_data import NOT_CODED, SKIPPED
+from annotate.reliability.disagreements import NOT_CODED, SKIPPED
 from annotate.render.agree.layout import md_table, rich_table
 from annotate.render.agree.words import items_text, short_id
 from annotate.render.console import console
@@ -13,7 +13,7 @@ from annotate.render.rows import OutputFormat, csv_text, to_json
 from annotate.render.terminal import for_display
 
 if TYPE_CHECKING:
-    from annotate.reliability.agreement_data import DisagreementList
+    from annotate.reliability.disagreements import DisagreementList
 
 ANSWER_WIDTH = 12  # the disagreement list wraps a longer answer (Other's text)
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from annotate.reliability.agreement_data import categories_line
+from annotate.reliability.matrices import categories_line
 from annotate.render.agree.figures import (
     category_rows,
     code_rows,
