@@ -12,7 +12,8 @@ from textual.binding import Binding, BindingType
 from textual.screen import Screen
 
 from annotate.codebook import Question
-from annotate.coding.session import COMMANDS, CodingSession, Feedback
+from annotate.coding.keys import COMMANDS
+from annotate.coding.session import CodingSession, Feedback
 from annotate.errors import AnnotateError
 from annotate.tui.screens.help import DefinitionScreen, HelpScreen, keys_table
 from annotate.tui.screens.prompt import TextPrompt
