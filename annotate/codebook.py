@@ -50,6 +50,8 @@ from annotate.errors import CodebookError
 OTHER = "other"
 YES = "yes"
 NO = "no"
+TYPED_KINDS = ("text", "number")
+"""Question kinds answered by typing (a text, a number), not by choosing an option."""
 
 
 def _builtin_dir() -> Path:
@@ -123,7 +125,7 @@ class Question(_Strict):
     def _options_for_kind(cls, value: object, info: ValidationInfo) -> object:
         """Options are required except by a free-text question, which has none."""
         kind = info.data.get("kind")
-        if kind in ("text", "number"):
+        if kind in TYPED_KINDS:
             if value:
                 raise ValueError(f"a {kind} question has no options (remove them or change kind)")
             return []

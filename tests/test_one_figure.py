@@ -210,6 +210,13 @@ def test_a_forced_llm_is_used_only_when_named_and_then_marked(cli, db_path, tmp_
     }  # fmt: skip
     assert resting <= marked, charts
     assert not any(mark in c for c in charts if c.startswith("Alignment")), charts
+    # Figure 4's right panel rests on the mental-model answers only: not the LLM's acts
+    right = [t for t in titles if t.startswith("Figure 4, right")]
+    assert len(right) == 1 and mark not in right[0], titles
+    progress = "Grounded team goal, partner intent and self-reasoning over task progress"
+    assert progress in charts and progress not in marked, charts
+    left = [t for t in titles if t.startswith("Figure 4, left")]
+    assert len(left) == 1 and mark in left[0], titles
 
 
 # -- the methods text a reviewer signs ----------------------------------------------------------

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
+from annotate.analysis.grouping import groups_of
 from annotate.analysis.probe_alignment import by_decile, number_points, text_points
 from annotate.cli import app as cli_app
 from annotate.embeddings import local_sbert
@@ -152,6 +153,25 @@ def test_alignment_takes_each_agents_latest_answer_at_or_before_the_turn(tmp_pat
     assert set(points.columns) >= {"condition", "meta.group_size", "meta.model"}
     table = by_decile(conf, "condition")
     assert table["n"].tolist() == [1, 1, 1, 1]
+
+
+def test_probe_groups_are_report_by_groups(tmp_path):
+    """The groups come from grouping.groups_of, as `report --by meta.X` reads them: numbers as
+    text, a session without the field as '-' (not a group of its own kind)."""
+    db = tmp_path / "p.db"
+    lines = [_line(t, "AB"[t % 2]) for t in (1, 2, 3, 4)]
+    other = [_line(t, "AB"[t % 2], session="s2", config={"group_size": 2}) for t in (1, 2)]
+    r = _cli("import-probes", _write(tmp_path, lines + other), "--mapping", MAPPING, "--db", db)
+    assert r.exit_code == 0, r.output
+    with Store(db) as store:
+        book = store.codebooks.stored_codebook("collabsim_probes")
+        points = number_points(store, book, book.question("conf")).points
+        by = ["condition", "meta.group_size", "meta.model"]
+        expected = groups_of(store, points["action_id"].tolist(), by)
+    assert "meta.turn" not in points.columns and "meta.action_type" not in points.columns
+    assert points[by].values.tolist() == expected[by].values.tolist()
+    sizes = {r.session: (r[2], r[3]) for r in points[["session", *by[1:]]].itertuples()}
+    assert sizes == {"s": ("3", "m"), "s2": ("2", "-")}
 
 
 def test_report_gives_alignment_by_progress_and_by_group_with_n(tmp_path):

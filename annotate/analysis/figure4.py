@@ -32,6 +32,7 @@ ALMANAC_GROUNDED: dict[str, tuple[str, ...]] = {
     "Q4": ("yes",),
 }
 DECILES = 10
+RIGHT = "figure4_right"  # the key of the right panel's table and chart
 
 
 @dataclass(frozen=True)
@@ -232,7 +233,7 @@ def _right_items(section: Section, wide: pd.DataFrame, grounded: Grounded, bins:
     part = "decile" if bins == DECILES else f"1/{bins}"
     section.items.append(
         Table(
-            "figure4_right",
+            RIGHT,
             f"Figure 4, right: grounded answers over task progress ({what}), by condition",
             ["question", "codes", "condition", "progress", "n", "grounded", "share"],
             rows,
@@ -258,7 +259,7 @@ def _right_items(section: Section, wide: pd.DataFrame, grounded: Grounded, bins:
     data.columns.name = "question, condition"
     section.items.append(
         Chart(
-            "figure4_right",
+            RIGHT,
             "Grounded team goal, partner intent and self-reasoning over task progress",
             "lines",
             data,
@@ -271,6 +272,12 @@ def _right_items(section: Section, wide: pd.DataFrame, grounded: Grounded, bins:
             ),
         )
     )
+
+
+def on_acts(section: Section) -> list[Table | Chart]:
+    """The items of a Figure 4 section that rest on the grounding acts too: all but the right
+    panel, which rests on the mental-model answers alone."""
+    return [item for item in section.items if item.key != RIGHT]
 
 
 def figure4_section(

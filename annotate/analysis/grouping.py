@@ -49,6 +49,12 @@ def parse_by(value: str | Sequence[str]) -> list[str]:
     return list(dict.fromkeys(out))
 
 
+def meta_groupings(keys: Sequence[str]) -> list[str]:
+    """``meta.KEY`` for each top-level ``meta`` key that is a path of its own (no dot, quote or
+    backslash in it), as :func:`parse_by` accepts it."""
+    return [META + k for k in keys if _PART.fullmatch(k)]
+
+
 def groups_of(store: Store, action_ids: Collection[str], by: Sequence[str]) -> pd.DataFrame:
     """``action_id`` and a column per grouping of ``by`` (as :func:`parse_by` returns them):
     each value as text, ``-`` where the action has none."""

@@ -8,12 +8,12 @@ the n of points (and of sessions) behind it. For a number probe (a confidence) t
 are the answers themselves, at their turn's progress.
 
 Groups: the action's condition and every ``meta.*`` field the probe log carried (group size,
-model...), each a table of its own.
+model...), each a table of its own, read by :func:`annotate.analysis.grouping.groups_of` as
+``report --by`` reads them: a point takes the values of the action it ends on.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import combinations
@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
+from annotate.analysis.grouping import groups_of, meta_groupings
 from annotate.codebook import Codebook, Question
 
 if TYPE_CHECKING:
@@ -45,20 +46,24 @@ class ProbePoints:
 
     question: Question
     measure: str  # "SBERT cosine" or the mean answer of a number probe
-    points: pd.DataFrame  # session, turn, progress, decile, value, n_agents, condition, meta.*
+    # session, turn, progress, decile, value, n_agents, action_id (of the point's last
+    # answer), condition, meta.*
+    points: pd.DataFrame
     model: str | None = None
 
 
-def _groups(condition: Any, meta_json: str | None) -> dict[str, Any]:
-    out: dict[str, Any] = {"condition": condition}
-    try:
-        meta = json.loads(meta_json or "{}")
-    except ValueError:
-        meta = {}
-    for key, value in meta.items():
-        if key not in ("turn", "action_type") and isinstance(value, (str, int, float, bool)):
-            out[f"meta.{key}"] = value
-    return out
+NOT_GROUPS = ("turn", "action_type")  # where a point stands and what was done, not groups
+
+
+def _with_groups(store: Store, book: Codebook, points: list[dict[str, Any]]) -> pd.DataFrame:
+    """The points with their groups: condition and every plain ``meta`` key of the log."""
+    frame = pd.DataFrame(points)
+    if frame.empty:
+        return frame
+    keys = store.self_reports.self_answer_meta_keys(book.name)
+    by = ["condition", *meta_groupings([k for k in keys if k not in NOT_GROUPS])]
+    groups = groups_of(store, frame["action_id"].unique().tolist(), by)
+    return frame.merge(groups, on="action_id", how="left")
 
 
 def text_points(store: Store, book: Codebook, q: Question, embedder: Embedder) -> ProbePoints:
@@ -73,7 +78,7 @@ def text_points(store: Store, book: Codebook, q: Question, embedder: Embedder) -
     points: list[dict[str, Any]] = []
     latest: dict[str, int] = {}  # agent -> row of its latest answer, within one session
     session = None
-    for i, (s, turn, _seq, coder, _value, condition, meta) in enumerate(rows):
+    for i, (s, turn, _seq, coder, _value, action_id) in enumerate(rows):
         if s != session:
             session, latest = s, {}
         latest[coder] = i
@@ -82,18 +87,18 @@ def text_points(store: Store, book: Codebook, q: Question, embedder: Embedder) -
             continue
         chosen = list(latest.values())
         sims = [float(vectors[a] @ vectors[b]) for a, b in combinations(chosen, 2)]
-        points.append(_point(s, turn, last, float(np.mean(sims)), len(chosen), condition, meta))
-    return ProbePoints(q, "SBERT cosine", pd.DataFrame(points), embedder.name)
+        points.append(_point(s, turn, last, float(np.mean(sims)), len(chosen), action_id))
+    return ProbePoints(q, "SBERT cosine", _with_groups(store, book, points), embedder.name)
 
 
 def number_points(store: Store, book: Codebook, q: Question) -> ProbePoints:
     rows = list(store.self_reports.self_answers(book.name, q.id))
     last = _last_turns(rows)
     points = [
-        _point(s, turn, last, float(value), 1, condition, meta)
-        for s, turn, _seq, _coder, value, condition, meta in rows
+        _point(s, turn, last, float(value), 1, action_id)
+        for s, turn, _seq, _coder, value, action_id in rows
     ]
-    return ProbePoints(q, "mean answer", pd.DataFrame(points))
+    return ProbePoints(q, "mean answer", _with_groups(store, book, points))
 
 
 def _point(
@@ -102,8 +107,7 @@ def _point(
     last: dict[str, float],
     value: float,
     n_agents: int,
-    condition: Any,
-    meta: str | None,
+    action_id: str,
 ) -> dict[str, Any]:
     progress = turn / last[session] if last[session] else 1.0
     return {
@@ -113,7 +117,7 @@ def _point(
         "decile": decile(progress),
         "value": value,
         "n_agents": n_agents,
-        **_groups(condition, meta),
+        "action_id": action_id,
     }
 
 

@@ -51,7 +51,13 @@ import pandas as pd
 
 from annotate.analysis.alignment import alignment_sections
 from annotate.analysis.coders import LabelSource, label_source
-from annotate.analysis.figure4 import DECILES, Grounded, figure4_section, grounded_codes
+from annotate.analysis.figure4 import (
+    DECILES,
+    Grounded,
+    figure4_section,
+    grounded_codes,
+    on_acts,
+)
 from annotate.analysis.grouping import groups_of, parse_by
 from annotate.analysis.report_model import Chart, Report, ReportFiles, Section, Table
 from annotate.analysis.stats import MEASURES, NO_VALUE, role_key, stats
@@ -497,7 +503,10 @@ def mental_model_sections(
         )
         if act_q is not None and "Q2" in wide.columns:
             _act_items(figure, codebook, act_q, source, wide, mm_book)
-        flag_failed_coders(figure, source, mm)  # the acts and the answers
+        flag_failed_coders(figure, mm)  # every panel rests on the answers
+        with_acts = on_acts(figure)  # the right panel does not rest on the acts' coder
+        if with_acts:
+            flag_failed_coders(figure, source, items=with_acts)
         sections.append(figure)
         answers = mm.labels.merge(actions, on="action_id", how="inner")
         table8 = table8_section(mm_book, answers, describe=mm.describe(), split=split)

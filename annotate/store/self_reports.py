@@ -166,13 +166,27 @@ class SelfReports:
 
     def self_answers(self, codebook: str, question: str) -> Iterator[tuple[Any, ...]]:
         """The participants' own answers to one question with where they stand: (session,
-        turn, seq, coder, value, condition, action meta JSON), by session and turn. The turn
-        is the action's ``meta.turn`` (a probe log's), else its place in the session."""
+        turn, seq, coder, value, action id), by session and turn. The turn is the action's
+        ``meta.turn`` (a probe log's), else its place in the session."""
         yield from self.db.conn.execute(
             "SELECT a.session, COALESCE(json_extract(a.meta, '$.turn'), a.seq) AS turn, a.seq, "
-            "l.coder, l.value, a.condition, a.meta "
+            "l.coder, l.value, a.id "
             "FROM labels l JOIN actions a ON a.id = l.action_id "
             "WHERE l.codebook = ? AND l.question = ? AND l.coder LIKE 'self:%' "
             "AND l.value IS NOT NULL ORDER BY a.session, turn, a.seq",
             (codebook, question),
         )
+
+    def self_answer_meta_keys(self, codebook: str) -> list[str]:
+        """The top-level ``meta`` keys holding a plain value (text, number, true/false) on the
+        actions that carry participants' own answers of ``codebook``, sorted."""
+        return [
+            r[0]
+            for r in self.db.conn.execute(
+                "SELECT DISTINCT m.key FROM actions a, json_each(a.meta) m "
+                "WHERE a.id IN (SELECT action_id FROM labels WHERE codebook = ? "
+                "AND coder LIKE 'self:%') "
+                "AND m.type IN ('text', 'integer', 'real', 'true', 'false') ORDER BY m.key",
+                (codebook,),
+            )
+        ]

@@ -21,13 +21,13 @@ from pathlib import Path
 
 from textual.app import App
 
-from annotate.coding.keys import COMMANDS
 from annotate.coding.session import CodingSession
 from annotate.coding.session_inputs import resolve_codebook
 from annotate.errors import UsageError
 from annotate.media import MediaLocator
 from annotate.render.output import tell_waiting
 from annotate.store import Store
+from annotate.tui.screen_keys import moved_keymap
 from annotate.tui.screens.coding import BINDING_PREFIX, CodingScreen
 from annotate.tui.screens.screenshots import session_media
 
@@ -46,12 +46,7 @@ class CodingApp(App[None]):
         self.sub_title = f"{session.codebook.name} · {session.coder} · {session.sample}"
 
     def on_mount(self) -> None:
-        defaults = {c.id: c.key for c in COMMANDS}
-        moved = {
-            BINDING_PREFIX + cid: key
-            for cid, key in self.session.keys.items()
-            if key != defaults[cid]
-        }
+        moved = moved_keymap(BINDING_PREFIX, self.session.keys)
         if moved:
             self.set_keymap(moved)
         self.push_screen(self.screen_class(self.session))

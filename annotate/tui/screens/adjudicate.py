@@ -32,9 +32,18 @@ from annotate.reliability.adjudication import AdjudicationSession, Feedback, Gol
 from annotate.render.terminal import for_display, shown_line
 from annotate.store import Store
 from annotate.store.coding import CodingQueries
+from annotate.tui.screen_keys import (
+    CONTEXT_BINDINGS,
+    OPTION_BINDINGS,
+    closing_entries,
+    command_bindings,
+    moved_keymap,
+    moving_entry,
+)
 from annotate.tui.screens.coding import _clock
 from annotate.tui.screens.help import DefinitionScreen, HelpScreen, key_table
 from annotate.tui.screens.prompt import TextPrompt
+from annotate.tui.screens.rationale import TextAnswerPrompt
 from annotate.tui.widgets.context import ContextView
 from annotate.tui.widgets.keybar import KeyBar, key_label
 
@@ -64,18 +73,9 @@ class AdjudicationScreen(Screen[None]):
     Esc, ←/→, PgUp/PgDn, ? (definitions), F1 (all keys), q (quit)."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
-        *(
-            Binding(c.key, c.id, c.label, id=BINDING_PREFIX + c.id)
-            for c in COMMANDS
-            if c.id in SCREEN_COMMANDS
-        ),
-        Binding("up", "highlight(-1)", "highlight"),
-        Binding("down", "highlight(1)", "highlight"),
-        Binding("enter", "enter", "choose"),
-        Binding("space", "space", "toggle"),
-        Binding("escape", "cancel", "cancel"),
-        Binding("pageup", "scroll(-1)", "scroll context"),
-        Binding("pagedown", "scroll(1)", "scroll context"),
+        *command_bindings(BINDING_PREFIX, SCREEN_COMMANDS),
+        *OPTION_BINDINGS,
+        *CONTEXT_BINDINGS,
     ]
 
     def __init__(self, session: AdjudicationSession) -> None:
@@ -100,16 +100,13 @@ class AdjudicationScreen(Screen[None]):
         yield KeyBar(self._key_entries(), id="keys")
 
     def _key_entries(self) -> list[tuple[str, str, str]]:
-        k = {cid: key_label(key) for cid, key in self.keys.items()}
         return [
-            (f"{k['prev']}/{k['next']}", "back/next", "screen.prev"),
+            moving_entry(self.keys),
             ("↑↓ Enter", "choose", "screen.enter"),
             ("Space", "toggle", "screen.space"),
             ("Esc", "cancel", "screen.cancel"),
-            ("PgUp/PgDn", "scroll", "screen.scroll(-1)"),
-            (k["define"], "define", "screen.define"),
-            (k["help"], "keys", "screen.help"),
-            (k["quit"], "quit", "screen.quit"),
+            ("PgUp/PgDn", "scroll", "screen.context_up"),
+            *closing_entries(self.keys),
         ]
 
     def on_mount(self) -> None:
@@ -285,11 +282,24 @@ class AdjudicationScreen(Screen[None]):
             if feedback.kind == "need_text":
                 self.app.push_screen(OtherPrompt(feedback.message), self._other_text)
                 return
+            if feedback.kind == "need_answer":  # a text or number case: the gold typed
+                q = self.session.case.question
+                field = TextAnswerPrompt(
+                    q, f"Gold for {feedback.message}", value=self.session.typed_so_far()
+                )
+                self.app.push_screen(field, self._typed)
+                return
             if feedback.kind == "done":
                 self.app.exit(self.session.decisions)
                 return
             self.flash(feedback.message, warning=feedback.kind == "warning")
         self.show_case()
+
+    def _typed(self, text: str | None) -> None:
+        if text is None:  # Esc: nothing stored
+            self.show_case()
+            return
+        self.handle(self.session.answer_typed(text))
 
     def _other_text(self, text: str | None) -> None:
         if text is None:
@@ -329,7 +339,8 @@ class AdjudicationScreen(Screen[None]):
     def action_define(self) -> None:
         q = self.session.case.question
         codebook = self.session.plan.codebook
-        self.app.push_screen(DefinitionScreen(question_choices(q), q, codebook, self.highlight))
+        choices = self.session.choices() if self.session.typed else question_choices(q)
+        self.app.push_screen(DefinitionScreen(choices, q, codebook, self.highlight))
 
     def action_help(self) -> None:
         self.app.push_screen(HelpScreen(self._keys_table()))
@@ -339,8 +350,9 @@ class AdjudicationScreen(Screen[None]):
 
     def _keys_table(self) -> RenderableType:
         q = self.session.case.question
+        choices = self.session.choices() if self.session.typed else question_choices(q)
         return key_table(
-            ((c.key, f"{q.id}: {c.label} (stored as gold)") for c in question_choices(q)),
+            ((c.key, f"{q.id}: {c.label} (stored as gold)") for c in choices),
             [
                 ("↑ ↓", "highlight an option"),
                 ("Enter", "choose the highlighted option; store the reasons put together"),
@@ -355,21 +367,23 @@ class AdjudicationScreen(Screen[None]):
             ),
         )
 
-    def action_scroll(self, direction: int) -> None:
-        """PgUp: up the box, then earlier turns; PgDn: the turns after the item, then down."""
+    def action_context_up(self) -> None:
+        """PgUp: up the box, then earlier turns."""
         context = self.query_one(ContextView)
-        if direction < 0:
-            if context.scroll_y > 0:
-                context.scroll_page_up(animate=False)
-                return
-            self._more += CONTEXT_BEFORE
-            self._show_context()
-            self.call_after_refresh(context.scroll_home, animate=False, immediate=True)
-        elif not self._after:
+        if context.scroll_y > 0:
+            context.scroll_page_up(animate=False)
+            return
+        self._more += CONTEXT_BEFORE
+        self._show_context()
+        self.call_after_refresh(context.scroll_home, animate=False, immediate=True)
+
+    def action_context_down(self) -> None:
+        """PgDn: the turns after the item, then down the box."""
+        if not self._after:
             self._after = True
             self._show_context()
         else:
-            context.scroll_page_down(animate=False)
+            self.query_one(ContextView).scroll_page_down(animate=False)
 
     def action_cancel(self) -> None:
         self.session.cancel()
@@ -392,10 +406,7 @@ class AdjudicationApp(App[int]):
 
     def on_mount(self) -> None:
         keys = command_keys(self.session.plan.codebook)
-        defaults = {c.id: c.key for c in COMMANDS}
-        moved = {
-            BINDING_PREFIX + cid: keys[cid] for cid in SCREEN_COMMANDS if keys[cid] != defaults[cid]
-        }
+        moved = moved_keymap(BINDING_PREFIX, keys, SCREEN_COMMANDS)
         if moved:  # a codebook that uses q or ? as an option key: as in `annotate code`
             self.set_keymap(moved)
         self.push_screen(AdjudicationScreen(self.session))

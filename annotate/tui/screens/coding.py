@@ -11,21 +11,27 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.screen import Screen
 
+from annotate.codebook import TYPED_KINDS as TYPED
 from annotate.codebook import Question
-from annotate.coding.keys import COMMANDS
 from annotate.coding.session import CodingSession, Feedback
 from annotate.errors import AnnotateError
+from annotate.tui.screen_keys import (
+    CONTEXT_BINDINGS,
+    OPTION_BINDINGS,
+    closing_entries,
+    command_bindings,
+    command_entry,
+    moving_entry,
+)
 from annotate.tui.screens.help import DefinitionScreen, HelpScreen, keys_table
 from annotate.tui.screens.prompt import TextPrompt
 from annotate.tui.screens.rationale import TextAnswerPrompt, text_choice
 from annotate.tui.screens.screenshots import ScreenshotsMixin
 from annotate.tui.widgets.context import ContextView
-from annotate.tui.widgets.keybar import KeyBar, key_label
+from annotate.tui.widgets.keybar import KeyBar
 from annotate.tui.widgets.question import QuestionPanel
 from annotate.tui.widgets.status import StatusBar
 
-TYPED = ("text", "number")
-"""Question kinds answered in a field, not by choosing an option."""
 BINDING_PREFIX = "annotate."
 
 
@@ -33,17 +39,12 @@ class CodingScreen(ScreenshotsMixin, Screen[None]):
     """Status, context, question, keys. Option keys go to the session before any binding."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
-        *(Binding(c.key, c.id, c.label, id=BINDING_PREFIX + c.id) for c in COMMANDS),
+        *command_bindings(BINDING_PREFIX),
         # All shown: the key bar (our footer, see _key_entries) lists every one of them.
-        Binding("up", "highlight(-1)", "highlight"),
-        Binding("down", "highlight(1)", "highlight"),
-        Binding("enter", "enter", "choose"),
-        Binding("space", "space", "toggle"),
-        Binding("escape", "cancel", "cancel"),
+        *OPTION_BINDINGS,
         Binding("tab", "question(1)", "next question"),
         Binding("shift+tab", "question(-1)", "previous question"),
-        Binding("pageup", "context_up", "earlier"),
-        Binding("pagedown", "context_down", "later"),
+        *CONTEXT_BINDINGS,
     ]
 
     def __init__(self, session: CodingSession) -> None:
@@ -62,24 +63,19 @@ class CodingScreen(ScreenshotsMixin, Screen[None]):
 
     def _key_entries(self) -> list[tuple[str, str, str]]:
         """Every key the screen binds for this codebook: (key shown, label, click action)."""
-        k = {cid: key_label(key) for cid, key in self.session.keys.items()}
+        keys = self.session.keys
         return [
-            (f"{k['prev']}/{k['next']}", "back/next", "screen.prev"),
-            (k["undo"], "undo", "screen.undo"),
-            (k["skip"], "skip", "screen.skip"),
-            (k["flag"], "flag", "screen.flag"),
-            (k["note"], "note", "screen.note"),
-            (k["goto"], "go to #", "screen.goto"),
-            (k["uncoded"], "next uncoded", "screen.uncoded"),
+            moving_entry(keys),
+            *(command_entry(keys, cid) for cid in ("undo", "skip", "flag", "note")),
+            command_entry(keys, "goto", "go to #"),
+            command_entry(keys, "uncoded"),
             *(
                 (q.bar_keys, q.bar_label, "screen." + q.action)
                 for q in self.session.question_keys
                 if q.bar_keys
             ),
             *self.screenshot_key_entries(),
-            (k["define"], "define", "screen.define"),
-            (k["help"], "keys", "screen.help"),
-            (k["quit"], "quit", "screen.quit"),
+            *closing_entries(keys),
         ]
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
