@@ -425,7 +425,7 @@ def test_report_lists_stored_agreement_runs(cli, gold_db, tmp_path) -> None:
 
 
 def test_headline_figures() -> None:
-    from annotate.analysis.report import headline_figures
+    from annotate.analysis.agreement_section import headline_figures
 
     assert headline_figures(AGREE_RESULTS) == "act: kappa 0.580, alpha 0.581, AC1 0.629"
     mixed = {"results": [{"question": "Q4", "value": {"fleiss": {"kappa": 0.5}},

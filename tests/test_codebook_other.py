@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from annotate.analysis.report import agreement_rows
+from annotate.analysis.agreement_section import agreement_rows
 from annotate.codebook import OTHER, Answer, find_codebook, parse_codebook
 from annotate.errors import CodebookError
 from annotate.reliability.majority_pass import adjudicate_majority

@@ -16,7 +16,7 @@ from contextlib import contextmanager
 
 import pytest
 
-from annotate.analysis.report import Scope
+from annotate.analysis.report_scope import Scope
 from annotate.codebook import find_codebook
 from annotate.coding.sampling import draw_from_store
 from annotate.coding.session import CodingSession
