@@ -512,17 +512,15 @@ def test_gold_on_an_id_no_action_has_is_left_alone(
     """Gold can name an id the actions do not hold (no foreign key: SQL written by hand).
     No sample holds it, so the majority vote leaves it alone, also when the sample of every
     action is not applied."""
-    import json
 
     path = tmp_path / "mixed.db"
     _mixed_project(path, tmp_path, sample=sample)
     with Store(path) as s:
-        s.db.conn.execute(
-            "INSERT INTO labels (action_id, codebook, codebook_hash, question, coder, value, "
-            "source, meta, created_at, updated_at) SELECT 'not-an-action', 'mixed', "
-            "version_hash, 'act', 'gold', 'a', ?, ?, 't', 't' FROM codebooks WHERE name = 'mixed'",
-            (GOLD_SOURCE, json.dumps({"method": "majority"})),
-        )
+        s.labels.save_answers(
+            s.codebooks.stored_codebook("mixed"),
+            [LabelWrite("not-an-action", "act", "gold", Answer("a"), GOLD_SOURCE,
+                        {"method": "majority"})],
+        )  # fmt: skip
     _both(path, tmp_path, "zoe", fixed_clock)
     [one_pass] = tmp_path.glob("*-one-pass.db")
     with closing(sqlite3.connect(one_pass)) as conn:

@@ -287,13 +287,8 @@ def test_alignment_takes_all_answers_of_an_action_from_one_coder(cli, gold_db, t
     assert r.exit_code == 0, r.output
     session = sorted(positions["session"].unique())[0]
     open_q4 = set(positions.loc[positions["session"] == session, "action_id"])
-    with Store(gold_db) as s, s.db.transaction() as conn:
-        marks = ",".join("?" * len(open_q4))
-        conn.execute(
-            "DELETE FROM labels WHERE codebook = 'mental_model' AND coder = 'gold' "
-            f"AND question = 'Q4' AND action_id IN ({marks})",
-            tuple(open_q4),
-        )
+    with Store(gold_db) as s:
+        s.gold_votes.clear_answers("mental_model", "gold", [(a, "Q4") for a in open_q4])
     with Store(gold_db) as s:
         report = build_report(s, "traum", n_boot=10)
         gold = pd.DataFrame(s.labels.label_rows("mental_model", coders=["gold"]))
