@@ -25,9 +25,9 @@ from annotate.codebook import Answer, find_codebook
 from annotate.io.importing import import_files
 from annotate.reliability import adjudication as adj
 from annotate.reliability import majority_pass
-from annotate.reliability.agreement_data import select
 from annotate.reliability.majority_pass import adjudicate_majority
 from annotate.reliability.majority_rule import majority_rule
+from annotate.reliability.selection import select
 from annotate.store import LabelWrite, Store
 from annotate.store.agreement_runs import GOLD_CODER, GOLD_SOURCE
 from annotate.store.gold_votes import PATTERN_BITS, VoteScope

@@ -228,7 +228,7 @@ def test_per_reason_figures_say_on_which_items_they_are_computed(cli, demo, tmp_
 
 
 def test_the_masi_reference_names_the_measure() -> None:
-    from annotate.render.agree import REFERENCES
+    from annotate.render.agree.methods import REFERENCES
 
     full = (
         "Passonneau, R. J. (2006). Measuring agreement on set-valued items (MASI) for semantic "
@@ -268,7 +268,7 @@ def test_questions_nobody_answered_and_sample_items_not_coded(cli, demo, tmp_pat
     assert "Not in any figure: 10 items of the sample:" in table
     assert "Answered by no coder yet: 9 items" in table
     md = cli("agree", "--codebook", "mental_model", "--question", "Q1", "-f", "markdown").stdout
-    from annotate.render.agree import cited_references
+    from annotate.render.agree.methods import cited_references
 
     items = _top_list_items(md)  # each figure's line is its own list item, as intended
     assert items[0].startswith("Left out of Fleiss' kappa: ")
@@ -339,7 +339,7 @@ def test_migration_3_from_blank_and_from_version_2(tmp_path) -> None:
 
 def test_agree_core_does_not_load_textual_or_statsmodels() -> None:
     code = (
-        "import sys, annotate.reliability.agreement_data, annotate.reliability.adjudication,"
+        "import sys, annotate.reliability.agreement_run, annotate.reliability.adjudication,"
         " annotate.commands.agree\n"
         "print(sorted({m.split('.')[0] for m in sys.modules} & {'textual', 'statsmodels'}))"
     )

@@ -178,7 +178,7 @@ def test_each_run_is_stored_and_traceable_to_its_labels(cli, maptask) -> None:
         ]
         assert run["label_ids"] == ids and run["n_labels"] == len(ids)
         # the hash is of the labels' content: recomputed from SQLite it matches
-        from annotate.reliability.agreement_data import labels_hash
+        from annotate.reliability.label_hashes import labels_hash
 
         assert (
             labels_hash(s.agreement.labels_by_id(ids)) == run["labels_hash"] == out["labels_sha256"]

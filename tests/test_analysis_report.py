@@ -20,7 +20,7 @@ from annotate.store import Store
 from tests.test_analysis_support import DEMO_LABELS, demo_with_gold, import_demo
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
-# the shape `annotate agree` stores its results in (annotate/reliability/agreement_data.py)
+# the shape `annotate agree` stores its results in (annotate/reliability/agreement_run.py)
 AGREE_RESULTS = {
     "codebook": "traum",
     "results": [
@@ -420,7 +420,7 @@ def test_report_lists_stored_agreement_runs(cli, gold_db, tmp_path) -> None:
 
 
 def test_headline_figures() -> None:
-    from annotate.analysis.report import headline_figures
+    from annotate.analysis.agreement_section import headline_figures
 
     assert headline_figures(AGREE_RESULTS) == "act: kappa 0.580, alpha 0.581, AC1 0.629"
     mixed = {"results": [{"question": "Q4", "value": {"fleiss": {"kappa": 0.5}},

@@ -201,3 +201,21 @@ def test_the_application_implements_the_llm_coders_port(tmp_path: Path) -> None:
         assert missing == []
         assert port.path == store.path
         assert port.stored_action_types() == []
+
+
+# -- module size ----------------------------------------------------------------------------
+
+MAX_LINES = 650
+"""Issue 32: a module owns one thing; past ~600 lines it holds several (``agreement/``, the
+statistics, is exempt: each estimator with its variance reads best whole)."""
+OVER_MAX_LINES: dict[str, str] = {}
+"""Modules allowed over :data:`MAX_LINES` for now, each with why; one that is no longer over
+must leave the list."""
+
+
+def test_no_module_outside_agreement_is_over_650_lines() -> None:
+    lines = {name: source.count("\n") for name, source in _sources("annotate", "llm_coder").items()}
+    over = {name: n for name, n in lines.items() if n > MAX_LINES}
+    assert set(over) <= set(OVER_MAX_LINES), {n: over[n] for n in set(over) - set(OVER_MAX_LINES)}
+    stale = [name for name in OVER_MAX_LINES if lines.get(name, 0) <= MAX_LINES]
+    assert not stale, f"no longer over {MAX_LINES} lines: remove {stale} from OVER_MAX_LINES"

@@ -209,8 +209,8 @@ def _three_coders(path: Path) -> tuple[Store, object, list[str]]:
 
 
 def _one_pass(s: Store) -> tuple:
-    from annotate.reliability.agreement_data import select
     from annotate.reliability.majority_pass import adjudicate_majority
+    from annotate.reliability.selection import select
 
     plan, written = adjudicate_majority(s, select(s, codebook="traum"), "zoe")
     return plan.stale, written
@@ -309,8 +309,8 @@ def test_a_decision_of_the_same_answer_keeps_the_revision(tmp_path: Path) -> Non
     """A person deciding the answer a majority wrote changes its provenance, not the label
     an agreement run compares; deciding another answer changes both."""
     from annotate.reliability import adjudication as adj
-    from annotate.reliability.agreement_data import select
     from annotate.reliability.majority_pass import adjudicate_majority
+    from annotate.reliability.selection import select
 
     s, _, ids = _three_coders(tmp_path / "p.db")
     with s:

@@ -12,13 +12,15 @@ import pytest
 
 from annotate.codebook import Answer, find_codebook
 from annotate.models import Action
-from annotate.reliability.agreement_data import agree, label_digest, select
+from annotate.reliability.agreement_run import agree
+from annotate.reliability.label_hashes import label_digest
 from annotate.reliability.question_labels import (
     LabelsRead,
     QuestionData,
     labels_hash_of,
     read_questions,
 )
+from annotate.reliability.selection import select
 from annotate.store import LabelWrite, Store, label_cells
 from annotate.store.label_cells import LabelScope
 from annotate.store.revisions import content_revision

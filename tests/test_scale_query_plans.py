@@ -16,10 +16,11 @@ from contextlib import contextmanager
 
 import pytest
 
-from annotate.analysis.report import Scope
+from annotate.analysis.report_scope import Scope
 from annotate.codebook import find_codebook
 from annotate.coding.sampling import draw_from_store
-from annotate.coding.session import CodingSession, resolve_codebook
+from annotate.coding.session import CodingSession
+from annotate.coding.session_inputs import resolve_codebook
 from annotate.llm_store import llm_store
 from annotate.store import Store
 from llm_coder.job import JobOptions, LabelJob, Resumed
@@ -241,7 +242,7 @@ async def test_code_start_up_reads_one_page_of_actions(project) -> None:
     """Up to its first item on screen, the coding app reads the actions of one page of
     items (and the item's context), never every action of the sample: at 100k items that
     was 1.8 s, twice (whether any item names a screenshot)."""
-    from annotate.coding.session import ItemActions
+    from annotate.coding.items import ItemActions
     from annotate.media import MediaLocator
     from annotate.store.actions import Actions
     from annotate.tui.app import make_app
