@@ -57,11 +57,12 @@ def in_process(db: Path, runs: int) -> tuple[float, float]:
     """Median seconds of the library call (read, statistics, store the run) and of rendering."""
     from rich.console import Console
 
-    import annotate.render.agree as command
-    from annotate.reliability.agreement_data import agree
+    import annotate.render.agree.layout as layout
+    import annotate.render.agree.table as command
+    from annotate.reliability.agreement_run import agree
     from annotate.store import Store
 
-    command.console = Console(file=io.StringIO(), width=80)
+    command.console = layout.console = Console(file=io.StringIO(), width=80)
     calls, renders = [], []
     for _ in range(runs + 1):
         with Store(db, create=False) as store:

@@ -25,6 +25,7 @@ streaming costs; it should not grow with N.
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import resource
 import subprocess
@@ -78,12 +79,13 @@ def run_case(n: int, workdir: Path) -> dict:
     from bench_llm import build_project
 
     from annotate.codebook import find_codebook
+    from annotate.llm_store import llm_store
     from annotate.store import Store
     from llm_coder.batch_cycle import UNLIMITED
     from llm_coder.batch_export import BatchFiles
     from llm_coder.batch_import import Importer
     from llm_coder.client import LLMConfig
-    from llm_coder.workflow import JobOptions, LabelJob
+    from llm_coder.job import JobOptions, LabelJob
 
     db = workdir / f"bench-{n}.db"
     requests = workdir / f"requests-{n}.jsonl"
@@ -92,8 +94,9 @@ def run_case(n: int, workdir: Path) -> dict:
     out: dict = {"lines": n}
     with Store(db) as store:
         config = LLMConfig(MODEL, "http://offline", "")
-        job = LabelJob(store, find_codebook("hcrc_moves"), JobOptions(MODEL, "hcrc_moves"), config)
-        ids = job.rest_ids()[:n]
+        loaded = find_codebook("hcrc_moves")
+        job = LabelJob(llm_store(store), loaded, JobOptions(MODEL, "hcrc_moves"), config)
+        ids = list(itertools.islice(job.rest_ids(), n))  # TargetIds pages from SQL: no slicing
         run_id = job.start()
         store.llm.update_llm_run(run_id, status="batch")
         out["base_mb"] = current_rss_mb()
@@ -123,7 +126,7 @@ def run_case(n: int, workdir: Path) -> dict:
         requests.unlink()
         started = time.perf_counter()
         with open(results) as f:
-            importer = Importer(store)
+            importer = Importer(llm_store(store))
             importer.add(f)
             result = importer.finish()
         out["import_s"] = time.perf_counter() - started

@@ -31,6 +31,7 @@ response format, retries and timeouts.
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import re
@@ -59,9 +60,10 @@ def build_project(db: Path, n: int) -> None:
     import random
 
     from annotate.codebook import Answer, find_codebook
+    from annotate.llm_store import llm_store
     from annotate.models import Action
     from annotate.store import LabelWrite, Store
-    from llm_coder.workflow import make_split
+    from llm_coder.split import make_split
 
     rng = random.Random(1)
     loaded = find_codebook("hcrc_moves")
@@ -86,16 +88,17 @@ def build_project(db: Path, n: int) -> None:
             for k, a in enumerate(actions[:40])
         ]
         store.labels.save_answers(loaded.codebook, gold)
-        make_split(store, loaded, shots=8, seed=7, gold="gold")
+        make_split(llm_store(store), loaded, shots=8, seed=7, gold="gold")
 
 
 def run_case(db: Path, base_url: str, model: str, n: int, concurrency: int) -> dict:
     """Label the first N non-split actions; return timing and the run's counts."""
     os.environ["OPENAI_API_KEY"] = "bench-key"
     from annotate.codebook import find_codebook
+    from annotate.llm_store import llm_store
     from annotate.store import Store
     from llm_coder.client import config_from_env
-    from llm_coder.workflow import JobOptions, LabelJob
+    from llm_coder.job import JobOptions, LabelJob
 
     loaded = find_codebook("hcrc_moves")
     config = config_from_env(model, base_url)
@@ -105,8 +108,8 @@ def run_case(db: Path, base_url: str, model: str, n: int, concurrency: int) -> d
     import_s = time.perf_counter() - import_started
     with Store(db) as store:
         options = JobOptions(model=model, split="hcrc_moves", concurrency=concurrency)
-        job = LabelJob(store, loaded, options, config)
-        ids = job.rest_ids()[:n]
+        job = LabelJob(llm_store(store), loaded, options, config)
+        ids = list(itertools.islice(job.rest_ids(), n))  # TargetIds pages from SQL: no slicing
         started = time.perf_counter()
         result = job.run_phase("label", ids)
         seconds = time.perf_counter() - started
@@ -155,14 +158,15 @@ def build_maptask_project(db: Path, gold_file: Path, target_file: Path, shots: i
     corpus labels are stored as coder 'corpus' (not gold: only to score the model's answers)."""
     from annotate.codebook import find_codebook
     from annotate.io.importing import LabelsAs, import_files
+    from annotate.llm_store import llm_store
     from annotate.store import Store
-    from llm_coder.workflow import make_split
+    from llm_coder.split import make_split
 
     loaded = find_codebook("hcrc_moves")
     qid = loaded.codebook.questions[0].id
     with Store(db) as store:
         import_files(store, [gold_file], labels_as=LabelsAs("hcrc", loaded, qid))
-        make_split(store, loaded, shots=shots, seed=7, gold="hcrc")
+        make_split(llm_store(store), loaded, shots=shots, seed=7, gold="hcrc")
         import_files(store, [target_file], labels_as=LabelsAs("corpus", loaded, qid))
 
 
@@ -231,9 +235,10 @@ def run_real_case(
     """Label ITEMS target utterances (after the first SKIP) as `annotate llm-label` does."""
     os.environ.setdefault("OPENAI_API_KEY", "bench-key")  # the local server checks no key
     from annotate.codebook import find_codebook
+    from annotate.llm_store import llm_store
     from annotate.store import Store
     from llm_coder.client import config_from_env
-    from llm_coder.workflow import JobOptions, LabelJob
+    from llm_coder.job import JobOptions, LabelJob
 
     loaded = find_codebook("hcrc_moves")
     config = config_from_env(REAL_MODEL, base_url)
@@ -245,7 +250,7 @@ def run_real_case(
             context=context,
             concurrency=concurrency,
         )
-        job = LabelJob(store, loaded, options, config)
+        job = LabelJob(llm_store(store), loaded, options, config)
         ids = job.rest_ids()[skip : skip + items]
         started = time.perf_counter()
         result = job.run_phase("label", ids)

@@ -1,4 +1,6 @@
-"""`llm-label --batch` and `--batch-export`: validate -> gate -> label the rest, one step per call.
+"""`llm-label --batch` and `--batch-export`: the batches through which the workflow's
+validate -> gate -> label runs, one step per call (:func:`llm_coder.workflow.label_batch`
+takes the steps; this module moves the batches).
 
 Everything the cycle knows is in the project file, so each invocation picks up where the
 last one stopped: the run (status ``batch``) of these settings, its batches and their
@@ -9,9 +11,9 @@ states. One invocation:
    a process killed between creating it and recording its id does not submit it twice), a
    submitted batch is polled, and a finished one (completed, expired, cancelled, failed) is
    collected: its output and error files are downloaded and imported;
-2. while any batch of the run is open, stops there (the caller prints its counts);
+2. while any batch of the run is open, stops there (the reporter shows its counts);
 3. otherwise takes the next phase: the held-out items first (their own batch), then, once
-   every one has a reply and the caller's gate has passed, the rest. Items without a reply
+   every one has a reply and the workflow's gate has passed, the rest. Items without a reply
    (never sent, a per-line error, an expired or cancelled batch) go into the next batch.
 """
 
@@ -24,7 +26,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from annotate.store.base import now
 from llm_coder.batch import BatchLimits
 from llm_coder.batch_api import TERMINAL, BatchAPI, BatchState
 from llm_coder.batch_export import BatchFiles, WrittenBatch, item_requests
@@ -32,7 +33,7 @@ from llm_coder.batch_import import Importer, ImportResult, item_from_replies, re
 from llm_coder.runner import ItemResult
 
 if TYPE_CHECKING:
-    from llm_coder.workflow import LabelJob
+    from llm_coder.job import LabelJob
 
 UNLIMITED = BatchLimits(max_requests=10**12, max_bytes=10**15)
 
@@ -99,7 +100,7 @@ class BatchCycle:
 
     def _open_run(self) -> int:
         job, o = self.job, self.job.options
-        found = self.store.llm_batches.open_batch_run(
+        found = self.store.open_batch_run(
             coder=job.coder,
             codebook=job.codebook.name,
             prompt_hash=job.builder.prompt_hash,
@@ -114,27 +115,27 @@ class BatchCycle:
             job.run_id = found
             return found
         run_id = job.start()
-        self.store.llm.update_llm_run(run_id, status="batch", response_format=job.fallback.mode)
+        self.store.update_llm_run(run_id, status="batch", response_format=job.fallback.mode)
         return run_id
 
     @property
     def run(self) -> dict[str, Any]:
-        return self.store.llm.llm_run(self.run_id)
+        return self.store.llm_run(self.run_id)
 
     # -- bringing open batches forward --------------------------------------------------
 
     def advance(self) -> Advance:
         out = Advance()
-        for batch in self.store.llm_batches.llm_batches(self.run_id, open_only=True):
+        for batch in self.store.llm_batches(self.run_id, open_only=True):
             status = batch["status"]
             if status == "writing":  # killed while writing: its items were never sent
                 self.log(f"batch {batch['id']}: dropped, its file was never finished")
                 with contextlib.suppress(OSError):
                     Path(batch["path"]).unlink()
-                self.store.llm_batches.delete_llm_batch(batch["id"])
+                self.store.delete_llm_batch(batch["id"])
                 continue
             if batch["kind"] == "file":
-                batch = self.store.llm_batches.llm_batch(batch["id"])
+                batch = self.store.llm_batch(batch["id"])
                 if batch["status"] in ("exported",):
                     out.open.append(batch)
                 continue
@@ -152,18 +153,18 @@ class BatchCycle:
         bid = batch["id"]
         if batch["status"] == "written":
             file_id = self.api.upload(Path(batch["path"]))
-            self.store.llm_batches.update_llm_batch(bid, status="uploaded", input_file_id=file_id)
-            batch = self.store.llm_batches.llm_batch(bid)
+            self.store.update_llm_batch(bid, status="uploaded", input_file_id=file_id)
+            batch = self.store.llm_batch(bid)
         if batch["status"] in ("uploaded", "creating"):
             tag = self._tag(batch)
             found = self.api.find(tag) if batch["status"] == "creating" else None
             if found is None:
-                self.store.llm_batches.update_llm_batch(bid, status="creating")
+                self.store.update_llm_batch(bid, status="creating")
                 found = self.api.create(batch["input_file_id"], tag)
-            self.store.llm_batches.update_llm_batch(bid, provider_id=found.id, status=found.status)
+            self.store.update_llm_batch(bid, provider_id=found.id, status=found.status)
             with contextlib.suppress(OSError):
                 Path(batch["path"]).unlink()  # the provider holds it now
-            batch = self.store.llm_batches.llm_batch(bid)
+            batch = self.store.llm_batch(bid)
         return batch
 
     def _poll(self, batch: dict[str, Any], out: Advance) -> dict[str, Any]:
@@ -171,11 +172,11 @@ class BatchCycle:
         state = self.api.retrieve(batch["provider_id"])
         if state.status not in TERMINAL:
             if state.status != batch["status"]:
-                self.store.llm_batches.update_llm_batch(batch["id"], status=state.status)
-            batch = {**self.store.llm_batches.llm_batch(batch["id"]), "counts": state}
+                self.store.update_llm_batch(batch["id"], status=state.status)
+            batch = {**self.store.llm_batch(batch["id"]), "counts": state}
             return batch
         out.collected.append(self._collect(batch, state))
-        return self.store.llm_batches.llm_batch(batch["id"])
+        return self.store.llm_batch(batch["id"])
 
     def _collect(self, batch: dict[str, Any], state: BatchState) -> Collected:
         """Import the output and error files, then record the final state (in that order:
@@ -191,32 +192,32 @@ class BatchCycle:
             importer.add(result_lines(path))
             path.unlink()
         result = importer.result
-        answered = self.store.llm_batches.cached_hashes(
-            list(self.store.llm_batches.llm_batch_line_ids(batch["id"]))
+        answered = self.store.cached_hashes(
+            list(self.store.llm_batch_line_ids(batch["id"]))
         )
-        errors, _ = self.store.llm_batches.llm_batch_line_errors(batch["id"])
+        errors, _ = self.store.llm_batch_line_errors(batch["id"])
         missing = max(0, batch["n_requests"] - len(answered) - errors)
         message = "; ".join(state.errors) or None
-        self.store.llm_batches.update_llm_batch(
-            batch["id"], status=state.status, collected_at=now(), message=message,
+        self.store.update_llm_batch(
+            batch["id"], status=state.status, collected_at=self.store.timestamp(), message=message,
             output_file_id=state.output_file_id, error_file_id=state.error_file_id,
         )  # fmt: skip
-        return Collected(self.store.llm_batches.llm_batch(batch["id"]), result, missing)
+        return Collected(self.store.llm_batch(batch["id"]), result, missing)
 
     def cancel(self) -> list[dict[str, Any]]:
         cancelled = []
-        for batch in self.store.llm_batches.llm_batches(self.run_id, open_only=True):
+        for batch in self.store.llm_batches(self.run_id, open_only=True):
             if batch["provider_id"] and self.api is not None:
                 state = self.api.cancel(batch["provider_id"])
-                self.store.llm_batches.update_llm_batch(batch["id"], status=state.status)
+                self.store.update_llm_batch(batch["id"], status=state.status)
             else:  # never reached the provider, or an exported file
                 with contextlib.suppress(OSError):
                     if batch["kind"] == "api":
                         Path(batch["path"]).unlink()
-                self.store.llm_batches.update_llm_batch(
-                    batch["id"], status="cancelled", collected_at=now()
+                self.store.update_llm_batch(
+                    batch["id"], status="cancelled", collected_at=self.store.timestamp()
                 )
-            cancelled.append(self.store.llm_batches.llm_batch(batch["id"]))
+            cancelled.append(self.store.llm_batch(batch["id"]))
         return cancelled
 
     # -- phases -------------------------------------------------------------------------
@@ -225,7 +226,7 @@ class BatchCycle:
         """Store the items of ``ids`` every vote of which has a reply (cached from any run,
         or imported) as this run's results; count the rest."""
         store = self.store
-        saved = store.llm_batches.llm_item_ids(self.run_id, phase)
+        saved = store.llm_item_ids(self.run_id, phase)
         results: list[ItemResult] = []
         pending = 0
         chunk: list[tuple[str, tuple[str, ...]]] = []
@@ -234,8 +235,8 @@ class BatchCycle:
         def flush() -> None:
             if not chunk:
                 return
-            replies = store.llm_batches.cached_replies([h for _, hashes in chunk for h in hashes])
-            types = store.llm_batches.action_types([aid for aid, _ in chunk])
+            replies = store.cached_replies([h for _, hashes in chunk for h in hashes])
+            types = store.action_types([aid for aid, _ in chunk])
             done = []
             for aid, hashes in chunk:
                 item = item_from_replies(
@@ -245,7 +246,7 @@ class BatchCycle:
                 done.append(item)
             fresh = [r for r in done if r.action_id not in saved]
             if fresh:
-                store.llm.save_llm_items(
+                store.save_llm_items(
                     self.run_id, phase, self.job.codebook, self.job.coder, fresh,
                     provenance=provenance,
                 )  # fmt: skip
@@ -290,7 +291,7 @@ class BatchCycle:
         written: list[WrittenBatch] = files.write(ids)
         out = []
         for w in written:
-            batch = self.store.llm_batches.llm_batch(w.batch_id)
+            batch = self.store.llm_batch(w.batch_id)
             if self.kind == "api":
                 batch = self._submit(batch)
             out.append(batch)

@@ -10,19 +10,19 @@ file. Nothing is held for the whole run but the item ids.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
-from annotate.store.base import dumps
 from llm_coder.batch import BatchLimits, LineWriter
 from llm_coder.calls import ChatRequest, MemoryCache
+from llm_coder.items import chunked
 from llm_coder.schema import FormatMode
-from llm_coder.workflow import chunked
 
 if TYPE_CHECKING:
-    from llm_coder.workflow import LabelJob
+    from llm_coder.job import LabelJob
 
 CHUNK = 1000
 
@@ -49,7 +49,7 @@ def item_requests(
             built.append(
                 (item.action.id, tuple(runner._request(item, messages, v) for v in range(votes)))
             )
-        cached = job.store.llm_batches.cached_hashes([r.hash for _, reqs in built for r in reqs])
+        cached = job.store.cached_hashes([r.hash for _, reqs in built for r in reqs])
         for aid, reqs in built:
             yield aid, reqs, cached
 
@@ -110,7 +110,7 @@ class BatchFiles:
     def _open(self) -> WrittenBatch:
         part = len(self.written) + 1
         path = self.path_for(part)
-        batch_id = self.store.llm_batches.create_llm_batch(
+        batch_id = self.store.create_llm_batch(
             run_id=self.run_id,
             kind=self.kind,
             phase=self.phase,
@@ -126,7 +126,7 @@ class BatchFiles:
     def _flush(self) -> None:
         batch = self.written[-1]
         if self._items or self._lines:
-            self.store.llm_batches.add_llm_batch_lines(batch.batch_id, self._items, self._lines)
+            self.store.add_llm_batch_lines(batch.batch_id, self._items, self._lines)
         self._items, self._lines = [], []
 
     def _close(self) -> None:
@@ -137,7 +137,7 @@ class BatchFiles:
         self._file = None
         batch = self.written[-1]
         status = "exported" if self.kind == "file" else "written"
-        self.store.llm_batches.update_llm_batch(
+        self.store.update_llm_batch(
             batch.batch_id,
             status=status,
             n_requests=batch.requests,
@@ -148,7 +148,8 @@ class BatchFiles:
     def _schema_json(self, request: ChatRequest) -> str:
         hit = self._schemas.get(id(request.schema))
         if hit is None or hit[0] is not request.schema:
-            hit = (request.schema, dumps(request.schema))
+            # as the store writes JSON (keys sorted, text as it is): one string per schema
+            hit = (request.schema, json.dumps(request.schema, sort_keys=True, ensure_ascii=False))
             self._schemas[id(request.schema)] = hit
         return hit[1]
 
@@ -180,7 +181,7 @@ class BatchFiles:
             self._flush()
 
     def write(self, ids: Sequence[str]) -> list[WrittenBatch]:
-        self.store.llm_batches.save_llm_prompt(
+        self.store.save_llm_prompt(
             self.job.builder.prompt_hash, self.job.builder.prefix
         )
         try:

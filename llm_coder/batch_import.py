@@ -20,7 +20,6 @@ from itertools import islice
 from typing import TYPE_CHECKING, Any
 
 from annotate.codebook import Codebook
-from annotate.store.base import now
 from llm_coder.batch import BadLine, ResultLine, parse_result_line
 from llm_coder.calls import ChatRequest, Reply
 from llm_coder.cost import Price
@@ -29,7 +28,7 @@ from llm_coder.runner import ItemResult, VoteResult, majority
 from llm_coder.schema import parse_reply
 
 if TYPE_CHECKING:
-    from annotate.store import Store
+    from llm_coder.ports import LLMStore
 
 CHUNK = 2000
 DEFAULT_DISCOUNT = 0.5
@@ -86,10 +85,10 @@ class RunContext:
     prefix: tuple[Message, ...]
 
     @classmethod
-    def load(cls, store: Store, run_id: int) -> RunContext:
-        run = store.llm.llm_run(run_id)
-        codebook = store.codebooks.stored_codebook(run["codebook"], run["codebook_hash"])
-        prefix = tuple(store.llm_batches.llm_prompt_messages(run["prompt_hash"]))
+    def load(cls, store: LLMStore, run_id: int) -> RunContext:
+        run = store.llm_run(run_id)
+        codebook = store.stored_codebook(run["codebook"], run["codebook_hash"])
+        prefix = tuple(store.llm_prompt_messages(run["prompt_hash"]))
         return cls(run, codebook, prefix)
 
     def request(self, line: Mapping[str, Any]) -> ChatRequest:
@@ -158,7 +157,7 @@ def _chunks(lines: Iterable[str], size: int) -> Iterator[list[str]]:
 class Importer:
     """Stores result lines into one project file; one transaction per chunk of lines."""
 
-    def __init__(self, store: Store, *, chunk: int = CHUNK):
+    def __init__(self, store: LLMStore, *, chunk: int = CHUNK):
         self.store = store
         self.chunk = chunk
         self.result = ImportResult()
@@ -172,7 +171,7 @@ class Importer:
 
     def batch(self, batch_id: int) -> dict[str, Any]:
         if batch_id not in self._batches:
-            self._batches[batch_id] = self.store.llm_batches.llm_batch(batch_id)
+            self._batches[batch_id] = self.store.llm_batch(batch_id)
         return self._batches[batch_id]
 
     def add(self, lines: Iterable[str]) -> ImportResult:
@@ -195,8 +194,8 @@ class Importer:
     def _add_chunk(self, lines: list[str]) -> None:
         res, store = self.result, self.store
         parsed = self._parse(lines)
-        rows = store.llm_batches.llm_batch_lines([p.custom_id for p in parsed])
-        cached = store.llm_batches.cached_hashes([p.custom_id for p in parsed if p.ok])
+        rows = store.llm_batch_lines([p.custom_id for p in parsed])
+        cached = store.cached_hashes([p.custom_id for p in parsed if p.ok])
         cache_rows: list[tuple[Any, ...]] = []
         replies: dict[str, Reply] = {}
         errors: list[tuple[int, str, str]] = []
@@ -232,15 +231,15 @@ class Importer:
             counts[0] += 1
             counts[2] += p.tokens_in
             counts[3] += p.tokens_out
-        with store.db.transaction():
+        with store.transaction():
             if cache_rows:
-                store.llm_batches.save_batch_replies(cache_rows)
+                store.save_batch_replies(cache_rows)
             if errors:
-                store.llm_batches.set_llm_batch_line_errors(errors)
+                store.set_llm_batch_line_errors(errors)
             for batch_id, action_ids in touched.items():
                 self._save_items(batch_id, sorted(action_ids), replies)
             for batch_id, (done, errs, t_in, t_out) in per_batch.items():
-                store.llm_batches.add_llm_batch_counts(
+                store.add_llm_batch_counts(
                     batch_id, done=done, errors=errs, tokens_in=t_in, tokens_out=t_out
                 )
                 self._add_to_run(batch_id, done, t_in, t_out)
@@ -250,10 +249,10 @@ class Importer:
         store, res = self.store, self.result
         batch = self.batch(batch_id)
         ctx = self.context(batch["run_id"])
-        rows = store.llm_batches.llm_batch_items_of([batch_id], action_ids)
+        rows = store.llm_batch_items_of([batch_id], action_ids)
         others = [h for _, _, hashes in rows for h in hashes if h not in fresh]
-        replies = {**store.llm_batches.cached_replies(others), **fresh} if others else fresh
-        types = store.llm_batches.action_types(action_ids)
+        replies = {**store.cached_replies(others), **fresh} if others else fresh
+        types = store.action_types(action_ids)
         results = []
         for _, action_id, hashes in rows:
             item = item_from_replies(action_id, ctx.codebook, types[action_id], hashes, replies)
@@ -263,7 +262,7 @@ class Importer:
                 res.valid += item.valid
                 res.invalid += not item.valid
         if results:
-            store.llm.save_llm_items(
+            store.save_llm_items(
                 batch["run_id"],
                 batch["phase"],
                 ctx.codebook,
@@ -278,39 +277,39 @@ class Importer:
         self.result.runs.add(run_id)
         if not done:
             return
-        run = self.store.llm.llm_run(run_id)
+        run = self.store.llm_run(run_id)
         price = batch_price(run["settings"] or {})
         cost = price.cost(tokens_in, tokens_out)
         self.result.cost += cost
         total_in, total_out = run["tokens_in"] + tokens_in, run["tokens_out"] + tokens_out
-        self.store.llm.update_llm_run(
+        self.store.update_llm_run(
             run_id,
             sent=run["sent"] + done,
             tokens_in=total_in,
             tokens_out=total_out,
             cost=(run["cost"] or 0.0) + cost if price.known else None,
         )
-        self.store.llm_batches.update_llm_batch(
-            batch_id, cost=(self.store.llm_batches.llm_batch(batch_id)["cost"] or 0.0) + cost
+        self.store.update_llm_batch(
+            batch_id, cost=(self.store.llm_batch(batch_id)["cost"] or 0.0) + cost
         )
 
     def finish(self) -> ImportResult:
         """Mark exported files whose every line now has a reply or an error as imported."""
         for batch_id in sorted(self.result.batches):
-            batch = self.store.llm_batches.llm_batch(batch_id)
+            batch = self.store.llm_batch(batch_id)
             if batch["kind"] != "file" or batch["status"] != "exported":
                 continue
-            lines = list(self.store.llm_batches.llm_batch_line_ids(batch_id))
-            answered = len(self.store.llm_batches.cached_hashes(lines))
-            errors, _ = self.store.llm_batches.llm_batch_line_errors(batch_id)
+            lines = list(self.store.llm_batch_line_ids(batch_id))
+            answered = len(self.store.cached_hashes(lines))
+            errors, _ = self.store.llm_batch_line_errors(batch_id)
             if answered + errors >= batch["n_requests"]:
-                self.store.llm_batches.update_llm_batch(
-                    batch_id, status="imported", collected_at=now()
+                self.store.update_llm_batch(
+                    batch_id, status="imported", collected_at=self.store.timestamp()
                 )
         return self.result
 
 
-def import_file(store: Store, path: Any) -> ImportResult:
+def import_file(store: LLMStore, path: Any) -> ImportResult:
     importer = Importer(store)
     importer.add(result_lines(path))
     return importer.finish()

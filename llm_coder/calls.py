@@ -27,10 +27,10 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 from annotate.errors import AnnotateError
-from annotate.store.llm_records import CallRecord, ChatRequest, Reply
 from llm_coder.client import LazyClient
 from llm_coder.concurrency import AdaptiveLimit
 from llm_coder.prompt import Message
+from llm_coder.records import CallRecord, ChatRequest, Reply
 from llm_coder.schema import FORMAT_MODES, FormatMode, response_format
 
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from annotate.codebook import Answer, Codebook, Question
 from annotate.models import Action, describe_with
-from annotate.store.llm_records import Message, canonical_json, sha256_json
+from llm_coder.records import Message, canonical_json, sha256_json
 from llm_coder.schema import answer_to_json
 
 DEFAULT_CONTEXT = 8  # what `annotate code` shows before the item by default (--context 8)

@@ -12,7 +12,6 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from annotate.codebook import Answer, Codebook, Question
-from annotate.store.llm_records import ItemResult, VoteResult
 from llm_coder.calls import Caller, CallFailed, request_for
 from llm_coder.prompt import (
     Item,
@@ -23,6 +22,7 @@ from llm_coder.prompt import (
     repair_messages,
     target_message,
 )
+from llm_coder.records import ItemResult, VoteResult
 from llm_coder.schema import answer_schema, parse_reply
 
 

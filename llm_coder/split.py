@@ -1,10 +1,20 @@
-"""Gold items -> a few-shot set and a held-out validation set, stratified and reproducible."""
+"""Gold items -> a few-shot set and a held-out validation set, stratified and reproducible
+(:func:`random_split`, :func:`stratified_split`), and the split a project file stores
+(:func:`make_split`, `annotate split`)."""
 
 from __future__ import annotations
 
 import random
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from annotate.codebook import Answer, Codebook, LoadedCodebook
+from annotate.coders import LLM_PREFIX
+from annotate.errors import NotFoundError, UsageError
+
+if TYPE_CHECKING:
+    from llm_coder.ports import LLMStore
 
 
 @dataclass(frozen=True)
@@ -86,3 +96,154 @@ def random_split(items: Sequence[str], n_shots: int, seed: int) -> Split:
     chosen = random.Random(seed).sample(sorted(items), n_shots)
     picked = set(chosen)
     return Split(tuple(chosen), tuple(i for i in items if i not in picked))
+
+
+# -- the stored split ----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SplitResult:
+    name: str
+    gold_items: int
+    shots: tuple[str, ...]
+    heldout: tuple[str, ...]
+    shot_labels: dict[str, int]
+    labels_total: int
+    strategy: str = "random"
+
+
+def stratum(codebook: Codebook, answers: dict[str, Answer]) -> str:
+    """The label a split stratifies on: the answer to the first question that has one."""
+    for q in codebook.questions:
+        a = answers.get(q.id)
+        if a is not None:
+            return a.value if a.value is not None else "+".join(sorted(a.codes))
+    return "?"
+
+
+def complete_gold(
+    store: LLMStore, codebook: Codebook, gold: str, ids: Sequence[str] | None
+) -> dict[str, dict[str, Answer]]:
+    """Gold answers of the actions the codebook applies to, every applicable question answered."""
+    answers = store.coder_answers(codebook, gold, ids)
+    if not answers:
+        return {}
+    actions = {a.id: a for a in store.actions_by_ids(sorted(answers))}
+    out: dict[str, dict[str, Answer]] = {}
+    for aid in sorted(answers, key=lambda i: (actions[i].session, actions[i].seq)):
+        action = actions[aid]
+        if not codebook.applies(action.action_type):
+            continue
+        needed = [q.id for q in codebook.questions_for(action.action_type)]
+        if needed and all(q in answers[aid] for q in needed):
+            out[aid] = answers[aid]
+    return out
+
+
+DEFAULT_SHOTS = 8
+DEFAULT_SEED = 7
+
+
+def gold_codebook(store: LLMStore) -> str:
+    """The one codebook with gold (`llm-label` without ``--codebook``)."""
+    names = store.gold_codebooks()
+    if len(names) == 1:
+        return names[0]
+    if not names:
+        raise UsageError(
+            "no codebook has gold labels to validate an LLM on: pass --codebook NAME",
+            hint="make gold first: `annotate agree` then `annotate adjudicate`, or import "
+            "expert labels with `annotate import-labels FILE --codebook NAME` (coder gold)",
+        )
+    raise UsageError(
+        f"{len(names)} codebooks have gold ({', '.join(names)}): pass --codebook NAME",
+    )
+
+
+def split_exists(store: LLMStore, name: str) -> bool:
+    try:
+        store.split_info(name)
+    except NotFoundError:
+        return False
+    return True
+
+
+STRATEGIES = ("random", "cover")
+"""How shots are chosen: ``random`` (a plain draw, the ALMANAC paper's; the default) or
+``cover`` (as many distinct labels as the shots allow)."""
+
+
+def make_split(
+    store: LLMStore,
+    loaded: LoadedCodebook,
+    *,
+    shots: int,
+    seed: int,
+    gold: str = "gold",
+    sample: str | None = None,
+    name: str | None = None,
+    replace: bool = False,
+    strategy: str = "random",
+) -> SplitResult:
+    codebook = loaded.codebook
+    if shots < 1:
+        raise UsageError("--shots must be at least 1")
+    if strategy not in STRATEGIES:
+        raise UsageError(
+            f"--strategy: unknown strategy '{strategy}'", hint="choices: " + ", ".join(STRATEGIES)
+        )
+    ids = store.sample_ids(sample) if sample else None
+    answers = complete_gold(store, codebook, gold, ids)
+    where = f" in sample '{sample}'" if sample else ""
+    if not answers:
+        coders = [c for c in store.coders(codebook.name) if not c.startswith(LLM_PREFIX)]
+        raise UsageError(
+            f"no gold labels for codebook '{codebook.name}'{where} (coder '{gold}')",
+            hint=(
+                f"make gold first: `annotate agree --codebook {codebook.name}` then "
+                "`annotate adjudicate`, or import expert labels with "
+                f"`annotate import FILES --labels-as {gold} --codebook {codebook.name}`"
+                + (
+                    f"; coders with labels: {', '.join(coders)} (use --gold CODER)"
+                    if coders
+                    else ""
+                )
+            ),
+        )
+    if len(answers) <= shots:
+        raise UsageError(
+            f"only {len(answers)} gold items for codebook '{codebook.name}'{where}: "
+            f"--shots {shots} would leave nothing to validate on",
+            hint="adjudicate more items into gold, or ask for fewer --shots",
+        )
+    labels = {aid: stratum(codebook, a) for aid, a in answers.items()}
+    if strategy == "cover":
+        split = stratified_split(labels, shots, seed)
+    else:
+        split = random_split(list(labels), shots, seed)
+    split_name = name or codebook.name
+    store.register_codebook(loaded)
+    store.create_split(
+        split_name,
+        codebook=codebook,
+        gold_coder=gold,
+        sample=sample,
+        seed=seed,
+        shots=split.shots,
+        heldout=split.heldout,
+        labels=labels,
+        replace=replace,
+        strategy=strategy,
+    )
+    shot_labels: dict[str, int] = {}
+    for aid in split.shots:
+        shot_labels[labels[aid]] = shot_labels.get(labels[aid], 0) + 1
+    return SplitResult(
+        split_name,
+        len(answers),
+        split.shots,
+        split.heldout,
+        shot_labels,
+        len(set(labels.values())),
+        strategy,
+    )

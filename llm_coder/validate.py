@@ -35,8 +35,8 @@ from annotate.reliability.settings import (
 from llm_coder.runner import ItemResult
 
 if TYPE_CHECKING:
-    from annotate.store import Store
-    from llm_coder.workflow import LabelJob
+    from llm_coder.job import LabelJob
+    from llm_coder.ports import LLMStore
 
 INVALID = "(invalid)"
 MIN_CELL = 10
@@ -342,24 +342,24 @@ def build_report(
 
 
 def validation_report(
-    store: Store, job: LabelJob, results: Sequence[ItemResult]
+    store: LLMStore, job: LabelJob, results: Sequence[ItemResult]
 ) -> ValidationReport:
     """Gather gold, LLM and human answers of the held-out items from a finished phase."""
     codebook = job.codebook
     ids = [r.action_id for r in results if r.failed is None]
     llm = {r.action_id: r.answers for r in results if r.failed is None}
     gold_coder = job.split.gold_coder
-    gold = store.llm.coder_answers(codebook, gold_coder, ids)
+    gold = store.coder_answers(codebook, gold_coder, ids)
     humans: dict[str, dict[str, dict[str, Answer]]] = {}
-    for coder in store.labels.coders(codebook.name):
+    for coder in store.coders(codebook.name):
         if coder.startswith("llm:") or coder == GOLD_NAME:
             continue  # the adjudicated gold is not an independent coder
-        answers = store.llm.coder_answers(codebook, coder, ids)
+        answers = store.coder_answers(codebook, coder, ids)
         if answers:
             humans[coder] = answers
     order = [i for i in job.heldout_ids if i in llm]
     by = tuple(job.options.by)
-    groups = store.analysis.action_groups(order, by) if by else None
+    groups = store.action_groups(order, by) if by else None
     return build_report(
         codebook, order, gold, llm, humans, llm_name=job.coder, gold_name=gold_coder,
         by=by, groups=groups,

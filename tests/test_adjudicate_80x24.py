@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from annotate.reliability.agreement_data import select
 from annotate.reliability.majority_pass import adjudicate_majority
+from annotate.reliability.selection import select
 from annotate.store import Store
 from annotate.tui.screens.adjudicate import AdjudicationScreen, make_app
 from tests.conftest import DEMO, REPO

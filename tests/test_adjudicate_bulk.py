@@ -25,9 +25,9 @@ from annotate.codebook import Answer, find_codebook
 from annotate.io.importing import import_files
 from annotate.reliability import adjudication as adj
 from annotate.reliability import majority_pass
-from annotate.reliability.agreement_data import select
 from annotate.reliability.majority_pass import adjudicate_majority
 from annotate.reliability.majority_rule import majority_rule
+from annotate.reliability.selection import select
 from annotate.store import LabelWrite, Store
 from annotate.store.agreement_runs import GOLD_CODER, GOLD_SOURCE
 from annotate.store.gold_votes import PATTERN_BITS, VoteScope
@@ -512,17 +512,15 @@ def test_gold_on_an_id_no_action_has_is_left_alone(
     """Gold can name an id the actions do not hold (no foreign key: SQL written by hand).
     No sample holds it, so the majority vote leaves it alone, also when the sample of every
     action is not applied."""
-    import json
 
     path = tmp_path / "mixed.db"
     _mixed_project(path, tmp_path, sample=sample)
     with Store(path) as s:
-        s.db.conn.execute(
-            "INSERT INTO labels (action_id, codebook, codebook_hash, question, coder, value, "
-            "source, meta, created_at, updated_at) SELECT 'not-an-action', 'mixed', "
-            "version_hash, 'act', 'gold', 'a', ?, ?, 't', 't' FROM codebooks WHERE name = 'mixed'",
-            (GOLD_SOURCE, json.dumps({"method": "majority"})),
-        )
+        s.labels.save_answers(
+            s.codebooks.stored_codebook("mixed"),
+            [LabelWrite("not-an-action", "act", "gold", Answer("a"), GOLD_SOURCE,
+                        {"method": "majority"})],
+        )  # fmt: skip
     _both(path, tmp_path, "zoe", fixed_clock)
     [one_pass] = tmp_path.glob("*-one-pass.db")
     with closing(sqlite3.connect(one_pass)) as conn:

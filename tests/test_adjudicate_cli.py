@@ -10,8 +10,8 @@ import pytest
 
 from annotate.codebook import Answer, find_codebook
 from annotate.reliability.adjudication import majority_answer
-from annotate.reliability.agreement_data import select
 from annotate.reliability.majority_pass import adjudicate_majority
+from annotate.reliability.selection import select
 from annotate.store import Store
 from tests.conftest import DEMO, REPO
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from annotate.codebook import find_codebook
-from annotate.reliability.agreement_data import select
 from annotate.reliability.majority_pass import adjudicate_majority
+from annotate.reliability.selection import select
 from annotate.store import Store
 from annotate.tui.screens.adjudicate import AdjudicationScreen, OtherPrompt, make_app
 from tests.conftest import DEMO, REPO

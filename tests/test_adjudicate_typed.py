@@ -12,8 +12,8 @@ from typer.testing import CliRunner
 from annotate.cli import app as cli_app
 from annotate.codebook import Answer, LoadedCodebook, parse_codebook
 from annotate.io.importing import import_files
-from annotate.reliability.agreement_data import select
 from annotate.reliability.majority_pass import adjudicate_majority
+from annotate.reliability.selection import select
 from annotate.store import Store
 from annotate.tui.screens.adjudicate import AdjudicationScreen, make_app
 from annotate.tui.screens.rationale import TextAnswerPrompt

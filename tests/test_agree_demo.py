@@ -15,7 +15,7 @@ import pandas as pd
 import pytest
 
 import agreement
-from annotate.codebook import find_codebook
+from annotate.codebook import Answer, find_codebook
 from annotate.store import Store
 from annotate.store.migrations import m001_initial, m002_llm
 from tests.conftest import DEMO, REPO
@@ -115,9 +115,9 @@ def test_the_same_labels_again_do_not_store_a_duplicate_run(cli, demo) -> None:
     other = cli("agree", "--ci", "0.9")  # other settings: another run
     assert "run 2 stored" in other.stdout and count() == 2
     with Store(demo) as s:  # a changed label: another run, then that one again
-        s.db.conn.execute(
-            "UPDATE labels SET value = 'Repair' WHERE id = (SELECT min(id) FROM labels)"
-        )
+        first = s.db.query("SELECT action_id, coder FROM labels ORDER BY id LIMIT 1")[0]
+        traum = find_codebook("traum").codebook
+        s.labels.save_answer(first[0], traum, "act", first[1], Answer("Repair"))
     assert "run 3 stored" in cli("agree").stdout
     assert "same as run 3, nothing new stored" in cli("agree").stdout
     md = cli("agree", "-f", "markdown").stdout
@@ -228,7 +228,7 @@ def test_per_reason_figures_say_on_which_items_they_are_computed(cli, demo, tmp_
 
 
 def test_the_masi_reference_names_the_measure() -> None:
-    from annotate.render.agree import REFERENCES
+    from annotate.render.agree.methods import REFERENCES
 
     full = (
         "Passonneau, R. J. (2006). Measuring agreement on set-valued items (MASI) for semantic "
@@ -268,7 +268,7 @@ def test_questions_nobody_answered_and_sample_items_not_coded(cli, demo, tmp_pat
     assert "Not in any figure: 10 items of the sample:" in table
     assert "Answered by no coder yet: 9 items" in table
     md = cli("agree", "--codebook", "mental_model", "--question", "Q1", "-f", "markdown").stdout
-    from annotate.render.agree import cited_references
+    from annotate.render.agree.methods import cited_references
 
     items = _top_list_items(md)  # each figure's line is its own list item, as intended
     assert items[0].startswith("Left out of Fleiss' kappa: ")
@@ -339,7 +339,7 @@ def test_migration_3_from_blank_and_from_version_2(tmp_path) -> None:
 
 def test_agree_core_does_not_load_textual_or_statsmodels() -> None:
     code = (
-        "import sys, annotate.reliability.agreement_data, annotate.reliability.adjudication,"
+        "import sys, annotate.reliability.agreement_run, annotate.reliability.adjudication,"
         " annotate.commands.agree\n"
         "print(sorted({m.split('.')[0] for m in sys.modules} & {'textual', 'statsmodels'}))"
     )
@@ -480,7 +480,7 @@ def test_csv_and_json_name_the_two_standard_errors(cli, demo) -> None:
 def test_a_stored_run_counts_labels_added_deleted_and_changed(cli, demo, tmp_path) -> None:
     ids = list(pd.read_csv(REPO / "data" / "demo_labels.csv").action_id.unique()[:5])
     with Store(demo) as s:  # ana has not answered the first item yet
-        s.db.conn.execute("DELETE FROM labels WHERE action_id = ? AND coder = 'ana'", (ids[0],))
+        s.labels.clear_answer(ids[0], "traum", "act", "ana")
         before = dict(s.db.query("SELECT action_id, value FROM labels WHERE coder = 'ben'"))
     out = json.loads(cli("agree", "-f", "json").stdout)
     run = str(out["run_id"])
@@ -497,7 +497,7 @@ def test_a_stored_run_counts_labels_added_deleted_and_changed(cli, demo, tmp_pat
     assert cli("import-labels", str(path), "--codebook", "traum", "--replace").exit_code == 0
     traum = find_codebook("traum").codebook
     with Store(demo) as s:
-        s.db.conn.execute("DELETE FROM labels WHERE action_id = ? AND coder = 'caro'", (ids[2],))
+        s.labels.clear_answer(ids[2], "traum", "act", "caro")
         s.labels.set_flag(ids[3], traum, "ana", ["act"])
         s.labels.clear_answer(ids[3], "traum", "act", "ana")
         s.labels.set_note(ids[4], traum, "ben", ["act"], "not sure")

@@ -17,7 +17,7 @@ import pytest
 from typer.testing import CliRunner
 
 from annotate.cli import app
-from annotate.codebook import find_codebook
+from annotate.codebook import Answer, find_codebook
 from annotate.store import Store
 
 DIALOGUES = ("q1ec1", "q1ec2", "q1nc1")
@@ -178,7 +178,7 @@ def test_each_run_is_stored_and_traceable_to_its_labels(cli, maptask) -> None:
         ]
         assert run["label_ids"] == ids and run["n_labels"] == len(ids)
         # the hash is of the labels' content: recomputed from SQLite it matches
-        from annotate.reliability.agreement_data import labels_hash
+        from annotate.reliability.label_hashes import labels_hash
 
         assert (
             labels_hash(s.agreement.labels_by_id(ids)) == run["labels_hash"] == out["labels_sha256"]
@@ -189,9 +189,8 @@ def test_each_run_is_stored_and_traceable_to_its_labels(cli, maptask) -> None:
     # change one label: the stored run says so
     first = maptask["corpus"][1][0]
     with Store(maptask["db"]) as s:
-        s.db.conn.execute(
-            "UPDATE labels SET value = 'ready' WHERE action_id = ? AND coder = 'ann'", (first,)
-        )
+        hcrc = find_codebook("hcrc_moves").codebook
+        s.labels.save_answer(first, hcrc, "move", "ann", Answer("ready"))
     assert (
         "labels, changed since: 0 added, 0 deleted, 1 changed."
         in cli("agree", "--run", str(out["run_id"])).stdout

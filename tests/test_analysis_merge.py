@@ -105,8 +105,10 @@ def test_prefer_newer_takes_the_later_answer_once(cli, files) -> None:
     ours, theirs, changed = files
     aid = changed["action_id"]
     conn = sqlite3.connect(ours)
-    conn.execute("UPDATE labels SET updated_at = '2020-01-01T00:00:00.000Z' WHERE action_id = ?",
-                 (aid,))  # fmt: skip
+    conn.execute(
+        "UPDATE coder_labels SET updated_at = '2020-01-01T00:00:00.000Z' WHERE action_id = ?",
+        (aid,),
+    )
     conn.commit()
     conn.close()
     r = cli("merge", str(theirs), "--prefer", "newer", "--format", "json", db=ours)
@@ -130,7 +132,8 @@ def test_prefer_newer_takes_the_later_answer_once(cli, files) -> None:
 
 def _make_every_label_old(path) -> None:
     conn = sqlite3.connect(path)
-    conn.execute("UPDATE labels SET updated_at = '2000-01-01T00:00:00.000Z'")
+    conn.execute("UPDATE coder_labels SET updated_at = '2000-01-01T00:00:00.000Z'")
+    conn.execute("UPDATE gold SET updated_at = '2000-01-01T00:00:00.000Z'")
     conn.commit()
     conn.close()
 

@@ -20,7 +20,7 @@ from annotate.store import Store
 from tests.test_analysis_support import DEMO_LABELS, demo_with_gold, import_demo
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
-# the shape `annotate agree` stores its results in (annotate/reliability/agreement_data.py)
+# the shape `annotate agree` stores its results in (annotate/reliability/agreement_run.py)
 AGREE_RESULTS = {
     "codebook": "traum",
     "results": [
@@ -287,13 +287,8 @@ def test_alignment_takes_all_answers_of_an_action_from_one_coder(cli, gold_db, t
     assert r.exit_code == 0, r.output
     session = sorted(positions["session"].unique())[0]
     open_q4 = set(positions.loc[positions["session"] == session, "action_id"])
-    with Store(gold_db) as s, s.db.transaction() as conn:
-        marks = ",".join("?" * len(open_q4))
-        conn.execute(
-            "DELETE FROM labels WHERE codebook = 'mental_model' AND coder = 'gold' "
-            f"AND question = 'Q4' AND action_id IN ({marks})",
-            tuple(open_q4),
-        )
+    with Store(gold_db) as s:
+        s.gold_votes.clear_answers("mental_model", "gold", [(a, "Q4") for a in open_q4])
     with Store(gold_db) as s:
         report = build_report(s, "traum", n_boot=10)
         gold = pd.DataFrame(s.labels.label_rows("mental_model", coders=["gold"]))
@@ -425,7 +420,7 @@ def test_report_lists_stored_agreement_runs(cli, gold_db, tmp_path) -> None:
 
 
 def test_headline_figures() -> None:
-    from annotate.analysis.report import headline_figures
+    from annotate.analysis.agreement_section import headline_figures
 
     assert headline_figures(AGREE_RESULTS) == "act: kappa 0.580, alpha 0.581, AC1 0.629"
     mixed = {"results": [{"question": "Q4", "value": {"fleiss": {"kappa": 0.5}},

@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from annotate.analysis.report import agreement_rows
+from annotate.analysis.agreement_section import agreement_rows
 from annotate.codebook import OTHER, Answer, find_codebook, parse_codebook
 from annotate.errors import CodebookError
-from annotate.reliability.agreement_data import select
 from annotate.reliability.majority_pass import adjudicate_majority
+from annotate.reliability.selection import select
 from annotate.store import Store
 from annotate.store.migrations import MIGRATIONS
 from tests.conftest import DEMO

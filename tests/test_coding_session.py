@@ -8,14 +8,10 @@ from pathlib import Path
 import pytest
 
 from annotate.codebook import LoadedCodebook, parse_codebook
-from annotate.coding.session import (
-    IDLE_CAP_S,
-    CodingSession,
-    check_coder,
-    command_keys,
-    format_offset,
-    resolve_codebook,
-)
+from annotate.coding.context import format_offset
+from annotate.coding.keys import command_keys
+from annotate.coding.session import IDLE_CAP_S, CodingSession
+from annotate.coding.session_inputs import check_coder, resolve_codebook
 from annotate.errors import CodebookError, NotFoundError, UsageError
 from annotate.store import Store
 from tests.test_coding_support import answers, codebook, labels, project, sample_ids

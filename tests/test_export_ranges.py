@@ -15,9 +15,10 @@ from pathlib import Path
 
 import pytest
 
+from annotate.codebook import Answer, find_codebook
 from annotate.errors import UsageError
 from annotate.io import export
-from annotate.store import Store
+from annotate.store import LabelWrite, Store
 from tests.test_export_stream import ESCAPED, _project
 
 FORMATS = [export.ExportFormat.csv, export.ExportFormat.jsonl]
@@ -81,12 +82,9 @@ def test_ranges_give_the_bytes_of_one_cursor(odd_db, monkeypatch, name, fmt, siz
     monkeypatch.setattr(export, "ROWS_PER_CHUNK", size)
     with Store(odd_db) as s:
         if "gold" in name:  # a gold label of every fourth label
-            s.db.conn.execute(
-                "INSERT INTO labels (action_id, codebook, codebook_hash, question, coder, "
-                "value, source, created_at, updated_at) SELECT action_id, codebook, "
-                "codebook_hash, question, 'gold', 'Initiate', 'adjudicate', created_at, "
-                "updated_at FROM labels WHERE coder = 'ana' AND id % 4 = 1"
-            )
+            ana = s.db.query("SELECT action_id FROM labels WHERE coder = 'ana' AND id % 4 = 1")
+            gold = [LabelWrite(r[0], "act", "gold", Answer("Initiate"), "adjudicate") for r in ana]
+            s.labels.save_answers(find_codebook("traum").codebook, gold)
         query = export.build(s, **QUERIES[name])
         rows, text = _in_ranges(s, query, fmt)
         if name in ONE_CURSOR:
@@ -142,7 +140,7 @@ def test_readers_share_one_snapshot(odd_db) -> None:
     """What another connection commits after the readers started is not seen by any."""
     with Store(odd_db) as s, s.db.snapshot_readers(2) as readers:
         with closing(sqlite3.connect(odd_db)) as other:
-            other.execute("DELETE FROM labels")
+            other.execute("DELETE FROM coder_labels")
             other.commit()
         counts = [r.execute("SELECT count(*) FROM labels").fetchone()[0] for r in readers]
         assert counts[0] == counts[1] > 0
@@ -225,11 +223,13 @@ def test_parquet_holds_every_cell_as_json_lines_give_it(odd_db, tmp_path, monkey
     monkeypatch.setattr(export, "ROWS_PER_CHUNK", 4)
     with Store(odd_db) as s:
         for k, text in enumerate(ESCAPED):
-            s.db.conn.execute("UPDATE labels SET note = ? WHERE id = ?", (text, 5 + k))
+            s.db.conn.execute("UPDATE coder_labels SET note = ? WHERE id = ?", (text, 5 + k))
             s.db.conn.execute(
                 "UPDATE actions SET content = ? WHERE id = ?", (text, f"a{4 + k:02d}")
             )
-        s.db.conn.execute('UPDATE labels SET seconds = 1e20, codes = \'["n1","-n3"]\' WHERE id = 2')
+        s.db.conn.execute(
+            'UPDATE coder_labels SET seconds = 1e20, codes = \'["n1","-n3"]\' WHERE id = 2'
+        )
         if index == "dropped":
             s.db.conn.execute("DROP INDEX actions_session_seq")
         for what in ("actions", "labels"):

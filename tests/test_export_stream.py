@@ -246,13 +246,17 @@ ESCAPED = [
 
 def _odd_texts(store: Store) -> None:
     """JSON in a cell, every kind of JSON escape, text held by a number column."""
-    store.db.conn.execute('UPDATE labels SET meta = \'{"a": "=x", "b": "\\\\n"}\' WHERE id = 1')
-    store.db.conn.execute('UPDATE labels SET codes = \'["n1","-n3"]\', seconds = 1e20 WHERE id = 2')
-    store.db.conn.execute("UPDATE labels SET seconds = '-abc' WHERE id = 3")
+    store.db.conn.execute(
+        'UPDATE coder_labels SET meta = \'{"a": "=x", "b": "\\\\n"}\' WHERE id = 1'
+    )
+    store.db.conn.execute(
+        'UPDATE coder_labels SET codes = \'["n1","-n3"]\', seconds = 1e20 WHERE id = 2'
+    )
+    store.db.conn.execute("UPDATE coder_labels SET seconds = '-abc' WHERE id = 3")
     store.db.conn.execute("UPDATE actions SET elapsed_s = '=\"x' WHERE id = 'a01'")
     store.db.conn.execute("UPDATE actions SET elapsed_s = -0.0 WHERE id = 'a02'")
     for k, text in enumerate(ESCAPED):
-        store.db.conn.execute("UPDATE labels SET note = ? WHERE id = ?", (text, 5 + k))
+        store.db.conn.execute("UPDATE coder_labels SET note = ? WHERE id = ?", (text, 5 + k))
         store.db.conn.execute(
             "UPDATE actions SET content = ? WHERE id = ?", (text, f"a{4 + k:02d}")
         )
@@ -286,7 +290,9 @@ def test_csv_is_the_cells_written_one_by_one(odd_db, monkeypatch, what, safe, si
 def test_a_nul_in_a_text_is_exported_whole(odd_db) -> None:
     """json_array keeps a text whole where printf would cut it at its NUL."""
     with Store(odd_db) as s:
-        s.db.conn.execute("UPDATE labels SET other_text = 'be' || char(0) || 'fore' WHERE id = 1")
+        s.db.conn.execute(
+            "UPDATE coder_labels SET other_text = 'be' || char(0) || 'fore' WHERE id = 1"
+        )
         s.db.conn.execute("UPDATE actions SET content = 'x' || char(0) || 'y' WHERE id = 'a01'")
         s.db.conn.commit()
     labels = _text(odd_db, "labels", export.ExportFormat.csv)

@@ -10,12 +10,13 @@ from contextlib import closing
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from annotate.codebook import Answer, find_codebook
-from annotate.store import Store
+from annotate.store import LabelWrite, Store
 from annotate.store.agreement_runs import DIGESTS_DTYPE, IDS_DTYPE
 from annotate.store.migrations import GOLD_IDS, MIGRATIONS
-from annotate.store.revisions import refresh_revisions, revision_hex
+from annotate.store.revisions import refresh_revisions, revision_hex, stored_revision
 from tests.test_analysis_support import DEMO_LABELS, demo_traum_rows, write_csv
 
 LABEL_COLUMNS = (
@@ -121,49 +122,33 @@ def test_the_upgrade_moves_gold_and_the_runs_that_cite_it(tmp_path: Path) -> Non
         assert n == distinct == 13
 
 
-def test_sql_written_for_the_table_still_reads_and_writes_the_view(tmp_path: Path) -> None:
+def test_sql_written_for_the_table_reads_the_view_and_cannot_write_it(tmp_path: Path) -> None:
+    """SQL written for the old table reads every label through the view; a write to it
+    fails loudly (migration 23) and leaves every label as it was."""
     path = tmp_path / "old.db"
     _schema_19_file(path)
+    with closing(sqlite3.connect(path)) as conn:
+        before = _labels(conn)
     with Store(path):
         pass
     with closing(sqlite3.connect(path)) as conn:
-        revision = conn.execute(
-            "SELECT revision FROM labels WHERE coder = 'gold' AND action_id = 's:1'"
-        ).fetchone()[0]
-        conn.execute(
-            "UPDATE labels SET value = 'Repair' WHERE coder = 'gold' AND action_id = 's:1'"
-        )
-        conn.execute("UPDATE labels SET note = 'seen' WHERE coder = 'ana' AND action_id = 's:1'")
-        row = conn.execute(
-            "SELECT value, note, revision FROM labels WHERE coder = 'gold' AND action_id = 's:1'"
-        ).fetchone()
-        assert row[:2] == ("Repair", "why") and row[2] != revision  # a new revision
-        assert conn.execute(
-            "SELECT note FROM coder_labels WHERE coder = 'ana' AND action_id = 's:1'"
-        ).fetchone() == ("seen",)
-        conn.execute(
+        assert [tuple(r) for r in _labels(conn)] == before
+        for sql in (
+            "UPDATE labels SET value = 'Repair' WHERE coder = 'gold' AND action_id = 's:1'",
+            "UPDATE labels SET note = 'seen' WHERE coder = 'ana' AND action_id = 's:1'",
             "INSERT INTO labels (action_id, codebook, codebook_hash, question, coder, value, "
             "created_at, updated_at) VALUES ('s:0', 'traum', 'h1', 'act2', 'gold', 'Repair', "
-            "'t', 't'), ('s:0', 'traum', 'h1', 'act', 'caro', 'Cancel', 't', 't')"
-        )
-        conn.execute("DELETE FROM labels WHERE coder = 'gold' AND action_id = 's:3'")
-        conn.commit()
-        gold = conn.execute(
-            "SELECT action_id, question, value, source, note FROM labels WHERE coder = 'gold' "
-            "ORDER BY action_id, question"
-        ).fetchall()
-        assert gold == [
-            ("s:0", "act", "Initiate", "adjudicate", None),
-            ("s:0", "act2", "Repair", "tui", None),
-            ("s:1", "act", "Repair", "adjudicate", "why"),
-            ("s:2", "act", "Initiate", "adjudicate", "why"),
-        ]
-        assert conn.execute("SELECT count(*) FROM gold").fetchone()[0] == 4
-        caro = conn.execute(
-            "SELECT value, flagged, skipped, source, meta, revision != 0 FROM coder_labels "
-            "WHERE coder = 'caro'"
-        ).fetchall()
-        assert caro == [("Cancel", 0, 0, "tui", "{}", 1)]  # the table's defaults
+            "'t', 't')",
+            "INSERT OR REPLACE INTO labels (action_id, codebook, codebook_hash, question, "
+            "coder, value, source, meta, created_at, updated_at) VALUES ('s:1', 'traum', "
+            f"'h1', 'act', 'gold', 'Initiate', 'adjudicate', '{GOLD_META}', 't', 't')",
+            "DELETE FROM labels WHERE coder = 'gold' AND action_id = 's:3'",
+        ):
+            with pytest.raises(sqlite3.OperationalError, match="cannot modify labels"):
+                conn.execute(sql)
+        conn.rollback()
+        assert [tuple(r) for r in _labels(conn)] == before
+        assert conn.execute("SELECT count(*) FROM gold_answers").fetchone() == (2,)
 
 
 def test_merge_brings_the_gold_the_file_lacks(cli, tmp_path: Path) -> None:
@@ -197,8 +182,7 @@ def test_merge_brings_the_gold_the_file_lacks(cli, tmp_path: Path) -> None:
                 assert ours_row["value"] != changed["value"]  # ours kept
     with closing(sqlite3.connect(theirs)) as conn, conn:
         conn.execute(
-            "UPDATE labels SET updated_at = '2999-01-01T00:00:00.000Z' WHERE coder = 'gold' "
-            "AND action_id = ?",
+            "UPDATE gold SET updated_at = '2999-01-01T00:00:00.000Z' WHERE action_id = ?",
             (changed["action_id"],),
         )
     assert cli("merge", str(theirs), "--prefer", "newer", db=ours).exit_code == 0
@@ -225,8 +209,8 @@ def _three_coders(path: Path) -> tuple[Store, object, list[str]]:
 
 
 def _one_pass(s: Store) -> tuple:
-    from annotate.reliability.agreement_data import select
     from annotate.reliability.majority_pass import adjudicate_majority
+    from annotate.reliability.selection import select
 
     plan, written = adjudicate_majority(s, select(s, codebook="traum"), "zoe")
     return plan.stale, written
@@ -258,6 +242,26 @@ def test_majority_gold_keeps_its_revision_when_only_the_votes_change(tmp_path: P
         assert changed["value"] == "Repair" and changed["revision"] != other["revision"]
 
 
+def test_every_label_write_gives_its_contents_revision(tmp_path: Path) -> None:
+    """One source of revisions: the majority gold written by one SQL statement, a decided
+    gold, a coder's answer and an undone one all hold the SHA-256 of their content, as
+    revisions.py computes it (no random revision from SQL any more)."""
+    s, cb, ids = _three_coders(tmp_path / "p.db")
+    with s:
+        s.labels.save_answer(ids[1], cb, "act", "caro", Answer("other", other_text="a wave"))
+        s.labels.save_answer(ids[2], cb, "act", "ben", Answer("Repair"))
+        s.labels.clear_answer(ids[3], "traum", "act", "ana")
+        _one_pass(s)
+        s.labels.save_answers(cb, [LabelWrite(ids[3], "act", "gold", Answer("Cancel"))])
+        rows = s.db.conn.execute(
+            "SELECT revision, action_id, question, coder, value, codes, other_text, "
+            "codebook_hash FROM labels"
+        ).fetchall()
+        assert {r[3] for r in rows} == {"ana", "ben", "caro", "gold"}
+        assert sum(r[3] == "gold" for r in rows) == 4
+        assert [r[0] for r in rows] == [stored_revision(tuple(r)[1:]) for r in rows]
+
+
 def test_a_retracted_majority_gold_with_a_note_is_retracted_once(tmp_path: Path) -> None:
     """The note keeps the row, without an answer: not majority gold to retract again."""
     from annotate.store import LabelWrite
@@ -275,23 +279,6 @@ def test_a_retracted_majority_gold_with_a_note_is_retracted_once(tmp_path: Path)
         assert _one_pass(s) == (((ids[2], "act"),), 3)
         assert _gold(s, ids[2])["value"] is None and _gold(s, ids[2])["note"] == "check"
         assert _one_pass(s) == ((), 3)
-
-
-def test_replace_through_the_view_leaves_the_shared_answers(tmp_path: Path) -> None:
-    """An INSERT OR REPLACE of a gold row on the view: the answer row other gold rows
-    share stays (a REPLACE inside the trigger would have given it a new id)."""
-    path = tmp_path / "old.db"
-    _schema_19_file(path)
-    with Store(path):
-        pass
-    with closing(sqlite3.connect(path)) as conn, conn:
-        conn.execute(
-            "INSERT OR REPLACE INTO labels (action_id, codebook, codebook_hash, question, "
-            "coder, value, source, meta, created_at, updated_at) VALUES ('s:1', 'traum', "
-            f"'h1', 'act', 'gold', 'Initiate', 'adjudicate', '{GOLD_META}', 't', 't')"
-        )
-        assert conn.execute("SELECT count(*) FROM labels WHERE coder = 'gold'").fetchone() == (4,)
-        assert conn.execute("SELECT count(*) FROM gold_answers").fetchone() == (2,)
 
 
 def test_label_rows_of_a_few_columns_with_gold(tmp_path: Path) -> None:
@@ -322,8 +309,8 @@ def test_a_decision_of_the_same_answer_keeps_the_revision(tmp_path: Path) -> Non
     """A person deciding the answer a majority wrote changes its provenance, not the label
     an agreement run compares; deciding another answer changes both."""
     from annotate.reliability import adjudication as adj
-    from annotate.reliability.agreement_data import select
     from annotate.reliability.majority_pass import adjudicate_majority
+    from annotate.reliability.selection import select
 
     s, _, ids = _three_coders(tmp_path / "p.db")
     with s:
@@ -337,3 +324,24 @@ def test_a_decision_of_the_same_answer_keeps_the_revision(tmp_path: Path) -> Non
         assert same["revision"] == before["revision"]
         adj.decide(s, plan, case, Answer("Repair"), "zoe")
         assert _gold(s, ids[0])["revision"] != before["revision"]
+
+
+def test_the_sql_revision_is_the_stores_for_any_id() -> None:
+    """answer_revision (the majority's one statement) hashes as content_revision does, for
+    ids with quotes, escapes, control characters and non-ASCII letters."""
+    from annotate.store.revisions import content_revision, register_answer_revision
+
+    ids = ["s:1", 'a "quoted" id', "back\\slash", "tab\tnew\nline\x01", "é中🙂", ""]
+    conn = sqlite3.connect(":memory:")
+    register_answer_revision(
+        conn,
+        [(7, "act", "other", None, 'a "wave"\n', "h1"), (8, "r", None, '["b", "ü"]', None, "h2")],
+        "gold",
+    )
+    for action_id in ids:
+        got = conn.execute("SELECT answer_revision(?, 7), answer_revision(?, 8)", (action_id,) * 2)
+        assert got.fetchone() == (
+            content_revision(action_id, "act", "gold", "other", (), 'a "wave"\n', "h1"),
+            content_revision(action_id, "r", "gold", None, ["b", "ü"], None, "h2"),
+        )
+    conn.close()

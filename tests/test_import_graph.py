@@ -1,4 +1,5 @@
-"""The import graph points one way: no cycle among the project's modules, no store -> LLM coder.
+"""The import graph points one way: no cycle among the project's modules, no LLM coder ->
+store, and the store takes only the LLM coder's records.
 
 The graph is read from the source (the AST), not from a running interpreter, so an import
 inside a function counts as much as one at the top of a module; only imports under
@@ -123,13 +124,29 @@ def test_a_cycle_is_found() -> None:
     assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
 
 
-def test_the_store_never_imports_the_llm_coder() -> None:
+def test_the_store_imports_only_the_llm_coders_records() -> None:
+    """The store keeps the LLM coder's records (``llm_coder.records``, no imports of its own
+    but the vocabulary) and imports nothing else of it: no client, no workflow."""
     graph = _graph()
     bad = {
         (module, target)
         for module, targets in graph.items()
         if module == "annotate.store" or module.startswith("annotate.store.")
         for target in targets
-        if target == "llm_coder" or target.startswith("llm_coder.")
+        if (target == "llm_coder" or target.startswith("llm_coder."))
+        and target != "llm_coder.records"
+    }
+    assert bad == set()
+    assert {t for t in graph["llm_coder.records"] if not t.startswith("annotate.")} == set()
+
+
+def test_the_llm_coder_never_imports_the_store() -> None:
+    graph = _graph()
+    bad = {
+        (module, target)
+        for module, targets in graph.items()
+        if module == "llm_coder" or module.startswith("llm_coder.")
+        for target in targets
+        if target == "annotate.store" or target.startswith("annotate.store.")
     }
     assert bad == set()

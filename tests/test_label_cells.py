@@ -5,19 +5,22 @@ changes when its answer does."""
 from __future__ import annotations
 
 import re
+import sqlite3
 from collections.abc import Callable
 
 import pytest
 
 from annotate.codebook import Answer, find_codebook
 from annotate.models import Action
-from annotate.reliability.agreement_data import agree, label_digest, select
+from annotate.reliability.agreement_run import agree
+from annotate.reliability.label_hashes import label_digest
 from annotate.reliability.question_labels import (
     LabelsRead,
     QuestionData,
     labels_hash_of,
     read_questions,
 )
+from annotate.reliability.selection import select
 from annotate.store import LabelWrite, Store, label_cells
 from annotate.store.label_cells import LabelScope
 from annotate.store.revisions import content_revision
@@ -179,8 +182,8 @@ def test_chunks_of_items_read_what_one_chunk_reads(
 
 
 def test_a_value_outside_the_codebook_is_read_after_a_count(coded: Store) -> None:
-    coded.db.conn.execute(
-        "UPDATE labels SET value = 'Grunt' WHERE action_id = 's1:000' AND coder = 'caro'"
+    coded.db.conn.execute(  # SQL written by hand: the table, the revision left as it was
+        "UPDATE coder_labels SET value = 'Grunt' WHERE action_id = 's1:000' AND coder = 'caro'"
     )
     data, _ = _read(coded, "half")
     row = data[0].items.index("s1:000")
@@ -209,14 +212,14 @@ def test_a_label_gets_a_new_revision_when_its_answer_changes_and_only_then(coded
     assert second == content_revision("s1:005", "act", "ana", "Repair", (), None, cb.version_hash)
     coded.labels.save_answers(cb, [LabelWrite("s1:005", "act", "ana", Answer(value, (), None))])
     assert _revision(coded, "s1:005", "ana") == first  # the same content, the same revision
-    # a write the store did not make (raw SQL) that changes the answer: a new revision
-    coded.db.conn.execute("UPDATE labels SET other_text = 'x' WHERE action_id = 's1:005'")
-    assert _revision(coded, "s1:005", "ana") not in (0, first, second)
-    coded.db.conn.execute(
-        "INSERT INTO labels (action_id, codebook, codebook_hash, question, coder, value, "
-        "created_at, updated_at) VALUES ('s1:005', 'traum', 'h', 'act', 'dan', 'Cancel', '', '')"
-    )
-    assert _revision(coded, "s1:005", "dan") != 0
+    # an undone answer: the revision of the unanswered label (the note keeps the row)
+    coded.labels.clear_answer("s1:005", "traum", "act", "ana")
+    empty = content_revision("s1:005", "act", "ana", None, (), None, cb.version_hash)
+    assert _revision(coded, "s1:005", "ana") == empty
+    # the view is read-only: no write escapes the rule (migration 23)
+    with pytest.raises(sqlite3.OperationalError, match="cannot modify labels"):
+        coded.db.conn.execute("UPDATE labels SET other_text = 'x' WHERE action_id = 's1:005'")
+    assert _revision(coded, "s1:005", "ana") == empty
 
 
 def test_a_run_keeps_the_revision_of_every_label_it_used(coded: Store) -> None:

@@ -19,10 +19,11 @@ from pathlib import Path
 
 import pytest
 
+from annotate.llm_store import llm_store
 from annotate.store import Store
 from llm_coder.calls import request_body
 from llm_coder.client import LLMConfig
-from llm_coder.workflow import JobOptions, LabelJob
+from llm_coder.job import JobOptions, LabelJob
 from tests.chat_server import ServerState, chat_reply
 from tests.llm_fixtures import running_chat_server
 from tests.test_llm_cli import (
@@ -128,7 +129,7 @@ def test_exported_lines_are_the_documented_format_and_the_online_requests(
     assert len(lines) == HELDOUT
     with Store(db_path) as s:
         config = LLMConfig(MODEL, env.base_url, "")
-        job = LabelJob(s, _loaded(), JobOptions(model=MODEL, split="hcrc_moves"), config)
+        job = LabelJob(llm_store(s), _loaded(), JobOptions(model=MODEL, split="hcrc_moves"), config)
         runner = job._runner(client=None, cache=None)
         expected = {}
         for aid in job.heldout_ids:

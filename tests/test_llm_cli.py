@@ -21,7 +21,7 @@ import pytest
 
 from annotate.codebook import Answer, find_codebook
 from annotate.store import LabelWrite, Store
-from llm_coder.workflow import FLUSH_EVERY
+from llm_coder.phases import FLUSH_EVERY
 from tests.chat_server import Fault
 from tests.llm_fixtures import running_chat_server
 

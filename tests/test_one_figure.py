@@ -49,23 +49,34 @@ def items_of(output: str) -> int:
     return int(found[1])
 
 
-def test_demo_agree_and_report_print_one_kappa_and_interval(cli, db_path, tmp_path) -> None:
+def agree_then_report(cli, codebook: str, coders: str, out: Path) -> tuple[str, int]:
+    """`agree` and `report` on one codebook: what agree printed, and the report's number of
+    items, once the report's kappa and interval are checked to be agree's."""
+    agreed = cli("agree", "--codebook", codebook)
+    assert agreed.exit_code == 0, agreed.output
+    r = cli("report", "--codebook", codebook, "--coders", coders, "--out", str(out))
+    assert r.exit_code == 0, r.output
+    kappa, low, high, n = report_kappa(out, codebook)
+    assert (kappa, low, high) == agree_kappa(agreed.stdout)
+    return agreed.stdout, n
+
+
+def demo_labelled(cli, *sample: str) -> None:
+    """The demo with a sample 'main' drawn with ``sample``'s options, and its coders' labels."""
     assert cli("import", str(DEMO)).exit_code == 0
-    assert cli("sample", "--n", "120", "--seed", "7", "--name", "main",
-               "--stratify", "condition").exit_code == 0  # fmt: skip
+    assert cli("sample", *sample, "--name", "main").exit_code == 0
     r = cli("import-labels", str(REPO / "data" / "demo_labels.csv"), "--codebook", "traum")
     assert r.exit_code == 0, r.output
-    agreed = cli("agree", "--codebook", "traum")
-    assert agreed.exit_code == 0, agreed.output
+
+
+def test_demo_agree_and_report_print_one_kappa_and_interval(cli, db_path, tmp_path) -> None:
+    demo_labelled(cli, "--n", "120", "--seed", "7", "--stratify", "condition")
     out = tmp_path / "report"
-    r = cli("report", "--codebook", "traum", "--coders", "ana", "--out", str(out))
-    assert r.exit_code == 0, r.output
-    kappa, low, high, n = report_kappa(out, "traum")
-    assert (kappa, low, high) == agree_kappa(agreed.stdout)
-    assert n == items_of(agreed.stdout) == 120  # the sample's items, not the file's 343
+    agreed, n = agree_then_report(cli, "traum", "ana", out)
+    assert n == items_of(agreed) == 120  # the sample's items, not the file's 343
     row = pd.read_csv(out / "agreement.csv").iloc[0]
     assert row["sample"] == "main" and row["coders"] == "ana, ben, caro"
-    assert row["run"] == int(re.search(r"run (\d+) stored", agreed.stdout)[1])
+    assert row["run"] == int(re.search(r"run (\d+) stored", agreed)[1])
 
 
 def _second_coder(store_path: Path, tmp_path: Path) -> Path:
@@ -85,23 +96,23 @@ def _second_coder(store_path: Path, tmp_path: Path) -> Path:
     return path
 
 
+def maptask_two_coders(cli, shared: Path, db_path: Path, *names: str) -> None:
+    """Map Task dialogues ``names`` with the corpus coding (hcrc) and a second coder (ann)."""
+    dialogues = shared / "maptask" / "dialogues"
+    r = cli("import", *(str(dialogues / n) for n in names),
+            "--labels-as", "hcrc", "--codebook", "hcrc_moves")  # fmt: skip
+    assert r.exit_code == 0, r.output
+    r = cli("import-labels", str(_second_coder(db_path, db_path.parent)), "--codebook",
+            "hcrc_moves")  # fmt: skip
+    assert r.exit_code == 0, r.output
+
+
 def test_maptask_agree_and_report_print_one_kappa_and_interval(
     cli, shared, db_path, tmp_path
 ) -> None:
-    dialogues = shared / "maptask" / "dialogues"
-    r = cli("import", str(dialogues / "q1ec1.txt"), str(dialogues / "q1nc1.txt"),
-            "--labels-as", "hcrc", "--codebook", "hcrc_moves")  # fmt: skip
-    assert r.exit_code == 0, r.output
-    r = cli("import-labels", str(_second_coder(db_path, tmp_path)), "--codebook", "hcrc_moves")
-    assert r.exit_code == 0, r.output
-    agreed = cli("agree", "--codebook", "hcrc_moves")
-    assert agreed.exit_code == 0, agreed.output
-    out = tmp_path / "report"
-    r = cli("report", "--codebook", "hcrc_moves", "--coders", "hcrc", "--out", str(out))
-    assert r.exit_code == 0, r.output
-    kappa, low, high, n = report_kappa(out, "hcrc_moves")
-    assert (kappa, low, high) == agree_kappa(agreed.stdout)
-    assert n == items_of(agreed.stdout)
+    maptask_two_coders(cli, shared, db_path, "q1ec1.txt", "q1nc1.txt")
+    agreed, n = agree_then_report(cli, "hcrc_moves", "hcrc", tmp_path / "report")
+    assert n == items_of(agreed)
 
 
 @pytest.fixture
@@ -251,13 +262,7 @@ def test_verify_recomputes_every_figure_with_the_reference_libraries(cli, shared
     import json
     from importlib.metadata import version
 
-    dialogues = shared / "maptask" / "dialogues"
-    r = cli("import", str(dialogues / "q1ec1.txt"), "--labels-as", "hcrc",
-            "--codebook", "hcrc_moves")  # fmt: skip
-    assert r.exit_code == 0
-    r = cli("import-labels", str(_second_coder(db_path, db_path.parent)), "--codebook",
-            "hcrc_moves")  # fmt: skip
-    assert r.exit_code == 0, r.output
+    maptask_two_coders(cli, shared, db_path, "q1ec1.txt")
     r = cli("agree", "--verify")
     assert r.exit_code == 0, r.output
     assert f"statsmodels {version('statsmodels')} and krippendorff {version('krippendorff')}" in (

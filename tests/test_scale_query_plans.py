@@ -16,12 +16,14 @@ from contextlib import contextmanager
 
 import pytest
 
-from annotate.analysis.report import Scope
+from annotate.analysis.report_scope import Scope
 from annotate.codebook import find_codebook
 from annotate.coding.sampling import draw_from_store
-from annotate.coding.session import CodingSession, resolve_codebook
+from annotate.coding.session import CodingSession
+from annotate.coding.session_inputs import resolve_codebook
+from annotate.llm_store import llm_store
 from annotate.store import Store
-from llm_coder.workflow import JobOptions, LabelJob, Resumed
+from llm_coder.job import JobOptions, LabelJob, Resumed
 from tests.test_analysis_support import demo_with_gold
 
 BIG_TABLES = (
@@ -112,7 +114,8 @@ def test_llm_label_targets_and_dry_run_use_indexes(project) -> None:
         loaded = find_codebook("traum")
 
         def walk(target: str) -> None:
-            job = LabelJob(store, loaded, JobOptions(model="m", split="traum", target=target), None)
+            of_target = JobOptions(model="m", split="traum", target=target)
+            job = LabelJob(llm_store(store), loaded, of_target, None)
             ids = list(job.rest_ids())
             assert len(ids) == len(job.rest_ids())
             list(job.sessions.items(ids))
@@ -124,7 +127,7 @@ def test_llm_label_targets_and_dry_run_use_indexes(project) -> None:
                 lambda: walk("all"),
                 lambda: walk("main"),
                 lambda: store.llm.prompt_has_replies("p", "m", "e"),
-                lambda: LabelJob(store, loaded, options, None).rest_ids().every(3),
+                lambda: LabelJob(llm_store(store), loaded, options, None).rest_ids().every(3),
             ],
         )
         assert any("llm_split_items" in s for s in statements)
@@ -138,7 +141,8 @@ def test_llm_label_resume_finds_what_is_left_by_index(project) -> None:
         loaded = find_codebook("traum")
 
         def left(target: str) -> None:
-            job = LabelJob(store, loaded, JobOptions(model="m", split="traum", target=target), None)
+            options = JobOptions(model="m", split="traum", target=target)
+            job = LabelJob(llm_store(store), loaded, options, None)
             job.resumed = Resumed(7, 0, 0)
             list(job.phase_ids("validate"))
             rest = job.phase_ids("label")
@@ -238,7 +242,7 @@ async def test_code_start_up_reads_one_page_of_actions(project) -> None:
     """Up to its first item on screen, the coding app reads the actions of one page of
     items (and the item's context), never every action of the sample: at 100k items that
     was 1.8 s, twice (whether any item names a screenshot)."""
-    from annotate.coding.session import ItemActions
+    from annotate.coding.items import ItemActions
     from annotate.media import MediaLocator
     from annotate.store.actions import Actions
     from annotate.tui.app import make_app

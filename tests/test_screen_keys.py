@@ -5,7 +5,7 @@ moved command keys for a codebook that uses a command's letter."""
 from __future__ import annotations
 
 from annotate.codebook import parse_codebook
-from annotate.coding.session import command_keys
+from annotate.coding.keys import command_keys
 from annotate.tui import screen_keys
 from annotate.tui.screens import adjudicate, coding
 

@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from annotate.coding.self_mode import SelfCodingSession
-from annotate.coding.session import CodingSession, resolve_codebook
+from annotate.coding.session import CodingSession
+from annotate.coding.session_inputs import resolve_codebook
 from annotate.errors import NotFoundError, UsageError
 from annotate.io.importing import import_files
 from annotate.media import MediaLocator

@@ -336,3 +336,36 @@ def test_a_mapping_nested_too_deeply_is_one_line(project, cli, db_path):
         f"error: {project}/deep.yaml: not valid YAML (nested too deeply)"
     )
     assert query(db_path, "SELECT count(*) FROM labels") == [(0,)]
+
+
+def test_a_changed_rationale_on_the_same_answer_is_stored_and_counted(project, cli, db_path):
+    """One rule for a label write: a rationale beside an unchanged answer is not the answer
+    (the revision stays), but it is the participant's words: a new one is stored and the
+    summary counts it; a report without one leaves the stored one."""
+
+    def report(text: str | None) -> None:
+        line = {"action_id": "a0", "participant": "A", "question": "task_state", "answer": "clear"}
+        write_jsonl(project / "one.jsonl", [line | ({"text": text} if text else {})])
+
+    def stored() -> tuple:
+        (row,) = query(
+            db_path,
+            "SELECT value, other_text, json_extract(meta, '$.text'), revision FROM labels "
+            "WHERE action_id = 'a0' AND coder = 'self:A' AND question = 'Q1'",
+        )
+        return row
+
+    report("we agreed on the route")
+    assert import_reports(cli, project, "one.jsonl").exit_code == 0
+    first = stored()
+    assert first[:3] == ("a", None, "we agreed on the route")
+    report("I followed my partner")
+    again = import_reports(cli, project, "one.jsonl")
+    assert again.exit_code == 0, again.output
+    assert "1 labels read: 0 new, 0 answers replaced, 1 rationales replaced, 0 unchanged" in (
+        again.stdout
+    )
+    assert stored() == ("a", None, "I followed my partner", first[3])
+    report(None)
+    assert "1 unchanged" in import_reports(cli, project, "one.jsonl").stdout
+    assert stored() == ("a", None, "I followed my partner", first[3])

@@ -19,9 +19,10 @@ import pytest
 
 from annotate.codebook import find_codebook
 from annotate.coding.session import CodingSession
+from annotate.llm_store import llm_store
 from annotate.store import Store
+from llm_coder.items import Sessions
 from llm_coder.prompt import render_item
-from llm_coder.workflow import Sessions
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 TRACE = DATA / "demo_traces" / "overcooked.jsonl"
@@ -95,7 +96,7 @@ def test_the_screen_and_the_prompt_show_the_same_context(cli, audited) -> None:
     with Store(audited) as store:
         session = CodingSession(store, loaded, "ana", "main", context=2, lookahead=4)
         assert session.show == ["timestep", "request", "verifier", "recipe_relevant"]
-        sessions = Sessions(store, 2, 4, loaded.codebook.context_fields)
+        sessions = Sessions(llm_store(store), 2, 4, loaded.codebook.context_fields)
         seen_correction = seen_four_after = False
         for index in range(session.n):
             session.index = index

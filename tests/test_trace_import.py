@@ -12,48 +12,37 @@ from annotate.field_paths import get, lookup, without
 from annotate.models import describe
 from annotate.store import Store
 
+
+def _event(
+    t: int,
+    agent: str,
+    action: tuple[str, str] | None = None,
+    message: object = "",
+    error: str = "",
+    **extra: object,
+) -> dict:
+    """One record of episode e1 at timestep ``t``; ``action``: its name and object."""
+    return {
+        "episode": "e1",
+        "t": t,
+        "agent": agent,
+        "action": {"name": action[0], "object": action[1]} if action else None,
+        "message": message,
+        "feedback": {"error": error},
+        "recipe_relevant": True,
+        **extra,
+    }
+
+
+REQUEST = {
+    "text": "assistant, pick up onion_1",
+    "request": {"object": "onion_1", "action": "pickup", "target": "assistant"},
+}
 TRACE = [
-    {
-        "episode": "e1",
-        "t": 0,
-        "agent": "chef",
-        "action": None,
-        "message": {
-            "text": "assistant, pick up onion_1",
-            "request": {"object": "onion_1", "action": "pickup", "target": "assistant"},
-        },
-        "feedback": {"error": ""},
-        "recipe_relevant": True,
-        "tokens": 9,
-    },
-    {
-        "episode": "e1",
-        "t": 1,
-        "agent": "chef",
-        "action": {"name": "chop", "object": "tomato_1"},
-        "message": "",
-        "feedback": {"error": ""},
-        "recipe_relevant": True,
-    },
-    {
-        "episode": "e1",
-        "t": 1,
-        "agent": "assistant",
-        "action": {"name": "pickup", "object": "onion_1"},
-        "message": "",
-        "feedback": {"error": "onion_1 is not reachable"},
-        "recipe_relevant": True,
-    },
-    {
-        "episode": "e1",
-        "t": 2,
-        "agent": "assistant",
-        "action": {"name": "pickup", "object": "onion_1"},
-        "message": "",
-        "feedback": {"error": ""},
-        "recipe_relevant": True,
-        "score": 0.5,
-    },
+    _event(0, "chef", message=REQUEST, tokens=9),
+    _event(1, "chef", ("chop", "tomato_1")),
+    _event(1, "assistant", ("pickup", "onion_1"), error="onion_1 is not reachable"),
+    _event(2, "assistant", ("pickup", "onion_1"), score=0.5),
 ]
 MAP = (
     "session=episode,participant=agent,action_type=action.name,content=message.text,"

@@ -21,8 +21,8 @@ import pytest
 from rich.console import Console
 from textual.app import App
 
+from annotate.coding.context import ContextRow, format_offset
 from annotate.coding.sampling import draw_sample
-from annotate.coding.session import ContextRow, format_offset
 from annotate.io.importing import import_files
 from annotate.store import Store
 from annotate.tui.app import CodingApp, make_app

@@ -55,8 +55,8 @@ import numpy as np
 import pandas as pd
 
 from annotate.analysis import MAX_EXHAUSTIVE
+from annotate.analysis.code_shares import question_codes
 from annotate.analysis.coders import label_source
-from annotate.analysis.report import question_codes
 from annotate.analysis.stats import NO_VALUE, role_key
 from annotate.codebook import Codebook
 from annotate.errors import UsageError

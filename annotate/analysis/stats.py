@@ -108,7 +108,8 @@ def stats(
 ) -> list[dict[str, Any]]:
     """The stats table of the project file (optionally per part of a stored session split).
 
-    ``counts``: :meth:`~annotate.store.Store.session_type_counts` when the caller has them
+    ``counts``: :meth:`~annotate.store.analysis.Analysis.session_type_counts` when the caller has
+    them
     (one ``GROUP BY`` over every action, not two)."""
     parts = store.analysis.session_split_parts(split) if split else None
     rows = store.analysis.session_type_counts() if counts is None else counts

@@ -16,14 +16,10 @@ from typing import Any
 from annotate.codebook import Answer, LoadedCodebook, Question
 from annotate.coders import SELF_PREFIX, self_coder  # one spelling of self:NAME
 from annotate.coding import anchors
-from annotate.coding.session import (
-    CODER_PATTERN,
-    CodingSession,
-    Item,
-    ItemActions,
-    _time_of,
-    format_offset,
-)
+from annotate.coding.context import format_offset, time_of
+from annotate.coding.items import Item, ItemActions
+from annotate.coding.session import CodingSession
+from annotate.coding.session_inputs import CODER_PATTERN
 from annotate.errors import NotFoundError, UsageError
 from annotate.media import screenshot_ref
 from annotate.models import Action
@@ -120,7 +116,7 @@ class SelfCodingSession(CodingSession):
     # -- the anchor ----------------------------------------------------------------------
 
     def _seconds(self, action: Action) -> float | None:
-        return _time_of(action, self.queries.session_start(action.session))
+        return time_of(action, self.queries.session_start(action.session))
 
     def checkpoints(self) -> list[anchors.Checkpoint]:
         """Every checkpoint of the participant's sessions (read once)."""

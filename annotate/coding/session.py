@@ -13,222 +13,31 @@ no, toggle a reason, "other").
 
 from __future__ import annotations
 
-import bisect
 import json
-import re
 import time
-from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
-from datetime import datetime
+from dataclasses import dataclass
 from functools import cached_property
 from typing import Literal
 
-from annotate.codebook import (
-    NO,
-    OTHER,
-    Answer,
-    Codebook,
-    LoadedCodebook,
-    Question,
-    find_codebook,
-)
-from annotate.coders import is_human
+from annotate.codebook import NO, OTHER, Answer, LoadedCodebook, Question
 from annotate.coding.choices import Choice, question_choices
-from annotate.errors import CodebookError, NotFoundError, UsageError
+from annotate.coding.context import ContextRow, item_context_rows, time_in_session
+from annotate.coding.items import Counts, Item, Tally, load_items
+from annotate.coding.keys import command_keys, question_keys
+from annotate.coding.session_inputs import (
+    check_coder,
+    sample_name,
+    version_warning,
+)
+from annotate.errors import UsageError
 from annotate.media import meta_screenshot_ref
-from annotate.models import Action, describe_with
 from annotate.store import Store
-from annotate.store.coding import CodingQueries, parse_time
+from annotate.store.coding import CodingQueries
 
-DEFAULT_SAMPLE = "main"
 IDLE_CAP_S = 300.0
 """Longest stretch counted as work on one item: a coder who walks away is not coding."""
-RESERVED_CODERS = {"gold": "adjudicated gold labels (made with `annotate adjudicate`)"}
-CODER_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@+-]{0,63}$")
-
-
-# -- keys -----------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Command:
-    """A session command and its key (a Textual key name); ``char`` is its printable form."""
-
-    id: str
-    key: str
-    label: str
-    description: str
-    char: str | None = None
-    fallback: str | None = None
-
-
-COMMANDS: tuple[Command, ...] = (
-    Command("prev", "left", "back", "Previous item"),
-    Command("next", "right", "next", "Next item"),
-    Command("undo", "backspace", "undo", "Undo the last answer or skip"),
-    Command("skip", "s", "skip", "Skip this item (come back to it later)", "s", "ctrl+s"),
-    Command("flag", "f", "flag", "Flag this item for discussion (again: unflag)", "f", "ctrl+f"),
-    Command("note", "m", "note", "Write a note on this item", "m", "f2"),
-    Command("goto", "g", "go to", "Go to item number ...", "g", "ctrl+g"),
-    Command(
-        "uncoded",
-        "j",
-        "next uncoded",
-        "Jump to the next item neither coded nor skipped (then to the skipped ones)",
-        "j",
-        "f3",
-    ),
-    Command("define", "question_mark", "define", "Definition, examples, instructions", "?", "f4"),
-    Command("help", "f1", "keys", "All keys"),
-    Command("quit", "q", "quit", "Quit (everything answered is already saved)", "q", "ctrl+q"),
-)
-
-
-@dataclass(frozen=True)
-class QuestionKey:
-    """Keys of the coding screen besides the commands: a row of the help (F1) and, unless
-    ``bar_keys`` is None, an entry of the key bar (a click on it runs ``action``).
-
-    ``when``: the codebooks the row is for ("toggles": a question takes several choices,
-    see :func:`has_toggles`; "questions": more than one question). ``gates``: a screen
-    action bound only where the row is for.
-    """
-
-    keys: str
-    does: str
-    bar_keys: str | None = None  # None: in the help only
-    bar_label: str = ""
-    action: str = ""  # run by a click in the key bar
-    when: Literal["always", "toggles", "no toggles", "questions"] = "always"
-    gates: str | None = None
-
-
-# help: keys, what they do / key bar: keys, label, action on a click
-QUESTION_KEYS: tuple[QuestionKey, ...] = (
-    QuestionKey("↑ ↓", "highlight an option"),
-    QuestionKey("Enter", "choose the highlighted option; confirm the reasons",
-                "↑↓ Enter", "choose", "enter", when="toggles"),
-    QuestionKey("Space", "toggle the highlighted reason (or choose the highlighted option)",
-                "Space", "toggle", "space", when="toggles"),
-    QuestionKey("Esc", "leave the reasons of a 'no' unanswered",
-                "Esc", "cancel", "cancel", when="toggles", gates="cancel"),
-    QuestionKey("Enter Space", "choose the highlighted option",
-                "↑↓ Enter/Space", "choose", "enter", when="no toggles"),
-    QuestionKey("Tab ⇧Tab", "next / previous question of this item",
-                "Tab/⇧Tab", "question", "question(1)", when="questions", gates="question"),
-    QuestionKey("PgUp PgDn", "scroll the context (PgUp at the top shows earlier turns)",
-                "PgUp/PgDn", "scroll", "context_up"),
-)  # fmt: skip
-
-
-def question_keys(codebook: Codebook) -> tuple[list[QuestionKey], set[str]]:
-    """The rows of :data:`QUESTION_KEYS` for this codebook, and the screen actions that
-    stay unbound (gated by a row not for it)."""
-    toggles = has_toggles(codebook)
-    applies = {
-        "always": True,
-        "toggles": toggles,
-        "no toggles": not toggles,
-        "questions": len(codebook.questions) > 1,
-    }
-    rows = [k for k in QUESTION_KEYS if applies[k.when]]
-    unbound = {k.gates for k in QUESTION_KEYS if k.gates and not applies[k.when]}
-    return rows, unbound
-
-
-def has_toggles(codebook: Codebook) -> bool:
-    """Whether a question takes several choices (reasons of a 'no', multi-select)."""
-    return any(q.kind in ("yes_no_reasons", "multi") for q in codebook.questions)
-
-
-def codebook_keys(codebook: Codebook) -> set[str]:
-    """Every character a question of this codebook uses as a shortcut."""
-    keys: set[str] = set()
-    for q in codebook.questions:
-        keys.update(o.key for o in q.options)
-        if q.allow_other:
-            keys.add(q.other_key)
-        if q.kind == "yes_no_reasons":
-            keys.update((q.yes_key, q.no_key))
-    return keys
-
-
-def command_keys(codebook: Codebook) -> dict[str, str]:
-    """Command id -> key; a command whose letter the codebook uses moves to its fallback."""
-    taken = codebook_keys(codebook)
-    return {c.id: (c.fallback if c.char in taken and c.fallback else c.key) for c in COMMANDS}
-
-
-# -- state ----------------------------------------------------------------------------------
-
-
-class ItemActions:
-    """The actions of a session's items, read from the store a page at a time.
-
-    A coder sees one item (and its context) at a time, so a sample of 100k items keeps only
-    its ids in memory and the few pages around where the coder is."""
-
-    PAGE = 64
-    PAGES_KEPT = 8
-
-    def __init__(self, store: Store, ids: Sequence[str]):
-        self.store = store
-        self.ids = ids
-        self._pages: OrderedDict[int, list[Action]] = OrderedDict()
-
-    def __getitem__(self, position: int) -> Action:
-        page, offset = divmod(position, self.PAGE)
-        actions = self._pages.get(page)
-        if actions is None:
-            start = page * self.PAGE
-            actions = self.store.actions.actions_by_ids(self.ids[start : start + self.PAGE])
-            self._pages[page] = actions
-            while len(self._pages) > self.PAGES_KEPT:
-                self._pages.popitem(last=False)
-        else:
-            self._pages.move_to_end(page)
-        return actions[offset]
-
-
-@dataclass(slots=True, eq=False)
-class Item:
-    position: int
-    action_id: str
-    questions: tuple[Question, ...]
-    actions: ItemActions = field(repr=False)
-    answers: dict[str, Answer] = field(default_factory=dict)
-    flagged: bool = False
-    skipped: bool = False
-    note: str | None = None
-    seconds: float = 0.0
-
-    @property
-    def action(self) -> Action:
-        """The action (read from the store with its page of items when first needed)."""
-        return self.actions[self.position]
-
-    @property
-    def coded(self) -> bool:
-        answers = self.answers  # a plain loop: counted over every item of 100k at each render
-        if not answers:
-            return False
-        for q in self.questions:  # noqa: SIM110
-            if q.id not in answers:
-                return False
-        return True
-
-    @property
-    def todo(self) -> bool:
-        return not self.coded and not self.skipped
-
-    def first_open(self) -> int:
-        """Index of the first unanswered question (0 when all are answered)."""
-        for i, q in enumerate(self.questions):
-            if q.id not in self.answers:
-                return i
-        return 0
 
 
 @dataclass
@@ -250,211 +59,12 @@ class Feedback:
 
 
 @dataclass(frozen=True)
-class Counts:
-    n: int
-    coded: int
-    skipped: int
-    flagged: int
-
-
-class Tally:
-    """The session's counts (coded, skipped, flagged) and the seconds of its coded items,
-    kept up to date item by item (see :meth:`CodingSession._changing`) instead of counted
-    over every item of a 100k-item sample at each render of the status line."""
-
-    def __init__(self, items: Sequence[Item]):
-        coded = skipped = flagged = 0
-        times: list[float] = []
-        for item in items:  # as add(item, 1) does, inlined: 100k items at start-up
-            if item.coded:
-                coded += 1
-                if item.seconds > 0:
-                    times.append(item.seconds)
-            elif item.skipped:
-                skipped += 1
-            if item.flagged:
-                flagged += 1
-        times.sort()  # sorted: the median is the middle one
-        self.coded, self.skipped, self.flagged, self.times = coded, skipped, flagged, times
-
-    def add(self, item: Item, sign: int) -> None:
-        """Count ``item`` in (``sign`` 1) or out (-1), as it is now."""
-        if item.coded:
-            self.coded += sign
-            if item.seconds > 0:
-                if sign > 0:
-                    bisect.insort(self.times, item.seconds)
-                else:
-                    i = bisect.bisect_left(self.times, item.seconds)
-                    if i < len(self.times) and self.times[i] == item.seconds:
-                        del self.times[i]
-        elif item.skipped:
-            self.skipped += sign
-        if item.flagged:
-            self.flagged += sign
-
-    def median_time(self) -> float | None:
-        """The median of the coded items' seconds (None before three timed items)."""
-        t = self.times
-        n = len(t)
-        if n < 3:
-            return None
-        return t[n // 2] if n % 2 else (t[n // 2 - 1] + t[n // 2]) / 2
-
-
-@dataclass(frozen=True)
-class ContextRow:
-    action: Action
-    text: str
-    offset_s: float | None
-    is_item: bool
-    after: bool
-
-
-@dataclass(frozen=True)
 class _Undo:
     kind: Literal["answer", "skip"]
     index: int
     question: int
     previous: Answer | None = None
     was_skipped: bool = False
-
-
-# -- helpers --------------------------------------------------------------------------------
-
-
-def format_offset(seconds: float | None) -> str:
-    """``-1:05`` / ``+0:08`` relative to the item; ``now`` for the item itself."""
-    if seconds is None:
-        return ""
-    if abs(seconds) < 0.5:
-        return "now"
-    sign = "-" if seconds < 0 else "+"
-    s = round(abs(seconds))
-    h, rest = divmod(s, 3600)
-    m, s = divmod(rest, 60)
-    return f"{sign}{h}:{m:02d}:{s:02d}" if h else f"{sign}{m}:{s:02d}"
-
-
-def format_duration(seconds: float | None) -> str:
-    if seconds is None:
-        return "—"
-    s = round(seconds)
-    if s < 60:
-        return f"{s}s"
-    m = round(s / 60)
-    return f"{m}m" if m < 60 else f"{m // 60}h{m % 60:02d}m"
-
-
-def _time_of(action: Action, start: datetime | None) -> float | None:
-    t = parse_time(action.timestamp)
-    if t is not None and start is not None:
-        return (t - start).total_seconds()
-    return action.elapsed_s
-
-
-def time_in_session(queries: CodingQueries, action: Action) -> float | None:
-    """Seconds into its session at which the action happened (None: the log has no times)."""
-    return _time_of(action, queries.session_start(action.session))
-
-
-def item_context_rows(
-    store: Store,
-    queries: CodingQueries,
-    action: Action,
-    before: int,
-    after: int,
-    *,
-    show: Sequence[str] = (),
-) -> list[ContextRow]:
-    """The action among its ``before`` preceding and ``after`` following turns, each with
-    its time relative to the action's and the ``show`` fields of its meta (what the coding
-    and adjudication screens show)."""
-    around = store.actions.context(action, before=before, after=after)
-    start = queries.session_start(action.session)
-    t0 = _time_of(action, start)
-    item = ContextRow(
-        action, describe_with(action, show), 0.0 if t0 is not None else None, True, False
-    )
-    rows: list[ContextRow] = []
-    placed = False
-    for a in around:
-        if not placed and a.seq > action.seq:
-            rows.append(item)
-            placed = True
-        t = _time_of(a, start)
-        offset = t - t0 if t is not None and t0 is not None else None
-        rows.append(ContextRow(a, describe_with(a, show), offset, False, placed))
-    if not placed:
-        rows.append(item)
-    return rows
-
-
-def human_coders(store: Store) -> list[str]:
-    """The human coders recorded in the project file (any codebook; not gold nor LLMs)."""
-    return [c for c in store.labels.coders() if is_human(c)]
-
-
-def check_coder(store: Store, codebook: str, coder: str, *, new_coder: bool = False) -> bool:
-    """Validate a coder name for coding; return True when the coder is new to this codebook.
-
-    A name the file already has labels from (in any codebook) is accepted. A name it does
-    not have is accepted only with ``new_coder`` (``--new-coder``), or while the file has no
-    human coder yet: an unknown name is far more often a typo than a new coder. A corpus
-    coding (``import --labels-as``) is not a coder of the file in this sense: it came with
-    the data. Always refused: names that are not plain identifiers, names reserved for
-    non-human coders (``gold``, ``llm:...``), and a name that differs from an existing
-    coder's only in case.
-    """
-    humans = human_coders(store)
-    corpus = store.labels.corpus_coders()
-    coding = [c for c in humans if c not in corpus]
-    choices = "existing coders: " + (", ".join(coding) if coding else "none yet")
-    if corpus:
-        choices += "; corpus codings: " + ", ".join(corpus)
-    if coder in RESERVED_CODERS:
-        raise UsageError(f"coder '{coder}' is reserved for {RESERVED_CODERS[coder]}", hint=choices)
-    if coder.startswith("llm:"):
-        raise UsageError(f"coder '{coder}' is reserved for the LLM coder", hint=choices)
-    if not CODER_PATTERN.match(coder):
-        raise UsageError(
-            f"coder name '{coder}' is not allowed",
-            hint="use letters, digits and . _ - @ + (no spaces); " + choices,
-        )
-    new_here = coder not in store.labels.coders(codebook)
-    if coder in humans:
-        return new_here
-    clash = [c for c in humans if c.casefold() == coder.casefold()]
-    if clash:
-        raise UsageError(
-            f"coder '{coder}' differs from the existing coder '{clash[0]}' only in case",
-            hint=f"use --coder {clash[0]} to continue, or a clearly different name; {choices}",
-        )
-    if coding and not new_coder:
-        raise NotFoundError(
-            f"unknown coder '{coder}' ({choices})",
-            hint=f"check the spelling, or pass --new-coder to start a new coder '{coder}'",
-        )
-    return True
-
-
-def resolve_codebook(store: Store, name: str) -> LoadedCodebook:
-    """A codebook file by name or path; else the newest version stored in the project file."""
-    try:
-        return find_codebook(name)
-    except CodebookError as exc:
-        stored = CodingQueries(store.db).stored_codebook_names()
-        if name in stored:
-            cb = store.codebooks.stored_codebook(name)
-            return LoadedCodebook(cb, "", f"{name} (stored in the project file)")
-        if stored and exc.hint:
-            raise CodebookError(
-                exc.message, hint=f"{exc.hint}; stored in this file: {', '.join(stored)}"
-            ) from None
-        raise
-
-
-# -- the session ----------------------------------------------------------------------------
 
 
 class CodingSession:
@@ -513,97 +123,24 @@ class CodingSession:
     # -- loading ----------------------------------------------------------------------
 
     def _sample_name(self, sample: str | None) -> str:
-        name = sample or DEFAULT_SAMPLE
-        if self.queries.sample_exists(name):
-            return name
-        others = self.queries.sample_names()
-        make = f"annotate sample --n 180 --seed 7 --name {name}"
-        if sample is None:
-            raise NotFoundError(
-                f"no sample named '{DEFAULT_SAMPLE}' (the one coded when --sample is not given)",
-                hint=(
-                    f"pass --sample NAME (samples: {', '.join(others)}), or make one with `{make}`"
-                    if others
-                    else f"draw one first: `{make}`"
-                ),
-            )
-        raise NotFoundError(
-            f"no sample named '{name}'",
-            hint=(f"samples: {', '.join(others)}" if others else f"draw one first: `{make}`"),
-        )
+        return sample_name(self.queries, sample)
 
     def _check_coder(self, new_coder: bool) -> bool:
         return check_coder(self.store, self.codebook.name, self.coder, new_coder=new_coder)
 
     def _version_warning(self) -> str | None:
-        current = self.codebook.version_hash
-        if not self.queries.answered_under_another_version(self.codebook.name, self.coder, current):
-            return None
-        versions = self.queries.coder_versions(self.codebook.name, self.coder)
-        older = [v for v in versions if v.version_hash != current and v.labels]
-        if not older:
-            return None
-        was = ", ".join(
-            f"v{v.version or '?'} ({v.version_hash}, {v.labels} answers)" for v in older
-        )
-        return (
-            f"Codebook '{self.codebook.name}' changed since you started: your earlier answers "
-            f"were made under {was}; it is now v{self.codebook.version} "
-            f"({current}). Those answers keep their version; new ones get the new one."
-        )
+        return version_warning(self.queries, self.codebook, self.coder)
 
     def _load_items(self) -> tuple[list[Item], int]:
-        """The sample's items (ids, and action types where the questions depend on them)
-        and this coder's progress on them, by SQL; the actions themselves are read lazily
-        (:class:`ItemActions`)."""
-        questions = {
-            kind: tuple(self.codebook.questions_for(kind)) if self.codebook.applies(kind) else ()
-            for kind in self.store.actions.stored_action_types()
-        }
-        kept: list[tuple[str, tuple[Question, ...]]]
-        uniform = {tuple(q.id for q in qs) for qs in questions.values()}
-        if len(uniform) == 1 and () not in uniform:  # every action an item, same questions
-            qs = next(iter(questions.values()))
-            kept = [(aid, qs) for aid in self.queries.sample_item_ids(self.sample)]
-            skipped = 0
-        else:
-            rows = self.queries.sample_item_types(self.sample)
-            kept = [(aid, questions[kind]) for aid, kind in rows if questions.get(kind)]
-            skipped = len(rows) - len(kept)
-        actions = ItemActions(self.store, [aid for aid, _ in kept])
-        items = [Item(i, aid, qs, actions) for i, (aid, qs) in enumerate(kept)]
-        by_id = {item.action_id: item for item in items}
-        rows = self.queries.coder_progress(self.codebook.name, self.coder)
-        answers: dict[tuple[str | None, str | None, str | None], Answer] = {}
-        for aid, question, value, codes, other_text, flagged, skip, note, seconds in rows:
-            item = by_id.get(aid)  # an item of this sample (the rows are this coder's only)
-            if item is None:
-                continue
-            if value is not None or codes:
-                # answers are frozen: one object per distinct answer (100k labels, a few
-                # dozen distinct answers)
-                answer = answers.get((value, codes, other_text))
-                if answer is None:
-                    parsed = tuple(json.loads(codes)) if codes else ()
-                    answer = Answer(value, parsed, other_text)
-                    if value is not None or parsed:
-                        answers[value, codes, other_text] = answer
-                if answer.value is not None or answer.codes:
-                    item.answers[question] = answer
-            if flagged:
-                item.flagged = True
-            if skip:
-                item.skipped = True
-            if note is not None and not item.note:
-                item.note = note
-            if seconds:
-                item.seconds += seconds
-        return items, skipped
+        """The sample's items and this coder's progress on them
+        (:func:`~annotate.coding.items.load_items`)."""
+        return load_items(self.store, self.queries, self.codebook, self.coder, self.sample)
 
     @cached_property
     def names_screenshots(self) -> bool:
         """Whether an item of the sample names a screenshot (read once, from the few actions
-        that mention one: see :meth:`CodingQueries.sample_metas_naming_screenshots`)."""
+        that mention one: see
+        :meth:`~annotate.store.coding.CodingQueries.sample_metas_naming_screenshots`)."""
         return any(
             meta_screenshot_ref(json.loads(meta))
             for meta in self.queries.sample_metas_naming_screenshots(self.sample)
@@ -651,7 +188,7 @@ class CodingSession:
     @contextmanager
     def _changing(self, item: Item) -> Iterator[Item]:
         """Around every change of an item's answers, marks or seconds: its counts move with
-        it (see :class:`Tally`)."""
+        it (see :class:`~annotate.coding.items.Tally`)."""
         self.tally.add(item, -1)
         try:
             yield item

@@ -23,21 +23,16 @@ from annotate.commands.common import (
 from annotate.errors import UsageError
 from annotate.reliability.settings import DEFAULT_CI, DEFAULT_N_BOOT
 from annotate.reliability.settings import DEFAULT_CI_METHOD as DEFAULT_METHOD
-from annotate.render.agree import (
-    measured_dict,
-    print_defaults,
-    print_runs,
-    render_disagreements,
-    render_measured,
-    render_results,
-    render_verification,
-    run_line,
-)
+from annotate.render.agree.disagreements import render_disagreements
+from annotate.render.agree.measured import measured_dict, render_measured
+from annotate.render.agree.results import print_defaults, render_results, run_line
+from annotate.render.agree.runs import print_runs
+from annotate.render.agree.verification import render_verification
 from annotate.render.rows import OutputFormat
 
 if TYPE_CHECKING:
-    from annotate.reliability.agreement_data import Selection
     from annotate.reliability.number_agreement import NumberQuestionResult
+    from annotate.reliability.selection import Selection
     from annotate.reliability.text_agreement import TextQuestionResult
     from annotate.store import Store
 
@@ -161,12 +156,10 @@ def agree_command(
     folder's, a read-only file system) the figures are printed and the run is not stored.
     """
     from annotate.memory import fixed_mmap_threshold
-    from annotate.reliability.agreement_data import (
-        list_disagreements,
-        run_agreement,
-        select,
-        stored_run,
-    )
+    from annotate.reliability.agreement_run import run_agreement
+    from annotate.reliability.disagreements import list_disagreements
+    from annotate.reliability.selection import select
+    from annotate.reliability.stored_runs import stored_run
 
     fixed_mmap_threshold()  # the labels are read in chunks: give each back when done
 
@@ -296,9 +289,9 @@ def adjudicate_command(
     Gold is stored as coder 'gold', with who adjudicated and how (majority or decided).
     """
     from annotate.memory import fixed_mmap_threshold
-    from annotate.reliability.agreement_data import select
     from annotate.reliability.majority_pass import adjudicate_majority
     from annotate.reliability.majority_rule import majority_rule
+    from annotate.reliability.selection import select
 
     fixed_mmap_threshold()  # the labels are read in chunks: give each back when done
     name = adjudicator or _login()

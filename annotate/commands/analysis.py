@@ -186,7 +186,7 @@ def split_sessions_command(
     so. Stored by name for stats, report and export.
     """
     from annotate.analysis.session_split import split_sessions  # numpy, pandas: when needed
-    from annotate.render.agree import short_id
+    from annotate.render.agree.words import short_id
 
     check_seed(seed)
     with open_store(db) as store:

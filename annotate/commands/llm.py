@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
-from contextlib import suppress
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -20,33 +18,24 @@ from annotate.commands.common import (
     open_store,
     split_list,
 )
-from annotate.errors import StoreError, UsageError
-from annotate.render.llm import (
-    phase_line,
-    render_dry_run,
-    render_summary,
-    render_validation,
-    run_line,
-    run_phase,
-)
-from annotate.render.rows import cell
+from annotate.errors import UsageError
+from annotate.llm_store import llm_store
+from annotate.render.llm import ConsoleReporter, render_dry_run
 from llm_coder.client import config_from_env, default_model
 from llm_coder.cost import Price
-from llm_coder.prompt import DEFAULT_CONTEXT
-from llm_coder.workflow import (
+from llm_coder.job import JobOptions, LabelJob
+from llm_coder.split import (
     DEFAULT_SEED,
     DEFAULT_SHOTS,
-    GateFailed,
-    JobOptions,
-    LabelJob,
     SplitResult,
     gold_codebook,
     make_split,
     split_exists,
 )
+from llm_coder.workflow import label_online
 
 if TYPE_CHECKING:
-    from llm_coder.runner import ItemResult
+    pass
 
 # -- split ------------------------------------------------------------------------------
 
@@ -90,7 +79,7 @@ def split_command(
     loaded = find_codebook(codebook)
     with open_store(db) as store:
         result = make_split(
-            store,
+            llm_store(store),
             loaded,
             shots=shots,
             seed=seed,
@@ -118,68 +107,35 @@ def split_line(result: SplitResult, gold: str, seed: int) -> str:
 # -- llm-label --------------------------------------------------------------------------
 
 
-def gate(job: LabelJob, results: Sequence[ItemResult]) -> bool:
-    """Report on the held-out items, record the gate; True when the rest is to be labelled.
-
-    Raises :class:`GateFailed` below ``--min-kappa`` (unless ``--force``)."""
-    from llm_coder.validate import validation_report  # numpy/pandas: load when needed
-
-    o, run_id = job.options, job.run_id
-    assert run_id is not None
-    report = validation_report(job.store, job, results)
-    render_validation(report, o.min_kappa)
-    passed = report.passes(o.min_kappa)
-    verdict = "pass" if passed else ("forced" if o.force else "fail")
-    job.store.llm.update_llm_run(run_id, gate=verdict, kappa=report.kappa, report=report.to_dict())
-    if o.validate_only:
-        job.finish("validated")
-        console.print("--validate-only: the rest is not labelled.", markup=False)
-        return False
-    if not passed and not o.force:
-        job.finish("gate_failed")
-        raise GateFailed(
-            f"Fleiss' kappa {cell(report.kappa)} is below --min-kappa {o.min_kappa}: "
-            "the rest is not labelled",
-            hint="improve the codebook or the shots, or pass --force (it is recorded)",
-        )
-    if not passed:
-        console.print(
-            f"--force: labelling the rest although kappa {cell(report.kappa)} < "
-            f"{o.min_kappa} (recorded in run {run_id}).",
-            markup=False,
-        )
-    return True
-
-
 def llm_label_command(
     codebook: o.LabelCodebookOption = None,
     model: o.ModelOption = None,
     shots: o.ShotsOption = None,
     split: o.SplitOption = None,
     base_url: o.BaseUrlOption = None,
-    target: o.TargetOption = "all",
-    min_kappa: o.MinKappaOption = 0.6,
+    target: o.TargetOption = o.DEFAULTS.target,
+    min_kappa: o.MinKappaOption = o.DEFAULTS.min_kappa,
     validate_only: o.ValidateOnlyOption = False,
     by: o.ByOption = None,
     force: o.ForceOption = False,
     dry_run: o.DryRunOption = False,
-    context: o.ContextOption = DEFAULT_CONTEXT,
-    lookahead: o.LookaheadOption = 0,
+    context: o.ContextOption = o.DEFAULTS.context,
+    lookahead: o.LookaheadOption = o.DEFAULTS.lookahead,
     show: o.ShowOption = None,
-    temperature: o.TemperatureOption = 0.0,
-    votes: o.VotesOption = 1,
+    temperature: o.TemperatureOption = o.DEFAULTS.temperature,
+    votes: o.VotesOption = o.DEFAULTS.votes,
     uncertain_sample: o.UncertainSampleOption = None,
-    below: o.BelowOption = 0.8,
+    below: o.BelowOption = o.DEFAULTS.below,
     response_format: o.ResponseFormatOption = None,
     concurrency: o.ConcurrencyOption = None,
-    timeout: o.TimeoutOption = 60.0,
-    max_retries: o.MaxRetriesOption = 5,
-    price_in: o.PriceInOption = 0.0,
-    price_out: o.PriceOutOption = 0.0,
+    timeout: o.TimeoutOption = o.DEFAULTS.timeout_s,
+    max_retries: o.MaxRetriesOption = o.DEFAULTS.max_retries,
+    price_in: o.PriceInOption = o.DEFAULTS.price.per_m_in,
+    price_out: o.PriceOutOption = o.DEFAULTS.price.per_m_out,
     batch: o.BatchOption = False,
     batch_cancel: o.BatchCancelOption = False,
     batch_export: o.BatchExportOption = None,
-    batch_discount: o.BatchDiscountOption = 0.5,
+    batch_discount: o.BatchDiscountOption = o.DEFAULTS.batch_discount,
     batch_max_requests: o.BatchMaxRequestsOption = 50_000,
     batch_max_mb: o.BatchMaxMbOption = 200.0,
     db: DbOption = DEFAULT_DB_PATH,
@@ -202,7 +158,7 @@ def llm_label_command(
     groups = o.by_columns(by)
     if codebook is None:
         with open_store(db) as store:
-            codebook = gold_codebook(store)
+            codebook = gold_codebook(llm_store(store))
         console.print(f"codebook: {codebook} (the one codebook with gold)", markup=False)
     if model is None:
         model, origin = default_model(
@@ -235,7 +191,8 @@ def llm_label_command(
         batch_discount=batch_discount,
         by=groups,
     )
-    with open_store(db) as store:
+    with open_store(db) as opened:
+        store = llm_store(opened)
         if split is None and not split_exists(store, options.split):
             made = make_split(
                 store, loaded, shots=shots or DEFAULT_SHOTS, seed=DEFAULT_SEED,
@@ -267,23 +224,13 @@ def llm_label_command(
                 max_requests=batch_max_requests,
                 max_bytes=int(batch_max_mb * 1024 * 1024),
                 command=o.batch_command(
-                    codebook,
-                    model,
-                    split,
-                    shots,
-                    target,
-                    context,
-                    temperature,
-                    votes,
-                    base_url,
-                    response_format,
-                    force,
-                    validate_only,
-                    min_kappa,
-                    db,
-                    batch_export,
+                    options,
+                    codebook=codebook,
+                    split=split,
+                    base_url=base_url,
+                    db=db,
+                    export=batch_export,
                 ),
-                gate=gate,
             ).run()
             return
         if votes > 1 and temperature == 0:
@@ -292,79 +239,7 @@ def llm_label_command(
                 "consider --temperature 0.7",
                 markup=False,
             )
-        if _same_as_before(job):
-            return
-        run_id = job.start(resume=True)
-        if job.resumed is not None:
-            r = job.resumed
-            console.print(
-                f"resuming run {run_id}: {r.left:,} of {r.total:,} items left "
-                "(the same command was stopped before it finished).",
-                markup=False,
-            )
-        console.print(run_line(job, run_id), markup=False)
-        try:
-            validated = run_phase(job, "validate", job.phase_ids("validate"))
-            console.print(phase_line(job, validated), markup=False, soft_wrap=True)
-            if validated.failed:
-                job.finish("incomplete")
-                raise UsageError(
-                    f"{validated.failed} held-out items could not be coded "
-                    f"({validated.failures[0]})",
-                    hint="run the same command again: answered items are not sent twice",
-                )
-            held_out = job.phase_results("validate") if job.resumed else validated.results
-            if not gate(job, held_out):
-                return
-            labelled = run_phase(job, "label", job.phase_ids("label"))
-            console.print(phase_line(job, labelled), markup=False, soft_wrap=True)
-            uncertain = job.make_uncertain_sample(labelled.results)
-            if uncertain_sample:
-                console.print(
-                    f"sample '{uncertain_sample}': {len(uncertain)} items with confidence below "
-                    f"{below} for human coding."
-                    if uncertain
-                    else f"no item has confidence below {below}: no sample made.",
-                    markup=False,
-                )
-            job.finish("done" if not labelled.failed else "incomplete")
-        except KeyboardInterrupt:
-            job.finish("interrupted")
-            raise
-        except Exception:
-            with suppress(StoreError):  # a full disk: the first error is the one to tell
-                job.finish("failed", only_if_running=True)
-            raise
-        render_summary(job, validated, labelled, price)
-        if labelled.failed:
-            raise UsageError(
-                f"{labelled.failed} items could not be coded ({labelled.failures[0]})",
-                hint="run the same command again: answered items are not sent twice",
-            )
-
-
-def _same_as_before(job: LabelJob) -> bool:
-    """An identical re-run (the same command, every item answered by a finished run, the
-    same gate figure): show that run's validation and store nothing, as `agree` does."""
-    from llm_coder.validate import validation_report
-
-    same = job.same_finished_run()
-    if same is None:
-        return False
-    stored = job.store.llm.llm_run(same)
-    job.run_id = same
-    report = validation_report(job.store, job, job.phase_results("validate"))
-    if report.kappa != stored["kappa"]:  # gold or the human coders changed since
-        job.run_id = None
-        return False
-    render_validation(report, job.options.min_kappa)
-    console.print(
-        f"same as run {same} ({stored['status']}, gate {stored['gate']}): the same command, "
-        "and every item was answered in that run; nothing sent, nothing new stored.",
-        markup=False,
-        soft_wrap=True,
-    )
-    return True
+        label_online(job, ConsoleReporter(price))
 
 
 def register(app: typer.Typer) -> None:

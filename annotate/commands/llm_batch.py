@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -10,15 +9,16 @@ import typer
 
 from annotate.commands.common import DEFAULT_DB_PATH, DbOption, console, open_store
 from annotate.errors import UsageError
-from annotate.render.rows import cell
+from annotate.llm_store import llm_store
+from annotate.render.llm import ConsoleReporter
 from llm_coder.batch import BatchLimits
 from llm_coder.batch_cycle import UNLIMITED, BatchCycle, Collected
 from llm_coder.batch_import import Importer, ImportResult, batch_price
 from llm_coder.cost import format_cost
+from llm_coder.workflow import label_batch
 
 if TYPE_CHECKING:
-    from llm_coder.runner import ItemResult
-    from llm_coder.workflow import LabelJob
+    from llm_coder.job import LabelJob
 
 
 def _print(text: str) -> None:
@@ -47,8 +47,9 @@ def _batch_name(batch: dict[str, Any]) -> str:
     return f"batch {batch['id']} ({batch['phase']}, part {batch['part']}, {where})"
 
 
-class BatchCommand:
-    """One invocation of the batch cycle: bring open batches forward, then the next step."""
+class BatchCommand(ConsoleReporter):
+    """One invocation of the batch cycle: bring open batches forward, then the next step of
+    the workflow (:func:`llm_coder.workflow.label_batch`), shown as it goes."""
 
     def __init__(
         self,
@@ -59,15 +60,14 @@ class BatchCommand:
         max_requests: int,
         max_bytes: int,
         command: str,
-        gate: Callable[[LabelJob, Sequence[ItemResult]], bool],
     ):
         if max_requests < 1 or max_bytes < 1:
             raise UsageError("--batch-max-requests and --batch-max-mb must be positive")
+        super().__init__(job.options.price)
         self.job = job
         self.export = export
         self.cancel = cancel
         self.command = command
-        self.gate = gate
         kind = "file" if export is not None else "api"
         api = None
         if kind == "api":
@@ -83,7 +83,6 @@ class BatchCommand:
 
     def run(self) -> None:
         job, cycle = self.job, self.cycle
-        run = cycle.run
         _print(
             f"run {cycle.run_id} (batch): {job.coder} at {job.endpoint_host}, split "
             f"'{job.split.name}' ({len(job.shot_ids)} shots), prompt "
@@ -101,40 +100,14 @@ class BatchCommand:
                     f"the next `{self.command}`."
                 )
             return
-        advanced = cycle.advance()
-        for c in advanced.collected:
-            self._collected(run, c)
-        if advanced.open:
-            self._waiting(advanced.open)
-            return
-        validated = cycle.phase_state("validate", job.heldout_ids, keep=True)
-        if not validated.complete:
-            self._submitted("validate", cycle.submit("validate", job.heldout_ids))
-            return
-        run = cycle.run
-        _print(f"validate: {validated.items} held-out items answered")
-        if run["gate"] is None:
-            if not self.gate(job, validated.results):
-                return
-        else:
-            _print(
-                f"gate: {run['gate']} (Fleiss' kappa {cell(run['kappa'])}, decided when the "
-                "held-out batch was collected)"
-            )
-        rest = job.rest_ids()
-        keep = job.options.uncertain_sample is not None
-        labelled = cycle.phase_state("label", rest, keep=keep)
-        if not labelled.complete:
-            self._submitted("label", cycle.submit("label", rest))
-            return
-        if keep:
-            job.make_uncertain_sample(labelled.results)
-        job.finish("done")
-        self._done()
+        label_batch(cycle, self)
+
+    def note(self, text: str) -> None:
+        _print(text)
 
     # -- output -------------------------------------------------------------------------
 
-    def _collected(self, run: dict[str, Any], c: Collected) -> None:
+    def collected(self, run: dict[str, Any], c: Collected) -> None:
         b, r = c.batch, c.imported
         parts = [f"{r.stored} replies stored"]
         if r.already:
@@ -155,7 +128,7 @@ class BatchCommand:
         if r.errors or c.missing:
             _print(f"  {r.errors + c.missing} items stay open: they go into the next batch.")
 
-    def _waiting(self, batches: list[dict[str, Any]]) -> None:
+    def waiting(self, batches: list[dict[str, Any]]) -> None:
         for b in batches:
             counts = b.get("counts")
             done = (
@@ -172,7 +145,7 @@ class BatchCommand:
         else:
             _print(f"Run the same command again to collect: {self.command}")
 
-    def _submitted(self, phase: str, batches: list[dict[str, Any]]) -> None:
+    def submitted(self, phase: str, batches: list[dict[str, Any]]) -> None:
         n = len(batches)
         for b in batches:
             size = b["n_bytes"] / 1024 / 1024
@@ -192,12 +165,12 @@ class BatchCommand:
         else:
             _print(f"Next (the provider has up to 24 h): {self.command}")
 
-    def _done(self) -> None:
+    def done(self) -> None:
         run = self.cycle.run
         store = self.job.store
-        items, valid = store.llm_batches.llm_item_counts(self.cycle.run_id)
+        items, valid = store.llm_item_counts(self.cycle.run_id)
         money = f", cost {format_cost(run['cost'] or 0.0)}" if run["cost"] else ""
-        batches = store.llm_batches.llm_batches(self.cycle.run_id)
+        batches = store.llm_batches(self.cycle.run_id)
         _print(
             f"Done: run {run['id']} (done), {self.job.coder} labelled {valid} items, "
             f"{items - valid} invalid, through {len(batches)} batches; "
@@ -232,7 +205,7 @@ def llm_import_command(
             raise UsageError(f"{path}: no such file")
     with open_store(db) as store:
         for path in files:
-            importer = Importer(store)
+            importer = Importer(llm_store(store))
             with open(path, encoding="utf-8") as f:
                 importer.add(f)
             result = importer.finish()

@@ -10,7 +10,11 @@ import typer
 
 from annotate.commands.common import DEFAULT_DB_PATH
 from annotate.errors import UsageError
-from llm_coder.prompt import DEFAULT_CONTEXT
+from llm_coder.job import JobOptions
+
+DEFAULTS = JobOptions(model="", split="")
+"""Each option's default, declared once (in :class:`~llm_coder.job.JobOptions`): the command's
+signature and the batch command it writes back both read it."""
 
 CodebookOption = Annotated[str, typer.Option(help="Codebook name or YAML file.")]
 LabelCodebookOption = Annotated[
@@ -192,27 +196,27 @@ def by_columns(by: str | None) -> tuple[str, ...]:
 
 
 def batch_command(
-    codebook: str, model: str, split: str | None, shots: int | None, target: str,
-    context: int, temperature: float, votes: int, base_url: str | None,
-    response_format: str | None, force: bool, validate_only: bool, min_kappa: float, db: Path,
+    options: JobOptions, *, codebook: str, split: str | None, base_url: str | None, db: Path,
     export: Path | None,
 ) -> str:  # fmt: skip
-    """The `llm-label --batch` command that continues this cycle (status shows it)."""
-    parts = ["annotate llm-label", f"--codebook {codebook}", f"--model {model}"]
+    """The `llm-label --batch` command that continues this cycle (status shows it): the
+    options that make the run what it is, each where it differs from its default."""
+    parts = ["annotate llm-label", f"--codebook {codebook}", f"--model {options.model}"]
     for flag, value, default in (
         ("--split", split, None),
-        ("--shots", shots, None),
-        ("--target", target, "all"),
-        ("--context", context, DEFAULT_CONTEXT),
-        ("--temperature", temperature, 0.0),
-        ("--votes", votes, 1),
+        ("--shots", options.shots, DEFAULTS.shots),
+        ("--target", options.target, DEFAULTS.target),
+        ("--context", options.context, DEFAULTS.context),
+        ("--temperature", options.temperature, DEFAULTS.temperature),
+        ("--votes", options.votes, DEFAULTS.votes),
         ("--base-url", base_url, None),
-        ("--response-format", response_format, None),
-        ("--min-kappa", min_kappa, 0.6),
+        ("--response-format", options.response_format, DEFAULTS.response_format),
+        ("--min-kappa", options.min_kappa, DEFAULTS.min_kappa),
     ):
         if value != default:
             parts.append(f"{flag} {value}")
-    parts += [flag for flag, on in (("--force", force), ("--validate-only", validate_only)) if on]
+    flags = (("--force", options.force), ("--validate-only", options.validate_only))
+    parts += [flag for flag, on in flags if on]
     parts.append(f"--batch-export {export}" if export is not None else "--batch")
     if str(db) != str(DEFAULT_DB_PATH):
         parts.append(f"--db {db}")

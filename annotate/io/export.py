@@ -194,8 +194,8 @@ def _text_format(
     query: ExportQuery, fmt: ExportFormat, safe_csv: bool
 ) -> tuple[str, str, Callable[[str], str]]:
     """(the header, the expression SQLite makes each row with, the text of a range's rows
-    as :meth:`Store.export_range` gives them, or of a batch's :func:`_joined`) of the CSV
-    or JSON-lines text of the table."""
+    as :meth:`~annotate.store.exports.Exports.export_range` gives them, or of a batch's
+    :func:`_joined`) of the CSV or JSON-lines text of the table."""
     if ExportFormat(fmt) is ExportFormat.csv:
         header = ",".join(query.names) + "\n"
         return header, query.json_arrays(), lambda text: _csv_of_range(text, safe_csv)

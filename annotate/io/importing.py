@@ -13,12 +13,13 @@ transaction of its own. A run that is killed loses the group it had not written 
 is half-written, and running the import again adds what is missing.
 
 Time order without rewriting every row: a platform file renumbers ``seq`` by time in each
-session it touches (:meth:`Store.resequence_by_time`, after each file). For a session none of
-whose actions were stored before the group, that numbering depends only on the group's own
-rows, so it is done here, file after file exactly as the store would (the same order: time,
-then the number so far, then id), before the rows are written: each action is written once,
-instead of inserted, renumbered after its file and again after the other participant's.
-Sessions with actions stored before the group are renumbered by the store as before.
+session it touches (:meth:`~annotate.store.actions.Actions.resequence_by_time`, after each
+file). For a session none of whose actions were stored before the group, that numbering
+depends only on the group's own rows, so it is done here, file after file exactly as the
+store would (the same order: time, then the number so far, then id), before the rows are
+written: each action is written once, instead of inserted, renumbered after its file and
+again after the other participant's. Sessions with actions stored before the group are
+renumbered by the store as before.
 
 Into an empty ``actions`` table, the indexes the import does not read are built once at the
 end of the run, not row by row in each group (``Actions.bulk_actions(defer_indexes=True)``);

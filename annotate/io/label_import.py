@@ -38,6 +38,8 @@ class LabelImportResult:
             parts.append(f"{len(p.gold)} gold labels replaced")
         if p.notes:
             parts.append(f"{p.notes} notes replaced")
+        if p.rationales:
+            parts.append(f"{p.rationales} rationales replaced")
         parts.append(f"{p.unchanged} unchanged")
         return f"{self.rows} labels read: " + ", ".join(parts)
 

@@ -19,6 +19,7 @@ from annotate.coding.answers import codes_text
 from annotate.errors import ImportFormatError
 from annotate.store import LabelWrite, Store
 from annotate.store.agreement_runs import GOLD_CODER
+from annotate.store.labels import RATIONALE_KEY
 
 SHOWN = 3
 """Overwrites named in the refusal (the rest are counted)."""
@@ -47,6 +48,9 @@ class ImportPlan:
     unchanged: int = 0
     notes: int = 0
     """Rows with the stored answer and another note (the note is replaced)."""
+    rationales: int = 0
+    """Rows with the stored answer and another rationale (a self-report's text beside its
+    answer; the rationale is replaced, the answer and its revision stay)."""
     answers: list[Overwrite] = field(default_factory=list)
     """Rows that would replace a coder's answer (``--replace``)."""
     gold: list[Overwrite] = field(default_factory=list)
@@ -84,6 +88,8 @@ def plan_import(store: Store, codebook: Codebook, writes: Mapping[int, LabelWrit
             plan.unchanged += 1
         elif kind == "note" and w.coder != GOLD_CODER:
             plan.notes += 1
+        elif kind == "rationale":
+            plan.rationales += 1
         else:
             assert row is not None
             note = kind == "note" or (w.note is not None and w.note != row["note"])
@@ -102,7 +108,8 @@ def plan_import(store: Store, codebook: Codebook, writes: Mapping[int, LabelWrit
 
 
 def _kind(w: LabelWrite, row: dict[str, Any] | None) -> str:
-    """new, unchanged, note (the stored answer, another note) or answer (another answer)."""
+    """new, unchanged, note (the stored answer, another note), rationale (the stored answer,
+    another rationale in its meta) or answer (another answer)."""
     if row is None:
         return "new"
     new_note = w.note is not None and w.note != row["note"]
@@ -113,7 +120,16 @@ def _kind(w: LabelWrite, row: dict[str, Any] | None) -> str:
         row["value"], row["codes"], row["other_text"]
     ):
         return "answer"
-    return "note" if new_note else "unchanged"
+    if new_note:
+        return "note"
+    given = _rationale(w.meta)
+    if w.coder != GOLD_CODER and given is not None and given != _rationale(row.get("meta")):
+        return "rationale"
+    return "unchanged"
+
+
+def _rationale(meta: Mapping[str, Any] | None) -> Any:
+    return (meta or {}).get(RATIONALE_KEY)
 
 
 def _refusal(path: Path, what: str, overwrites: list[Overwrite], option: str) -> ImportFormatError:

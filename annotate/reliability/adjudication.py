@@ -40,7 +40,7 @@ from annotate.coding.answers import answer_text
 from annotate.coding.choices import Choice, question_choices
 from annotate.errors import AnnotateError, CodebookError, UsageError
 from annotate.models import Action
-from annotate.reliability.agreement_data import Selection
+from annotate.reliability.selection import Selection
 from annotate.store import LabelWrite, Store
 from annotate.store.agreement_runs import GOLD_CODER, GOLD_SOURCE
 from annotate.store.item_ids import Later

@@ -40,7 +40,7 @@ from annotate.store.label_cells import LabelScope
 
 if TYPE_CHECKING:
     from annotate.codebook import Question
-    from annotate.reliability.agreement_data import Selection
+    from annotate.reliability.selection import Selection
     from annotate.store import Store
 
 ANSWERS_KEPT = 50_000
@@ -48,7 +48,8 @@ ANSWERS_KEPT = 50_000
 "Other" texts do not repeat."""
 
 FLAGGED, KEPT = 1, 2
-"""The bits of why a case is set aside (:meth:`Store.stage_set_aside`)."""
+"""The bits of why a case is set aside
+(:meth:`~annotate.store.gold_votes.GoldVotes.stage_set_aside`)."""
 
 SAMPLE_LOOKUP = 8
 """A sample's items are looked up one by one when this many times their number is fewer

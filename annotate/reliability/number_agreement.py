@@ -16,7 +16,7 @@ from annotate.codebook import Question
 from annotate.reliability.text_agreement import answer_table
 
 if TYPE_CHECKING:
-    from annotate.reliability.agreement_data import Selection
+    from annotate.reliability.selection import Selection
     from annotate.store import Store
 
 

@@ -1,8 +1,9 @@
 """The selected labels as item x coder integer codes, read in one pass (`agree`).
 
 The labels are read a chunk of items at a time with the item, coder, value, question and
-codebook version already numbered by SQL (:meth:`Store.label_arrays`): each chunk is a few
-NumPy arrays, and no object is kept per label. What a run keeps of each label is its id and
+codebook version already numbered by SQL
+(:meth:`~annotate.store.label_cells.LabelCells.label_arrays`): each chunk is a few NumPy
+arrays, and no object is kept per label. What a run keeps of each label is its id and
 revision (migration 14), from the same pass.
 """
 
@@ -21,7 +22,7 @@ from annotate.store.item_ids import ItemIds
 from annotate.store.label_cells import UNKNOWN_VALUE, UNKNOWN_VERSION, LabelScope, unpack
 
 if TYPE_CHECKING:
-    from annotate.reliability.agreement_data import Selection
+    from annotate.reliability.selection import Selection
     from annotate.store import Store
 
 

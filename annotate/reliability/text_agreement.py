@@ -24,7 +24,7 @@ from annotate.errors import AnnotateError
 
 if TYPE_CHECKING:
     from annotate.embeddings import Embedder
-    from annotate.reliability.agreement_data import Selection
+    from annotate.reliability.selection import Selection
     from annotate.store import Store
 
 

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 if TYPE_CHECKING:
-    from annotate.reliability.agreement_data import AgreementRun, QuestionResult
+    from annotate.reliability.agreement_run import AgreementRun, QuestionResult
 
 LIBRARIES = ("statsmodels", "krippendorff")
 WEIGHTS = {"ordinal": "linear", "interval": "quadratic", "ratio": "quadratic"}
@@ -129,7 +129,7 @@ def _pair_kappas(results: dict[str, Any], key: str) -> dict[tuple[str, str], flo
 
 def verify_question(result: QuestionResult) -> list[Check]:
     """The checks of one question's value figures (kappa, alpha): none for set answers."""
-    from annotate.reliability.agreement_data import value_matrix
+    from annotate.reliability.matrices import value_matrix
 
     if result.report is None:
         return []

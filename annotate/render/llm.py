@@ -1,9 +1,10 @@
 """`annotate llm-label` rendered: the progress bar, a phase's line, the validation report,
-the dry run and the closing summary."""
+the dry run and the closing summary; together, the workflow's reporter on the console."""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
@@ -14,8 +15,9 @@ from annotate.render.tables import Col, cell, fit_rows
 from llm_coder.cost import Price, format_cost
 
 if TYPE_CHECKING:
+    from llm_coder.job import LabelJob
+    from llm_coder.phases import PhaseResult, Progress
     from llm_coder.validate import QuestionReport, ValidationReport
-    from llm_coder.workflow import LabelJob, PhaseResult, Progress
 
 
 def progress_bar() -> RichProgress:
@@ -34,7 +36,7 @@ def phase_counts(p: Progress) -> list[tuple[int, str]]:
     return [(p.cached, "cached"), (p.invalid, "invalid"), (p.failed, "failed")]
 
 
-def run_phase(job: LabelJob, phase: str, ids: list[str]) -> PhaseResult:
+def run_phase(job: LabelJob, phase: str, ids: Sequence[str]) -> PhaseResult:
     """Run one phase of ``job`` under a progress bar on stderr (tokens, cost, counts)."""
     price = job.options.price
     with progress_bar() as bar:
@@ -207,7 +209,7 @@ def render_dry_run(job: LabelJob, price: Price, batch_discount: float | None = N
 def render_summary(
     job: LabelJob, validated: PhaseResult, labelled: PhaseResult, price: Price
 ) -> None:
-    run = job.store.llm.llm_run(job.run_id or 0)
+    run = job.store.llm_run(job.run_id or 0)
     money = f", cost {format_cost(run['cost'] or 0.0)}" if price.known else ""
     changes = "; ".join(job.fallback.changes)
     console.print(
@@ -220,3 +222,28 @@ def render_summary(
         + ".",
         markup=False,
     )
+
+
+class ConsoleReporter:
+    """The workflow's :class:`~llm_coder.workflow.Reporter` on the console."""
+
+    def __init__(self, price: Price):
+        self.price = price
+
+    def note(self, text: str) -> None:
+        console.print(text, markup=False, soft_wrap=True)
+
+    def validation(self, report: ValidationReport, min_kappa: float) -> None:
+        render_validation(report, min_kappa)
+
+    def run_phase(self, job: LabelJob, phase: str, ids: Sequence[str]) -> PhaseResult:
+        return run_phase(job, phase, ids)
+
+    def started(self, job: LabelJob, run_id: int) -> None:
+        console.print(run_line(job, run_id), markup=False)
+
+    def phase_done(self, job: LabelJob, result: PhaseResult) -> None:
+        console.print(phase_line(job, result), markup=False, soft_wrap=True)
+
+    def summary(self, job: LabelJob, validated: PhaseResult, labelled: PhaseResult) -> None:
+        render_summary(job, validated, labelled, self.price)

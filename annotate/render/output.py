@@ -78,7 +78,7 @@ def stdout_is_terminal() -> bool:
 
 def write_data(text: str) -> None:
     """Data that holds log content (an export): byte for byte into a file or a pipe; on a
-    terminal, control characters are shown escaped (:func:`annotate.terminal.shown`), so
+    terminal, control characters are shown escaped (:func:`annotate.render.terminal.shown`), so
     that a message cannot send the terminal commands."""
     if stdout_is_terminal():
         from annotate.render.terminal import shown

@@ -59,7 +59,7 @@ IDS_DTYPE = "<i8"
 """Packed label ids: little-endian int64, sorted."""
 DIGESTS_DTYPE = ">u8"
 """Packed digests: the first 8 bytes of each label's SHA-256 as they are (big-endian), so
-the hex of a digest's 8 bytes is :func:`~annotate.reliability.agreement_data.label_digest`."""
+the hex of a digest's 8 bytes is :func:`~annotate.reliability.label_hashes.label_digest`."""
 
 
 def _label_set(label_ids: Any, digests: Any) -> tuple[memoryview, memoryview]:

@@ -77,7 +77,7 @@ class CodingQueries:
     def sample_item_types(self, sample: str) -> list[tuple[str, str]]:
         """(action id, action type) of every item of the sample, in the sample's order: all
         a coding session holds for its items (the actions themselves are read a page at a
-        time, see :class:`~annotate.coding.session.ItemActions`)."""
+        time, see :class:`~annotate.coding.items.ItemActions`)."""
         return self.db.conn.execute(
             "SELECT s.action_id, a.action_type FROM sample_items s "
             "JOIN actions a ON a.id = s.action_id WHERE s.sample = ? ORDER BY s.position",

@@ -109,8 +109,9 @@ class Gold:
     def save_writes(
         self, codebook: Codebook, writes: Sequence[LabelWrite], provenance: bool, stamp: str
     ) -> int:
-        """:meth:`save_answers` for gold (inside its transaction): the same upsert as the
-        coders' labels get, row by row (gold is written in bulk by :meth:`write_gold`)."""
+        """:meth:`~annotate.store.labels.Labels.save_answers` for gold (inside its
+        transaction): the same upsert as the coders' labels get, row by row (gold is written
+        in bulk by :meth:`~annotate.store.gold_votes.GoldVotes.write_staged_majority`)."""
         changed = 0
         version = codebook.version_hash
         for w in writes:

@@ -21,7 +21,8 @@ from annotate.coders import GOLD
 from annotate.store.base import Database, codes_json, dumps, now
 from annotate.store.gold import labels_from
 from annotate.store.label_cells import ANSWERED, CHUNK, LabelScope, sql_case
-from annotate.store.labels import decoded_label
+from annotate.store.labels import clear_coder_cells, decoded_label
+from annotate.store.revisions import ANSWER_REVISION, register_answer_revision
 
 if TYPE_CHECKING:
     from annotate.codebook import Answer, Codebook
@@ -226,22 +227,11 @@ class GoldVotes:
         transaction."""
         if not cells:
             return
-        stamp = now()
         with self.db.transaction() as conn:
             if coder == GOLD:
                 self.gold.clear_cells(codebook, cells)
                 return
-            conn.executemany(
-                "UPDATE coder_labels SET value = NULL, codes = NULL, other_text = NULL, "
-                "updated_at = ? WHERE action_id = ? AND codebook = ? AND question = ? "
-                "AND coder = ?",
-                ((stamp, a, codebook, q, coder) for a, q in cells),
-            )
-            conn.executemany(
-                "DELETE FROM coder_labels WHERE action_id = ? AND codebook = ? AND question = ? "
-                "AND coder = ? AND flagged = 0 AND skipped = 0 AND note IS NULL",
-                ((a, codebook, q, coder) for a, q in cells),
-            )
+            clear_coder_cells(conn, codebook, coder, cells)
 
     # -- adjudicate --majority-only in one pass ------------------------------------------
 
@@ -395,11 +385,13 @@ class GoldVotes:
         return (
             "INSERT INTO gold AS old (codebook, action_id, question, answer, revision, "
             "created_at, updated_at) "
-            "SELECT ?1, v.action_id, k.question, k.answer, random(), ?2, ?2 "
+            f"SELECT ?1, v.action_id, k.question, k.answer, {ANSWER_REVISION}(v.action_id, "
+            "k.answer), ?2, ?2 "
             "FROM temp._votes v CROSS JOIN temp._pattern_kinds k "
             "ON k.q = v.q AND k.pattern = v.pattern WHERE v.rich IS NULL AND v.aside IS NULL "
             "UNION ALL "
-            "SELECT ?1, v.action_id, r.question, r.answer, random(), ?2, ?2 "
+            f"SELECT ?1, v.action_id, r.question, r.answer, {ANSWER_REVISION}(v.action_id, "
+            "r.answer), ?2, ?2 "
             "FROM temp._votes v CROSS JOIN temp._rich_kinds r INDEXED BY _rich_votes "
             "ON r.q = v.q AND r.pattern = v.pattern AND r.rich = v.rich "
             f"WHERE v.rich IS NOT NULL AND v.aside IS NULL {GOLD_UPSERT}"
@@ -431,12 +423,20 @@ class GoldVotes:
         """Write the gold of every staged vote (not set aside) whose pattern has majority
         gold (:meth:`stage_pattern_kinds`), or its pattern and JSON (``_rich_kinds``, their
         answers stored by :meth:`stage_rich_answers`), in one statement; return
-        how many gold rows changed. A gold row whose answer changes (or a new one) gets a
-        new random revision, as a raw SQL write gets from the triggers: a million SHA-256
-        digests in Python would cost more than the write. One whose provenance alone
-        changes (the votes behind the same answer) keeps its revision: its answer, all an
-        agreement run compares, is the same."""
+        how many gold rows changed. A gold row whose answer changes (or a new one) gets the
+        revision of its content, as every label write (:mod:`annotate.store.revisions`).
+        One whose provenance alone changes (the votes behind the same answer) keeps its
+        revision: its answer, all an agreement run compares, is the same."""
         with self.db.transaction() as conn:
+            register_answer_revision(
+                conn,
+                conn.execute(
+                    "SELECT id, question, value, codes, other_text, codebook_hash "
+                    "FROM gold_answers WHERE id IN (SELECT answer FROM temp._pattern_kinds "
+                    "UNION SELECT answer FROM temp._rich_kinds)"
+                ),
+                GOLD,
+            )
             stamp = now()
             before = conn.total_changes
             conn.execute(self.write_staged_majority_sql(), (codebook, stamp))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sqlite3
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -67,6 +68,20 @@ def decoded_label(row: Any) -> dict[str, Any]:
     return d
 
 
+RATIONALE_KEY = "text"
+"""Where a label's meta keeps the rationale a participant gave beside a coded answer (a
+self-report's free text)."""
+
+RATIONALE_CHANGED = (
+    f"OR (json_extract(excluded.meta, '$.{RATIONALE_KEY}') IS NOT NULL "
+    f"AND json_extract(labels.meta, '$.{RATIONALE_KEY}') "
+    f"IS NOT json_extract(excluded.meta, '$.{RATIONALE_KEY}')) "
+)
+"""An unchanged answer with another rationale is written (its meta replaced, the revision
+kept: the rationale is not the answer), so that a participant's corrected words are kept;
+a write without one leaves the stored one, as a write without a note does."""
+
+
 def _upsert_sql(provenance: bool) -> str:
     refresh = (
         "OR labels.source IS NOT excluded.source OR labels.meta IS NOT excluded.meta "
@@ -91,7 +106,8 @@ def _upsert_sql(provenance: bool) -> str:
         "WHERE labels.value IS NOT excluded.value OR labels.codes IS NOT excluded.codes "
         "OR labels.other_text IS NOT excluded.other_text OR labels.skipped = 1 "
         "OR excluded.seconds IS NOT NULL "
-        f"OR (excluded.note IS NOT NULL AND labels.note IS NOT excluded.note) {refresh}"
+        f"OR (excluded.note IS NOT NULL AND labels.note IS NOT excluded.note) {RATIONALE_CHANGED}"
+        f"{refresh}"
     )
 
 
@@ -124,6 +140,39 @@ def _upsert_params(
             codebook.version_hash,
         ),
     )
+
+
+def clear_coder_cells(
+    conn: sqlite3.Connection,
+    codebook: str,
+    coder: str,
+    cells: Sequence[tuple[str, str]],
+    keep_time: bool = False,
+) -> None:
+    """Undo a coder's answers to these (action id, question) (inside the caller's
+    transaction): a row goes back to unanswered, with the revision of that content, or away
+    if nothing else is on it (``keep_time``: nor time spent on the item)."""
+    stamp = now()
+    for action_id, question in cells:
+        row = conn.execute(
+            "SELECT id, codebook_hash FROM coder_labels WHERE action_id = ? AND codebook = ? "
+            "AND question = ? AND coder = ?",
+            (action_id, codebook, question, coder),
+        ).fetchone()
+        if row is None:
+            continue
+        label_id, version = row
+        revision = content_revision(action_id, question, coder, None, (), None, version)
+        conn.execute(
+            "UPDATE coder_labels SET value = NULL, codes = NULL, other_text = NULL, "
+            "revision = ?, updated_at = ? WHERE id = ?",
+            (revision, stamp, label_id),
+        )
+        conn.execute(
+            "DELETE FROM coder_labels WHERE id = ? AND flagged = 0 AND skipped = 0 "
+            "AND note IS NULL" + (" AND coalesce(seconds, 0) = 0" if keep_time else ""),
+            (label_id,),
+        )
 
 
 class Labels:
@@ -162,9 +211,11 @@ class Labels:
     ) -> int:
         """Store many answers in one transaction (all or nothing); return how many changed.
 
-        An unchanged answer keeps its row as it was, unless ``provenance``: then its source,
-        meta and codebook hash are brought up to date too (gold made again, an LLM run that
-        gave the same answer as an earlier run).
+        The one rule of a label write: an unchanged answer (value, codes, Other text) keeps
+        its row and revision, but a new note, time spent, or rationale (the meta's
+        :data:`RATIONALE_KEY`) is written; with ``provenance`` its source, meta and codebook
+        hash are brought up to date too (gold made again, an LLM run that gave the same
+        answer as an earlier run). A changed answer gets the revision of its content.
         """
         checked: set[tuple[Any, ...]] = set()  # the same answer to the same question: once
         gold = []
@@ -206,22 +257,11 @@ class Labels:
         With ``keep_time`` a row that holds time spent on the item stays, so that the
         coder's time is not lost with the answer.
         """
-        keep = " AND coalesce(seconds, 0) = 0" if keep_time else ""
         with self.db.transaction() as conn:
             if coder == GOLD:
                 self.gold.clear_cells(codebook, [(action_id, question_id)])
                 return
-            conn.execute(
-                "UPDATE coder_labels SET value = NULL, codes = NULL, other_text = NULL, "
-                "updated_at = ? WHERE action_id = ? AND codebook = ? AND question = ? "
-                "AND coder = ?",
-                (now(), action_id, codebook, question_id, coder),
-            )
-            conn.execute(
-                "DELETE FROM coder_labels WHERE action_id = ? AND codebook = ? AND question = ? "
-                "AND coder = ? AND flagged = 0 AND skipped = 0 AND note IS NULL" + keep,
-                (action_id, codebook, question_id, coder),
-            )
+            clear_coder_cells(conn, codebook, coder, [(action_id, question_id)], keep_time)
 
     def _mark(
         self,

@@ -10,34 +10,19 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from annotate.errors import NotFoundError, StoreError, UsageError
 from annotate.store import unsaved
 from annotate.store.base import Database, dumps, now
 from annotate.store.labels import LabelWrite
-from annotate.store.llm_records import CallRecord, ItemResult, Reply
 
 if TYPE_CHECKING:
     from annotate.codebook import Answer, Codebook
     from annotate.store.labels import Labels
+    from llm_coder.records import CallRecord, ItemResult, Reply, SplitInfo
 
 LLM_SOURCE = "llm"
-
-
-@dataclass(frozen=True)
-class SplitInfo:
-    name: str
-    codebook: str
-    codebook_hash: str
-    gold_coder: str
-    sample: str | None
-    seed: int
-    shots: tuple[str, ...]
-    heldout: tuple[str, ...]
-    created_at: str
-    strategy: str = "cover"
 
 
 def answer_json(answer: Answer) -> dict[str, Any]:
@@ -147,6 +132,9 @@ class LLM:
             (name,),
         ):
             items[r["role"]].append(r["action_id"])
+        # the LLM coder's records: loaded when the LLM is used, not by every command
+        from llm_coder.records import SplitInfo
+
         return SplitInfo(
             name=row["name"],
             codebook=row["codebook"],
@@ -426,6 +414,9 @@ class LLM:
         ).fetchone()
         if row is None:
             return None
+        # the LLM coder's records: loaded when the LLM is used, not by every command
+        from llm_coder.records import Reply
+
         return Reply(
             text=row[0],
             tokens_in=row[1],

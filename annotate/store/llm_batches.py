@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Iterator, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from annotate.errors import NotFoundError
 from annotate.store.base import Database, dumps, now
-from annotate.store.llm_records import Reply
+
+if TYPE_CHECKING:
+    from llm_coder.records import Reply
 
 OPEN_STATES = ("writing", "written", "uploaded", "creating", "validating", "in_progress",
                "finalizing", "cancelling", "exported")  # fmt: skip
@@ -245,6 +247,9 @@ class LLMBatches:
         return found
 
     def cached_replies(self, hashes: Sequence[str]) -> dict[str, Reply]:
+        # the LLM coder's records: loaded when the LLM is used, not by every command
+        from llm_coder.records import Reply
+
         out: dict[str, Reply] = {}
         for part in _chunks(hashes):
             for r in self.db.conn.execute(

@@ -1,11 +1,14 @@
 """Each label's revision (migration 14): the first 8 bytes of the SHA-256 of its content
 (item, question, coder, answer, Other text, codebook version), as a signed 64-bit integer.
 
-The store computes it when it writes a label, so `agree` reads it from an index with the
-answer instead of hashing every label it uses; a run keeps the revision of each label to
-tell later which labels changed. A write the store did not make (a raw SQL UPDATE that
-changes an answer) gets a random revision from the triggers of migration 14: still new, so
-the change is seen, though no longer the content's hash until the store writes it again.
+The store computes it here, in Python, on every write of a label (a coder's or gold, one
+row or a million: :func:`register_answer_revision` for SQL that writes many), so `agree`
+reads it from an index with the answer instead of hashing every label it uses; a run keeps
+the revision of each label to tell later which labels changed. A label's revision changes
+exactly when its content does (its provenance, note, flag or time are not content). Nothing
+in the schema sets one any more (migration 23 dropped the triggers that gave a random
+revision to a write made in SQL): SQL that writes ``coder_labels`` or ``gold`` itself must
+set it as :func:`content_revision` computes it.
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ from __future__ import annotations
 import hashlib
 import json
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from json.encoder import encode_basestring  # json.dumps' own, for ensure_ascii=False
 from typing import Any
 
@@ -90,3 +93,29 @@ def refresh_revisions(
         )
         n += len(rows)
     return n
+
+
+ANSWER_REVISION = "answer_revision"
+"""The SQL function :func:`register_answer_revision` adds."""
+
+
+def register_answer_revision(
+    conn: sqlite3.Connection, answers: Iterable[Sequence[Any]], coder: str
+) -> None:
+    """Add to ``conn`` the SQL function ``answer_revision(action_id, key)``: the revision
+    of ``coder``'s label on that item with the answer ``key`` of ``answers`` (rows of key,
+    question, value, codes JSON, Other text, codebook hash), so that one statement writing
+    many labels gives each its content's hash (each answer's JSON encoded once)."""
+    tails = {
+        key: answer_tail(
+            question, coder, value, json.loads(codes) if codes else (), other_text, version
+        ).encode()
+        for key, question, value, codes, other_text, version in answers
+    }
+    sha256, quoted, from_bytes = hashlib.sha256, encode_basestring, int.from_bytes
+
+    def revision(action_id: str, key: int) -> int:  # item_revision, inlined: once a row
+        digest = sha256(b"[" + quoted(action_id).encode() + tails[key]).digest()
+        return from_bytes(digest[:8], "big", signed=True)
+
+    conn.create_function(ANSWER_REVISION, 2, revision, deterministic=True)

@@ -17,10 +17,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from annotate.errors import StoreError
-from annotate.store.llm_records import CallRecord, ChatRequest, Reply
 
 if TYPE_CHECKING:
     from annotate.store.llm import LLM
+    from llm_coder.records import CallRecord
 
 SUFFIX = ".unsaved-replies.jsonl"
 
@@ -76,6 +76,9 @@ def keep(db: Path, record: CallRecord, run_id: int | None, cause: StoreError) ->
 
 def restore(llm: LLM) -> int:
     """Store the replies kept for the file of ``llm``; remove the side files. How many."""
+    # the LLM coder's records: loaded when the LLM is used, not by every command
+    from llm_coder.records import CallRecord, ChatRequest, Reply
+
     n = 0
     for place in places(llm.db.path):
         if not place.exists():

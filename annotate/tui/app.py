@@ -21,7 +21,8 @@ from pathlib import Path
 
 from textual.app import App
 
-from annotate.coding.session import CodingSession, resolve_codebook
+from annotate.coding.session import CodingSession
+from annotate.coding.session_inputs import resolve_codebook
 from annotate.errors import UsageError
 from annotate.media import MediaLocator
 from annotate.render.output import tell_waiting

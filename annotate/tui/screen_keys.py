@@ -9,7 +9,7 @@ from collections.abc import Collection, Mapping
 
 from textual.binding import Binding
 
-from annotate.coding.session import COMMANDS
+from annotate.coding.keys import COMMANDS
 from annotate.tui.widgets.keybar import key_label
 
 KeyEntry = tuple[str, str, str]

@@ -12,7 +12,7 @@ from textual.app import ComposeResult
 from textual.widgets import Static
 
 from annotate.coding.self_mode import SelfCodingSession
-from annotate.coding.session import resolve_codebook
+from annotate.coding.session_inputs import resolve_codebook
 from annotate.media import MediaLocator
 from annotate.render.output import tell_waiting
 from annotate.render.terminal import shown_line

@@ -25,13 +25,9 @@ from textual.widgets import Static
 
 from annotate.codebook import OTHER
 from annotate.coding.answers import answer_label
-from annotate.coding.session import (
-    COMMANDS,
-    command_keys,
-    item_context_rows,
-    question_choices,
-    time_in_session,
-)
+from annotate.coding.choices import question_choices
+from annotate.coding.context import item_context_rows, time_in_session
+from annotate.coding.keys import COMMANDS, command_keys
 from annotate.reliability.adjudication import AdjudicationSession, Feedback, GoldPlan
 from annotate.render.terminal import for_display, shown_line
 from annotate.store import Store

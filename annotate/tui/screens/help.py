@@ -17,7 +17,9 @@ from textual.screen import ModalScreen
 from textual.widgets import Static
 
 from annotate.codebook import Codebook, Question
-from annotate.coding.session import COMMANDS, Choice, CodingSession
+from annotate.coding.choices import Choice
+from annotate.coding.keys import COMMANDS
+from annotate.coding.session import CodingSession
 from annotate.render.prose import reflow
 from annotate.tui.widgets.keybar import key_label
 

@@ -13,7 +13,8 @@ from collections.abc import Iterator
 from textual import events
 from textual.widget import Widget
 
-from annotate.coding.session import CodingSession, codebook_keys
+from annotate.coding.keys import codebook_keys
+from annotate.coding.session import CodingSession
 from annotate.media import MediaLocator, Screenshot
 
 SHOT_KEYS = ("v", "f5")

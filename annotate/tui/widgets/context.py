@@ -11,7 +11,7 @@ from textual.containers import VerticalScroll
 from textual.geometry import Size
 from textual.widget import Widget
 
-from annotate.coding.session import ContextRow, format_offset
+from annotate.coding.context import ContextRow, format_offset
 from annotate.render.terminal import for_display
 from annotate.tui.widgets.relayout import remeasure
 

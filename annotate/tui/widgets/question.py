@@ -15,7 +15,8 @@ from textual.widget import Widget
 
 from annotate.codebook import NO, OTHER
 from annotate.coding.answers import answer_label
-from annotate.coding.session import Choice, CodingSession
+from annotate.coding.choices import Choice
+from annotate.coding.session import CodingSession
 from annotate.render.terminal import shown_line
 from annotate.tui.widgets.context import wrap_words
 

@@ -9,7 +9,8 @@ from rich.text import Text
 from textual.timer import Timer
 from textual.widget import Widget
 
-from annotate.coding.session import CodingSession, format_duration
+from annotate.coding.context import format_duration
+from annotate.coding.session import CodingSession
 from annotate.render.terminal import shown_line
 
 

@@ -1,8 +1,8 @@
-"""The records the store keeps for the LLM coder: one call (request + reply), one coded item.
+"""The LLM coder's records: one call (request + reply), one coded item, one split.
 
-:mod:`llm_coder` makes them and the store persists them; they are defined here, below both,
-so that the store never imports the LLM coder. A request's identity (:func:`sha256_json` of
-its canonical JSON) is defined here too, for the same reason.
+:mod:`llm_coder` makes them and the application's store persists them (it imports them from
+here: the arrow goes application -> library). A request's identity (:func:`sha256_json` of
+its canonical JSON) is defined here too.
 """
 
 from __future__ import annotations
@@ -26,6 +26,22 @@ def canonical_json(value: Any) -> str:
 def sha256_json(value: Any) -> str:
     """Identity of a request or prompt: sha256 of canonical JSON (sorted keys)."""
     return hashlib.sha256(canonical_json(value).encode()).hexdigest()
+
+
+@dataclass(frozen=True)
+class SplitInfo:
+    """A stored split: the few-shot items and the held-out items of a codebook's gold."""
+
+    name: str
+    codebook: str
+    codebook_hash: str
+    gold_coder: str
+    sample: str | None
+    seed: int
+    shots: tuple[str, ...]
+    heldout: tuple[str, ...]
+    created_at: str
+    strategy: str = "cover"
 
 
 @dataclass(frozen=True)
