@@ -765,6 +765,17 @@ def case_sample(b: Bench) -> None:
         1.5,
         300,
     )
+    # the condition checked by SQLite's compiler and authorizer, then run with the draw
+    where = (
+        "action_type = 'message' AND session IN (SELECT session FROM actions WHERE role = 'guide')"
+    )
+    argv = ["sample", "--n", n, "--seed", "3", "--name", "where", "--where", where]
+    b.add(
+        f"sample --n {n} --where (messages, subquery) on {b.shape.n_actions // 1000}k actions",
+        measure(annotate(*argv, "--db", str(db))),
+        1.5,
+        300,
+    )
 
 
 def case_status(b: Bench) -> None:
@@ -988,9 +999,10 @@ def trace_files(n: int) -> tuple[Path, Path]:
     actions = ("pickup", "chop", "put_in", "cook", "plate")
     per_file = n // n_files
     for f in range(n_files):
-        with (partial / "nested" / f"t{f}.jsonl").open("w") as fn, (
-            partial / "flat" / f"t{f}.jsonl"
-        ).open("w") as ff:
+        with (
+            (partial / "nested" / f"t{f}.jsonl").open("w") as fn,
+            (partial / "flat" / f"t{f}.jsonl").open("w") as ff,
+        ):
             for k in range(per_file):
                 i = f * per_file + k
                 episode, step = divmod(i, per_episode)
@@ -1036,9 +1048,7 @@ def case_trace(b: Bench) -> None:
         for suffix in ("", "-wal", "-shm"):
             Path(f"{db}{suffix}").unlink(missing_ok=True)
     peer = measure(annotate("import", str(flat), "--map", FLAT_MAP, "--db", str(dbs["flat"])))
-    ours = measure(
-        annotate("import", str(nested), "--map", TRACE_MAP, "--db", str(dbs["nested"]))
-    )
+    ours = measure(annotate("import", str(nested), "--map", TRACE_MAP, "--db", str(dbs["nested"])))
     b.add(
         f"import {n // 1000}k trace events (nested, --map dotted paths)",
         ours,

@@ -63,7 +63,8 @@ def test_where_and_errors(cli, maptask_db) -> None:
     r = cli("sample", "--n", "100000", "--seed", "1", "--name", "huge")
     assert r.exit_code == 1 and "is more than the" in r.stderr
     r = cli("sample", "--n", "5", "--seed", "1", "--name", "w", "--where", "nosuch = 1")
-    assert r.exit_code == 1 and "--where: no such column: nosuch" in r.stderr
+    assert r.exit_code == 1 and "--where 'nosuch = 1': no such column: nosuch" in r.stderr
+    assert "hint: the columns of actions: id, session" in r.stderr
     r = cli("sample", "--n", "5", "--seed", "1", "--name", "s", "--stratify", "colour")
     assert r.exit_code == 1 and "unknown column 'colour'" in r.stderr
     assert "huge" not in cli("samples", "--format", "json").stdout

@@ -124,7 +124,10 @@ $PY -m annotate export --what labels --format jsonl --db p.db 2>&1 | wc -l
     listed, refused, sampled, agreed, exported = outputs(r)
     assert exported.strip() == "1029"  # readers of a file that cannot be written open it as it is
     assert "rc=0" in agreed and "Fleiss" in agreed, agreed
-    assert "run not stored (p.db can only be read here): 1029 labels" in agreed
+    said = " ".join(agreed.split())
+    mounted = f"the file system of {tmp_path / 'mnt'} is mounted read-only"
+    assert f"run not stored (p.db: {mounted})" in said
+    assert "1029 labels" in said
     assert sampled.splitlines()[0] == (
         f"error: p.db: cannot write: the file system of {tmp_path / 'mnt'} is mounted read-only"
     )
@@ -156,6 +159,44 @@ $PY -m annotate import {DEMO} --db p.db 2>&1; echo "rc=$?"
         pytest.skip("still root inside the namespace: a read-only file cannot be made")
     assert lines[1] == "error: p.db: cannot write: the file is read-only (its permissions: 0o444)"
     assert "rc=1" in r.stdout and "Traceback" not in r.stdout
+
+
+@pytest.mark.parametrize("read_only", ["file", "folder"])
+def test_agree_on_a_read_only_file_prints_and_stores_nothing(tmp_path: Path, read_only) -> None:
+    folder = tmp_path / "shared"
+    folder.mkdir()
+    db = folder / "p.db"
+    with Store(db) as store:
+        import_files(store, sorted(DEMO.glob("*.jsonl")))
+        import_labels(store, REPO / "data" / "demo_labels.csv", find_codebook("traum"))
+    folder.chmod(0o555 if read_only == "folder" else 0o777)
+    db.chmod(0o444 if read_only == "file" else 0o644)
+    try:
+        r = run_sh(  # as an unprivileged user, for whom the permission bits bind
+            f"""cd {folder}
+id -u
+$PY -m annotate agree --codebook traum --db p.db 2>&1; echo "rc=$?"
+""",
+            flags="-U",
+            tmp=tmp_path,
+        )
+    finally:
+        folder.chmod(0o755)
+        db.chmod(0o644)
+    lines = r.stdout.splitlines()
+    if lines and lines[0] == "0":
+        pytest.skip("still root inside the namespace: a read-only file cannot be made")
+    assert "rc=0" in r.stdout and "Fleiss" in r.stdout and "Traceback" not in r.stdout, r.stdout
+    why = (
+        "the file is read-only (its permissions: 0o444)"
+        if read_only == "file"
+        else f"the folder {folder} is not writable"
+    )
+    said = " ".join(r.stdout.split())  # the line is wrapped at the terminal's width
+    assert f"run not stored (p.db: {why}" in said and "1029 labels, sha256" in said, r.stdout
+    assert "error" not in r.stdout
+    with Store(db) as store:
+        assert store.agreement.agreement_runs() == []
 
 
 PAID_REPLY_ON_A_FULL_DISK = """

@@ -1,5 +1,6 @@
 """`sample --where`: one condition, nothing that reorders, limits, recurses or draws by
-chance; Ctrl-C stops a long condition with one line. A seed numpy cannot take is one line."""
+chance (checked by SQLite's compiler and authorizer); Ctrl-C stops a long condition with one
+line. A seed numpy cannot take is one line."""
 
 from __future__ import annotations
 
@@ -35,23 +36,29 @@ def actions_db(cli, tmp_path: Path, db_path: Path) -> Path:
     ("where", "problem"),
     [
         ("1=1 ORDER BY random() LIMIT 5 --", "ORDER is not allowed"),
-        ("1=1 --", "a comment (--) is not allowed"),
-        ("1=1 /* x */", "a comment (/*) is not allowed"),
         ("1=1 LIMIT 5", "LIMIT is not allowed"),
         ("1=1 LIMIT 5 OFFSET 2", "LIMIT is not allowed"),
         (
             "id IN (WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x+1 FROM c) SELECT x FROM c)",
-            "WITH is not allowed",
+            "WITH RECURSIVE is not allowed",
         ),
         ("1=1; DELETE FROM labels", "';' is not allowed"),
-        ("1=1) UNION SELECT 1 FROM labels WHERE (1", "a ')' closes more than was opened"),
-        ("1=1 UNION SELECT 1", "UNION is not allowed"),
-        ("(1=1", "a '(' is not closed"),
+        ("1=1)\n; DELETE FROM labels; SELECT (1", "';' is not allowed"),
+        ("1=1) UNION SELECT 1 FROM labels WHERE (1", "UNION is not allowed"),
+        ("1=1)) UNION SELECT 1 FROM labels WHERE ((1", "a ')' closes more than was opened"),
+        ("1=1) ORDER BY random() --", "ORDER is not allowed"),
+        ("1=1 GROUP BY session", "GROUP is not allowed"),
+        ("(1=1", "a '(' or a quote is not closed"),
+        ("content = 'x", "a quote is not closed"),
         ("random() % 2 = 0", "random() is not allowed"),
+        ("id IN (SELECT id FROM actions ORDER BY RANDOM() LIMIT 5)", "random() is not allowed"),
+        ("hex(randomblob(2)) > 'A'", "randomblob() is not allowed"),
         ("timestamp > datetime('now', '-1 day')", "'now' reads the clock"),
         ("julianday( ' NOW ' ) - julianday(timestamp) < 7", "'now' reads the clock"),
         ("strftime('%s', 'now') > 0", "'now' reads the clock"),
+        ("timestamp > date(/* today */ 'now')", "'now' reads the clock"),
         ("date() > '2020-01-01'", "date() reads the clock"),
+        ("unixepoch() > 0", "unixepoch() reads the clock"),
         ("timestamp < CURRENT_TIMESTAMP", "CURRENT_TIMESTAMP is not allowed"),
         ("changes() = 0", "changes() is not allowed"),
     ],
@@ -64,20 +71,48 @@ def test_where_refuses_what_is_not_one_reproducible_condition(
     first = r.stderr.splitlines()[0]
     assert first.startswith("error: --where ") and problem in first, r.stderr
     assert "no ORDER BY, LIMIT" in r.stderr  # the hint states the rules
+    assert len(r.stderr.splitlines()) == 2
     with Store(actions_db) as s:
         assert s.samples.samples() == []
 
 
-def test_where_keeps_quoted_text_and_subqueries(cli, actions_db: Path) -> None:
-    assert check_where("content = 'now'")  # a word in the log, not the clock
-    assert check_where("date(timestamp) = '2026-01-01' AND content LIKE 'now%'")
-    assert check_where("content = 'a -- b; ORDER BY (x'") == "content = 'a -- b; ORDER BY (x'"
-    assert check_where('"order" = 1')  # a quoted identifier is a name, not a keyword
-    grouped = "session IN (SELECT session FROM actions GROUP BY session HAVING count(*) > 10)"
-    r = cli("sample", "--n", "5", "--seed", "3", "--where", grouped)
-    assert r.exit_code == 0, r.stderr
-    with pytest.raises(UsageError):
-        check_where("1=1 GROUP BY session")
+@pytest.mark.parametrize(
+    "where",
+    [
+        "content = 'now'",  # a word in the log, not the clock
+        "date(timestamp) = '2026-01-01' AND content LIKE 'now%'",
+        "content = 'now' AND date(timestamp, '+1 day') > '2020'",
+        "content = 'a -- b; ORDER BY (x'",
+        '"order" = 1 OR 1=1',  # a quoted identifier is a name, not a keyword
+        "1=1 -- a comment ends before the tool's parenthesis",
+        "1=1 /* ) ORDER BY random() */",
+        "session IN (SELECT session FROM actions GROUP BY session HAVING count(*) > 10)",
+        "id IN (WITH s(x) AS (SELECT 's1') SELECT id FROM actions, s WHERE session = x)",
+        "id IN (SELECT id FROM actions ORDER BY id LIMIT 50)",
+        "strftime('%Y', timestamp) IS NULL",
+    ],
+)
+def test_a_condition_that_only_reads_the_same_rows_is_kept(
+    cli, actions_db: Path, where: str
+) -> None:
+    with Store(actions_db) as s:
+        assert check_where(s.db, where) == where
+    r = cli("sample", "--n", "5", "--seed", "3", "--where", where, "--name", "kept")
+    # the query ran: a sample, or too few actions to draw from (no text in the log matches)
+    assert r.exit_code == 0 or "5 is more than the 0 actions that match" in r.stderr, r.stderr
+
+
+def test_the_check_compiles_on_a_read_only_connection(actions_db: Path) -> None:
+    with Store(actions_db) as s, pytest.raises(UsageError, match="no such table: nowhere"):
+        check_where(s.db, "id IN (SELECT id FROM nowhere)")
+    actions_db.chmod(0o444)
+    try:
+        with Store(actions_db) as s:
+            assert check_where(s.db, "session = 's1'") == "session = 's1'"
+            with pytest.raises(UsageError, match="random"):
+                check_where(s.db, "random() > 0")
+    finally:
+        actions_db.chmod(0o644)
 
 
 def test_the_same_seed_gives_the_same_items_whatever_the_where(cli, actions_db: Path) -> None:

@@ -152,7 +152,8 @@ def agree_command(
 
     Every run of coded questions is stored with the ids and a hash of the exact labels used;
     its id is printed. The same labels with the same settings again store nothing new: the
-    output says "same as run N".
+    output says "same as run N". On a file that can only be read (its permissions, its
+    folder's, a read-only file system) the figures are printed and the run is not stored.
     """
     from annotate.memory import fixed_mmap_threshold
     from annotate.reliability.agreement_run import run_agreement
@@ -216,9 +217,9 @@ def agree_command(
         if not selection.questions:
             render_measured(texts, numbers, fmt)
             return
+        unstored = store.agreement.why_runs_cannot_be_stored()  # report, do not store
         result = run_agreement(
-            store, selection, ci=ci, n_boot=n_boot, seed=seed,
-            save=not store.read_only,  # read-only storage: report, do not store
+            store, selection, ci=ci, n_boot=n_boot, seed=seed, save=unstored is None,
             ci_method=ci_method.value,
         )  # fmt: skip
         results = result.to_dict()
@@ -235,7 +236,7 @@ def agree_command(
             render_measured(texts, numbers, fmt)
     if result.run_id is None:
         run_line(
-            f"run not stored ({db} can only be read here): {result.n_labels} labels, sha256 "
+            f"run not stored ({unstored}): {result.n_labels} labels, sha256 "
             f"{result.labels_hash[:12]}.",
             fmt,
         )

@@ -32,9 +32,9 @@ def sample_command(
     where: Annotated[
         str | None,
         typer.Option(
-            help="One SQL condition on actions, e.g. \"action_type = 'message'\": no comments, "
-            "';', ORDER BY, LIMIT, OFFSET, WITH or random() (the seed alone decides the "
-            "items). Ctrl-C stops a slow condition."
+            help="One SQL condition on actions, e.g. \"action_type = 'message'\", that only "
+            "reads: no ';', ORDER BY, LIMIT or UNION after it, no recursive WITH, random() or "
+            "clock (the seed alone decides the items). Ctrl-C stops a slow condition."
         ),
     ] = None,
     replace: Annotated[bool, typer.Option(help="Overwrite a sample of the same name.")] = False,

@@ -13,7 +13,7 @@ from annotate.errors import NotFoundError, UsageError
 from annotate.models import Action
 from annotate.store.base import Database, dumps, now
 from annotate.store.lock import process_running
-from annotate.store.where import check_where, interruptible
+from annotate.store.where import check_where, condition_sql, interruptible
 
 if TYPE_CHECKING:  # numpy loads when a sample is drawn, not with every command
     import numpy as np
@@ -329,7 +329,7 @@ class Actions:
         (checked by :func:`~annotate.store.where.check_where`; Ctrl-C stops it)."""
         sql = f"SELECT {ACTION_COLUMNS} FROM actions"
         if where:
-            sql += f" WHERE ({check_where(where)})"
+            sql += f" WHERE {condition_sql(check_where(self.db, where))}"
         sql += " ORDER BY session, seq"
         with self._where_query():
             return [dict(r) for r in self.db.conn.execute(sql)]
@@ -347,12 +347,11 @@ class Actions:
                 hint="a SQL condition on the columns " + ACTION_COLUMNS,
             ) from exc
 
-    @staticmethod
-    def _sampling_sql(where: str | None, columns: Sequence[str]) -> str:
+    def _sampling_sql(self, where: str | None, columns: Sequence[str]) -> str:
         """The actions matching ``where`` in session order (what a draw numbers)."""
         sql = f"SELECT {', '.join(['rowid', *columns])} FROM actions"
         if where:
-            sql += f" WHERE ({check_where(where)})"
+            sql += f" WHERE {condition_sql(check_where(self.db, where))}"
         return sql + " ORDER BY session, seq, rowid"
 
     @contextmanager

@@ -137,6 +137,7 @@ LABEL_EXPORT: tuple[tuple[str, str, Kind], ...] = (
     ("question", "l.question", "text"),
     ("coder", "l.coder", "text"),
     ("value", "l.value", "text"),
+    ("number", "NULL", "real"),  # the value as a number, for number questions (_number_column)
     # stored as a JSON list; exported as "n1;n3"
     ("codes", "(SELECT group_concat(value, ';') FROM json_each(l.codes))", "text"),
     ("other_text", "l.other_text", "text"),
@@ -186,9 +187,7 @@ def _action_columns(alias: str, *, with_id: bool, joined: bool) -> list[Column]:
     ]
 
 
-ACTION_META = Column(
-    "meta", "CASE WHEN a.meta IN ('{}', '') THEN NULL ELSE a.meta END", json=True
-)
+ACTION_META = Column("meta", "CASE WHEN a.meta IN ('{}', '') THEN NULL ELSE a.meta END", json=True)
 """An action's ``meta`` (screenshot references, a generic import's extra columns), in the
 actions table only: the label table's ``meta`` is the label's."""
 
@@ -212,6 +211,11 @@ def _split_join(split: str | None, session: str) -> tuple[str, tuple[Any, ...]]:
 
 def _marks(values: Sequence[Any]) -> str:
     return ", ".join("?" * len(values))
+
+
+def _literal(text: str) -> str:
+    """``text`` as an SQL string literal (a column's expression holds no parameters)."""
+    return "'" + text.replace("'", "''") + "'"
 
 
 class Exports:
@@ -284,7 +288,11 @@ class Exports:
         params += self._filters("l", "l", codebook, coders, sample, where)
         keyed = [] if gold_only else [answered]
         key_params = self._filters("l", "l", codebook, coders, None, keyed)
-        columns = [Column(n, e, k, json=n in JSON_COLUMNS) for n, e, k in LABEL_EXPORT]
+        number = self._number_column("l")
+        columns = [
+            number if n == "number" else Column(n, e, k, json=n in JSON_COLUMNS)
+            for n, e, k in LABEL_EXPORT
+        ]
         columns += _action_columns("a", with_id=False, joined=True)
         return ExportQuery(
             tuple(_with_split(columns, split)),
@@ -299,6 +307,38 @@ class Exports:
             key_where=tuple(keyed),
             key_params=key_params,
         )
+
+    def _number_column(self, alias: str) -> Column:
+        """``number``: the answer of a number question (``kind: number`` in the version of
+        the codebook it was given under) as a real number, so that CSV writes it bare and
+        JSON lines and Parquet as a number; empty for every other question."""
+        pairs = sorted(self._number_questions())
+        if not pairs:
+            return Column("number", "NULL", "real")
+        values = ", ".join(f"({_literal(c)}, {_literal(h)}, {_literal(q)})" for c, h, q in pairs)
+        return Column(
+            "number",
+            f"CASE WHEN ({alias}.codebook, {alias}.codebook_hash, {alias}.question) "
+            f"IN (VALUES {values}) THEN CAST({alias}.value AS REAL) END",
+            "real",
+        )
+
+    def _number_questions(self) -> set[tuple[str, str, str]]:
+        """(codebook, version hash, question) of every number question of the stored
+        codebook versions (a few; each read once)."""
+        found: set[tuple[str, str, str]] = set()
+        rows = self.db.conn.execute(
+            "SELECT name, version_hash, text, other_by_default FROM codebooks"
+        ).fetchall()
+        for name, version, text, other_by_default in rows:
+            if "number" not in text:  # no question of this version can be one
+                continue
+            # the codebook model (pydantic, 0.1 s) only for a version that may have one
+            from annotate.codebook import parse_codebook
+
+            book = parse_codebook(text, f"{name}.yaml (stored)", other_by_default=other_by_default)
+            found |= {(name, version, q.id) for q in book.questions if q.kind == "number"}
+        return found
 
     def has_labels_of(self, codebook: str) -> bool:
         """One index lookup (the export's check of --codebook, which needs no list of every
