@@ -199,6 +199,58 @@ $PY -m annotate agree --codebook traum --db p.db 2>&1; echo "rc=$?"
         assert store.agreement.agreement_runs() == []
 
 
+TEXT_BOOK = """
+name: probe
+title: Probe
+version: "1"
+questions:
+  - id: state
+    prompt: What is the task state?
+    kind: text
+"""
+
+
+def test_agree_on_a_read_only_file_gives_text_similarity_and_stores_no_vectors(
+    tmp_path: Path,
+) -> None:
+    """The vectors of a text question are a cache: on a file that cannot be written they are
+    computed and used, not stored (a write would stop `agree` before it printed)."""
+    from annotate.codebook import Answer, LoadedCodebook, parse_codebook
+
+    folder = tmp_path / "shared"
+    folder.mkdir()
+    db = folder / "p.db"
+    book = parse_codebook(TEXT_BOOK, "probe.yaml")
+    with Store(db) as store:
+        import_files(store, sorted(DEMO.glob("*.jsonl")))
+        store.codebooks.register_codebook(LoadedCodebook(book, TEXT_BOOK, "probe.yaml"))
+        ids = [r[0] for r in store.db.query("SELECT id FROM actions ORDER BY session, seq")]
+        texts = [("We are at the mill.", "We're by the mill."), ("Go left.", "Turn left.")]
+        for action_id, (a, b) in zip(ids, texts):
+            store.labels.save_answer(action_id, book, "state", "ana", Answer(a))
+            store.labels.save_answer(action_id, book, "state", "ben", Answer(b))
+    db.chmod(0o444)
+    try:
+        r = run_sh(
+            f"""cd {folder}
+id -u
+$PY -m annotate agree --codebook probe --db p.db 2>&1; echo "rc=$?"
+""",
+            flags="-U",
+            tmp=tmp_path,
+        )
+    finally:
+        db.chmod(0o644)
+    lines = r.stdout.splitlines()
+    if lines and lines[0] == "0":
+        pytest.skip("still root inside the namespace: a read-only file cannot be made")
+    assert "rc=0" in r.stdout and "Traceback" not in r.stdout, r.stdout
+    assert "SBERT cosine" in r.stdout and "ROUGE-L F1" in r.stdout, r.stdout
+    assert "error" not in r.stdout
+    with Store(db) as store:
+        assert store.db.query("SELECT count(*) FROM embeddings")[0][0] == 0
+
+
 PAID_REPLY_ON_A_FULL_DISK = """
 import os, sys
 from annotate.errors import StoreError

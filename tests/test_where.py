@@ -57,6 +57,15 @@ def actions_db(cli, tmp_path: Path, db_path: Path) -> Path:
         ("julianday( ' NOW ' ) - julianday(timestamp) < 7", "'now' reads the clock"),
         ("strftime('%s', 'now') > 0", "'now' reads the clock"),
         ("timestamp > date(/* today */ 'now')", "'now' reads the clock"),
+        # 'now' passed on to the date function through a function, a subquery or a CTE
+        ("date(lower('now')) > '2020'", "'now' reads the clock"),
+        ("date(trim(' now ')) > '2020'", "'now' reads the clock"),
+        ("julianday((SELECT 'now')) > 0", "'now' reads the clock"),
+        (
+            "id IN (WITH t AS (SELECT 'now' AS n) SELECT a.id FROM actions a, t "
+            "WHERE date(t.n) > '2020')",
+            "'now' reads the clock",
+        ),
         ("date() > '2020-01-01'", "date() reads the clock"),
         ("unixepoch() > 0", "unixepoch() reads the clock"),
         ("timestamp < CURRENT_TIMESTAMP", "CURRENT_TIMESTAMP is not allowed"),

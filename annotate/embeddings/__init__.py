@@ -125,9 +125,9 @@ def embed_cached(
     """Vectors for ``texts``: from the store where it has them, else embedded and stored.
 
     New vectors are stored ``chunk`` texts at a time, so an interrupted run keeps its work;
-    a store opened read-only keeps none.
+    a store that cannot be written (read-only file, folder or file system) keeps none.
     """
-    keep = not getattr(store, "read_only", False)
+    keep = store.db.why_unwritable() is None
     hashes = [text_hash(t) for t in texts]
     known = store.embeddings.cached_embeddings(embedder.name, hashes)
     todo: dict[str, str] = {}

@@ -19,7 +19,6 @@ from typing import TYPE_CHECKING, Any
 from annotate.coders import GOLD
 from annotate.errors import NotFoundError
 from annotate.store.base import Database, dumps, now
-from annotate.store.failures import read_only_reason
 from annotate.store.gold import label_sources, labels_from, union_all
 from annotate.store.labels import LabelWrite
 
@@ -266,10 +265,7 @@ class AgreementRuns:
     def why_runs_cannot_be_stored(self) -> str | None:
         """Why a run cannot be stored here (a read-only file, folder or file system), if it
         cannot: `agree` then reports without storing, where a write would fail."""
-        reason = read_only_reason(self.db.path)
-        if reason:
-            return f"{self.db.path.name}: {reason}"
-        return f"{self.db.path.name} can only be read here" if self.db.read_only else None
+        return self.db.why_unwritable()
 
     def save_agreement_run(self, run: AgreementRunRecord) -> int:
         """Store a run and the ids of its labels in one transaction; return its id."""

@@ -208,6 +208,15 @@ class Database:
             return False
         return read_only_reason(self.path) is not None or full_reason(self.path) is not None
 
+    def why_unwritable(self) -> str | None:
+        """Why nothing can be written here (a read-only file, folder or file system, or a
+        file opened to be read only), if so: a command that can do without storing then
+        reports without it, where a write would fail."""
+        reason = read_only_reason(self.path)
+        if reason:
+            return f"{self.path.name}: {reason}"
+        return f"{self.path.name} can only be read here" if self.read_only else None
+
     def close(self) -> None:
         self.conn.close()
 

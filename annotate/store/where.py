@@ -171,7 +171,7 @@ def _reads_the_clock(program: list[tuple[Any, ...]]) -> str | None:
     addr, opcode, p1, p2, p3, p4, ...) reads the clock, if it does. A function's arguments
     are in the registers from its ``p2`` on (0: it has none); a text constant is loaded
     into its register ``p2`` by ``String8``."""
-    now = {row[3] for row in program if row[1] == "String8" and _is_now(row[5])}
+    now = _holding_now(program)
     for _, opcode, _, first, _, called, *_ in program:
         if opcode not in ("Function", "PureFunc") or not isinstance(called, str):
             continue
@@ -184,6 +184,26 @@ def _reads_the_clock(program: list[tuple[Any, ...]]) -> str | None:
         elif name in TIME_VALUES_AFTER_FORMAT and first and first + 1 in now:
             return "'now'"
     return None
+
+
+def _holding_now(program: list[tuple[Any, ...]]) -> set[int]:
+    """The registers that hold ``'now'`` or what was made of it: passed on through a function
+    (``lower('now')``), a copy (``(SELECT 'now')``) or a table of the query (a CTE's column)."""
+    registers = {row[3] for row in program if row[1] == "String8" and _is_now(row[5])}
+    cursors: set[int] = set()
+    for _ in range(2):  # twice: a loop of the program may read what a later address wrote
+        for _, opcode, p1, p2, p3, *_ in program:
+            if opcode in ("Function", "PureFunc") and p2 in registers:
+                registers.add(p3)
+            elif opcode in ("Copy", "SCopy", "Move") and p1 in registers:
+                registers.add(p2)
+            elif opcode == "MakeRecord" and registers & set(range(p1, p1 + p2)):
+                registers.add(p3)
+            elif opcode in ("Insert", "IdxInsert") and p2 in registers:
+                cursors.add(p1)
+            elif opcode == "Column" and p1 in cursors:
+                registers.add(p3)
+    return registers
 
 
 def _is_now(text: object) -> bool:
