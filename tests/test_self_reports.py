@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from annotate.analysis.alignment import ActSource, AlignmentCount, partner_alignment
-from annotate.codebook import find_codebook, parse_codebook
+from annotate.codebook import Answer, find_codebook, parse_codebook
 from annotate.store import Store
 
 PROBE_BOOK = """\
@@ -368,4 +368,10 @@ def test_a_changed_rationale_on_the_same_answer_is_stored_and_counted(project, c
     assert stored() == ("a", None, "I followed my partner", first[3])
     report(None)
     assert "1 unchanged" in import_reports(cli, project, "one.jsonl").stdout
+    assert stored() == ("a", None, "I followed my partner", first[3])
+    # a write that changes something else (time spent on the screen) brings no rationale:
+    # the stored one stays
+    with Store(db_path) as store:
+        book = store.codebooks.stored_codebook("probe")
+        store.labels.save_answer("a0", book, "Q1", "self:A", Answer("a"), seconds=3.0)
     assert stored() == ("a", None, "I followed my partner", first[3])

@@ -226,7 +226,7 @@ def test_agree_on_a_read_only_file_gives_text_similarity_and_stores_no_vectors(
         store.codebooks.register_codebook(LoadedCodebook(book, TEXT_BOOK, "probe.yaml"))
         ids = [r[0] for r in store.db.query("SELECT id FROM actions ORDER BY session, seq")]
         texts = [("We are at the mill.", "We're by the mill."), ("Go left.", "Turn left.")]
-        for action_id, (a, b) in zip(ids, texts):
+        for action_id, (a, b) in zip(ids, texts, strict=False):
             store.labels.save_answer(action_id, book, "state", "ana", Answer(a))
             store.labels.save_answer(action_id, book, "state", "ben", Answer(b))
     db.chmod(0o444)

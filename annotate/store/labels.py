@@ -82,6 +82,15 @@ kept: the rationale is not the answer), so that a participant's corrected words 
 a write without one leaves the stored one, as a write without a note does."""
 
 
+KEPT_RATIONALE = (
+    f"CASE WHEN json_extract(excluded.meta, '$.{RATIONALE_KEY}') IS NULL "
+    f"AND json_extract(labels.meta, '$.{RATIONALE_KEY}') IS NOT NULL "
+    f"THEN json_set(coalesce(excluded.meta, '{{}}'), '$.{RATIONALE_KEY}', "
+    f"json_extract(labels.meta, '$.{RATIONALE_KEY}')) ELSE excluded.meta END"
+)
+"""The meta a write stores: its own, with the stored rationale where it brings none."""
+
+
 def _upsert_sql(provenance: bool) -> str:
     refresh = (
         "OR labels.source IS NOT excluded.source OR labels.meta IS NOT excluded.meta "
@@ -98,7 +107,7 @@ def _upsert_sql(provenance: bool) -> str:
         "revision = excluded.revision, "
         "codes = excluded.codes, other_text = excluded.other_text, skipped = 0, "
         "seconds = coalesce(labels.seconds, 0) + coalesce(excluded.seconds, 0), "
-        "source = excluded.source, meta = excluded.meta, "
+        f"source = excluded.source, meta = {KEPT_RATIONALE}, "
         "note = coalesce(excluded.note, labels.note), "
         "created_at = CASE WHEN labels.value IS NULL AND labels.codes IS NULL "
         "  THEN excluded.created_at ELSE labels.created_at END, "
