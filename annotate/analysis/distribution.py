@@ -10,7 +10,7 @@ from annotate.analysis.coders import LabelSource
 from annotate.analysis.grouping import parse_by
 from annotate.analysis.report_model import Chart, Section, Table
 from annotate.analysis.report_scope import Scope, grouped_actions
-from annotate.codebook import Codebook
+from annotate.codebook import TYPED_KINDS, Codebook
 
 
 def distribution_section(
@@ -33,7 +33,7 @@ def distribution_section(
         groupings.append("split")
     for question in codebook.questions:
         answers = joined[joined["question"] == question.id]
-        if answers.empty or question.kind in ("text", "number"):
+        if answers.empty or question.kind in TYPED_KINDS:
             continue  # no codes to count: the probe section measures them
         multi = question.kind == "multi"
         seen = (

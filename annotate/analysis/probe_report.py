@@ -18,6 +18,7 @@ from annotate.analysis.probe_alignment import (
     probe_points,
 )
 from annotate.analysis.report_model import Chart, Section, Table
+from annotate.codebook import TYPED_KINDS
 from annotate.errors import AnnotateError
 
 if TYPE_CHECKING:
@@ -31,7 +32,7 @@ def _r(value: Any) -> float | None:
 
 def probe_section(store: Store, book: Codebook) -> Section | None:
     """None when ``book`` has no text or number question with participants' own answers."""
-    if not any(q.kind in ("text", "number") for q in book.questions):
+    if not any(q.kind in TYPED_KINDS for q in book.questions):
         return None
     from annotate.embeddings import local_sbert
 

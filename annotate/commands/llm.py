@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 import typer
 
@@ -33,9 +33,6 @@ from llm_coder.split import (
     split_exists,
 )
 from llm_coder.workflow import label_online
-
-if TYPE_CHECKING:
-    pass
 
 # -- split ------------------------------------------------------------------------------
 

@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from annotate.codebook import Answer, Codebook, LoadedCodebook, Question, find_codebook
+from annotate.codebook import TYPED_KINDS, Answer, Codebook, LoadedCodebook, Question, find_codebook
 from annotate.codebook_yaml import load_yaml
 from annotate.coders import self_coder
 from annotate.errors import AnnotateError, ImportFormatError
@@ -137,7 +137,7 @@ def read_mapping(path: Path) -> ProbeMapping:
         except AnnotateError as exc:
             raise _mapping_error(path, f"{where}.to", exc.message, exc.hint) from None
         answers = {str(k): str(v) for k, v in (spec.get("answers") or {}).items()}
-        if answers and question.kind in ("text", "number"):
+        if answers and question.kind in TYPED_KINDS:
             raise _mapping_error(
                 path, f"{where}.answers", f"{question.id} is a {question.kind} question: no codes"
             )

@@ -38,7 +38,7 @@ from typing import Any
 
 import yaml
 
-from annotate.codebook import NO, OTHER, Answer, Codebook, LoadedCodebook, Question
+from annotate.codebook import NO, OTHER, TYPED_KINDS, Answer, Codebook, LoadedCodebook, Question
 from annotate.codebook_yaml import _CodebookLoader, check_size
 from annotate.coders import self_coder
 from annotate.errors import AnnotateError, ImportFormatError
@@ -185,7 +185,7 @@ def load_mapping(path: Path, codebook: Codebook) -> Mapping:
             table = spec.get(key) or {}
             if key in spec and not isinstance(spec[key], dict):
                 raise error(f"{where}.{key}", "expected WORD: CODE lines")
-            if table and question.kind in ("text", "number"):
+            if table and question.kind in TYPED_KINDS:
                 what = f"{question.id} is a {question.kind} question: no codes"
                 raise error(f"{where}.{key}", what)
             if key == "reasons" and table and question.kind != "yes_no_reasons":

@@ -9,7 +9,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from annotate.codebook import Codebook, Question, find_codebook
+from annotate.codebook import TYPED_KINDS, Codebook, Question, find_codebook
 from annotate.coders import is_human
 from annotate.errors import AnnotateError, CodebookError, NotFoundError, UsageError
 
@@ -366,7 +366,7 @@ def _split_questions(
         return questions, (), ()
     text = tuple(q for q in questions if q.kind == "text")
     numbers = tuple(q for q in questions if q.kind == "number")
-    coded = tuple(q for q in questions if q.kind not in ("text", "number"))
+    coded = tuple(q for q in questions if q.kind not in TYPED_KINDS)
     if text:
         names = ", ".join(q.id for q in text)
         notes.append(f"free-text question {names}: similarity of the texts (SBERT, ROUGE-L)")

@@ -102,7 +102,7 @@ class Merge:
             " AND m.codebook = o.codebook AND m.question = o.question AND m.coder = o.coder)"
             " ORDER BY o.id",
             (GOLD,),
-        ).rowcount  # the rows inserted, not the triggers' updates
+        ).rowcount
         refresh_revisions(self.db.conn, "id > ?", (last,))
         gold = self.db.conn.execute(
             "SELECT action_id, codebook, codebook_hash, question, value, codes, other_text, "

@@ -13,7 +13,7 @@ from textual.containers import VerticalScroll
 from textual.geometry import Region, Size
 from textual.widget import Widget
 
-from annotate.codebook import NO, OTHER
+from annotate.codebook import NO, OTHER, TYPED_KINDS
 from annotate.coding.answers import answer_label
 from annotate.coding.choices import Choice
 from annotate.coding.session import CodingSession
@@ -138,7 +138,7 @@ class Choices(Widget):
             hint = "  tick every option that applies, then Enter"
         prompt = wrap_words(shown_line(q.prompt), width)
         lines: list[Text] = [Text(line, style="bold") for line in prompt]
-        if q.kind in ("text", "number"):
+        if q.kind in TYPED_KINDS:
             return self._free_text(lines, width)
         if hint and len(lines[-1]) + len(hint) <= width:
             lines[-1].append(hint, style="italic")
