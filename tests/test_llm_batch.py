@@ -28,12 +28,11 @@ from tests.chat_server import ServerState, chat_reply
 from tests.llm_fixtures import running_chat_server
 from tests.test_llm_cli import (
     CODER,
-    DIALOGUES,
     KEY,
     MODEL,
     agreeing,
     db_rows,
-    gold_by_text,
+    maptask_split,
     one_line,
 )
 
@@ -55,15 +54,7 @@ def env(monkeypatch, server):
 
 @pytest.fixture
 def gold(cli, shared, db_path):
-    folder = shared / "maptask" / "dialogues"
-    r = cli("import", *[str(folder / f) for f in DIALOGUES], "--labels-as", "hcrc",
-            "--codebook", "hcrc_moves")  # fmt: skip
-    assert r.exit_code == 0, r.output
-    assert cli("sample", "--n", "80", "--seed", "7", "--name", "main").exit_code == 0
-    r = cli("split", "--codebook", "hcrc_moves", "--gold", "hcrc", "--sample", "main",
-            "--strategy", "cover")  # fmt: skip
-    assert r.exit_code == 0, r.output
-    return gold_by_text(db_path)
+    return maptask_split(cli, shared, db_path)
 
 
 def label(cli, *args: str):

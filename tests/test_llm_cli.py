@@ -76,6 +76,12 @@ def agreeing(gold: dict[str, str], share: float):
 
 @pytest.fixture
 def maptask(cli, shared, db_path):
+    return maptask_split(cli, shared, db_path)
+
+
+def maptask_split(cli, shared: Path, db_path: Path) -> dict[str, str]:
+    """Two Map Task dialogues, their expert moves as coder `hcrc`, a split of 8 shots
+    covering 8 moves; the gold move of each text."""
     folder = shared / "maptask" / "dialogues"
     files = [str(folder / f) for f in DIALOGUES]
     r = cli("import", *files, "--labels-as", "hcrc", "--codebook", "hcrc_moves")

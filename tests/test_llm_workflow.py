@@ -17,7 +17,7 @@ from llm_coder.job import JobOptions, LabelJob
 from llm_coder.phases import PhaseResult
 from llm_coder.workflow import GateFailed, label_online
 from tests.llm_fixtures import running_chat_server
-from tests.test_llm_cli import DIALOGUES, KEY, MODEL, agreeing, db_rows, gold_by_text
+from tests.test_llm_cli import KEY, MODEL, agreeing, db_rows, maptask_split
 
 
 @pytest.fixture
@@ -30,16 +30,7 @@ def server(monkeypatch):
 
 @pytest.fixture
 def gold(cli, shared, db_path) -> dict[str, str]:
-    """Two Map Task dialogues, their expert moves as coder `hcrc`, a split of 8 shots."""
-    folder = shared / "maptask" / "dialogues"
-    r = cli("import", *[str(folder / f) for f in DIALOGUES], "--labels-as", "hcrc",
-            "--codebook", "hcrc_moves")  # fmt: skip
-    assert r.exit_code == 0, r.output
-    assert cli("sample", "--n", "80", "--seed", "7", "--name", "main").exit_code == 0
-    r = cli("split", "--codebook", "hcrc_moves", "--gold", "hcrc", "--sample", "main",
-            "--strategy", "cover")  # fmt: skip
-    assert r.exit_code == 0, r.output
-    return gold_by_text(db_path)
+    return maptask_split(cli, shared, db_path)
 
 
 class Recorder:
